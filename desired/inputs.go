@@ -1,0 +1,58 @@
+package desired
+
+import (
+	"fmt"
+	"net/netip"
+
+	nadv1 "github.com/k8snetworkplumbingwg/network-attachment-definition-client/pkg/apis/k8s.cni.cncf.io/v1"
+	corev1 "k8s.io/api/core/v1"
+	kubevirtv1 "kubevirt.io/api/core/v1"
+)
+
+// Inputs is everything Build reads from Kubernetes: every object of the five
+// kinds that matter, whichever source (informers or manifest files) read them.
+// Order does not matter; Build sorts what it needs.
+type Inputs struct {
+	Pods                         []*corev1.Pod
+	VirtualMachines              []*kubevirtv1.VirtualMachine
+	VirtualMachineInstances      []*kubevirtv1.VirtualMachineInstance
+	Migrations                   []*kubevirtv1.VirtualMachineInstanceMigration
+	NetworkAttachmentDefinitions []*nadv1.NetworkAttachmentDefinition
+}
+
+// Config is the part of ovn-sync's configuration Build depends on: the
+// cluster's default network.
+type Config struct {
+	// DefaultSwitch is the logical switch of the default network, e.g. "ovn-default".
+	DefaultSwitch string
+	// DefaultSubnets holds at most one IPv4 and one IPv6 prefix.
+	DefaultSubnets []netip.Prefix
+	// DefaultExclude lists addresses IPAM never hands out on the default network.
+	DefaultExclude []IPRange
+}
+
+// IPRange is an inclusive range of addresses of one family. A single address
+// has From == To.
+type IPRange struct {
+	From, To netip.Addr
+}
+
+// Problem is bad or conflicting input found while building the desired state.
+// A Problem never causes a port to be deleted or rewritten: the object it
+// names keeps whatever it had.
+type Problem struct {
+	// Kind, Namespace and Name identify the object at fault.
+	Kind      string
+	Namespace string
+	Name      string
+	// Reason is a stable CamelCase word for metrics and events, e.g. "InvalidAnnotation".
+	Reason string
+	// Message names the field and the value, e.g.
+	// `ovn.kubernetes.io/ip_address "999.1.1.1": not an IP address`.
+	Message string
+}
+
+// String renders the problem as "<Kind> <namespace>/<name>: <message>".
+func (p Problem) String() string {
+	return fmt.Sprintf("%s %s/%s: %s", p.Kind, p.Namespace, p.Name, p.Message)
+}

@@ -1,0 +1,133 @@
+package state
+
+import "slices"
+
+// Keys in external_ids and options that ovn-sync owns. Every other key on a
+// row belongs to someone else and is never written or removed.
+const (
+	// KeyOwner marks a row as ovn-sync's. Its value is "<Kind>/<namespace>/<name>"
+	// on ports and "NetworkAttachmentDefinition/<ns>/<name>" or "ovn-sync" on
+	// switches. Rows without it are never modified or deleted.
+	KeyOwner = "ovn-sync/owner"
+	// KeyNetwork names the network a port or switch serves: "default" or "<nadns>/<nad>".
+	KeyNetwork = "ovn-sync/network"
+	// KeySwitch records on a port the switch ovn-sync placed it on, so that a port can
+	// be moved when its network's switch changes without monitoring Logical_Switch.ports.
+	KeySwitch = "ovn-sync/switch"
+
+	// OptRequestedChassis is the LSP option naming the chassis the port may bind on
+	// ("node" or, during live migration, "src,dst").
+	OptRequestedChassis = "requested-chassis"
+	// OptActivationStrategy is the LSP option set to "rarp" while a port is bound to
+	// two chassis, so the destination activates on the first RARP the VM sends.
+	OptActivationStrategy = "activation-strategy"
+
+	// SwitchSubnet and SwitchIPv6Prefix are the Logical_Switch other_config keys
+	// ovn-sync sets on the switches it creates.
+	SwitchSubnet     = "subnet"
+	SwitchIPv6Prefix = "ipv6_prefix"
+
+	// DefaultNetwork is the KeyNetwork value of the cluster's default network.
+	DefaultNetwork = "default"
+)
+
+// Switch is a Logical_Switch, reduced to the columns ovn-sync reads.
+type Switch struct {
+	Name string
+	// UUID is set on observed switches only.
+	UUID string
+	// Owner is external_ids:ovn-sync/owner; empty when the switch is not ours.
+	Owner string
+	// Network is external_ids:ovn-sync/network.
+	Network string
+	// Subnet and IPv6Prefix are other_config:subnet and other_config:ipv6_prefix.
+	Subnet     string
+	IPv6Prefix string
+}
+
+// Owned reports whether ovn-sync created the switch.
+func (s *Switch) Owned() bool { return s.Owner != "" }
+
+// Equal reports whether a and b agree on every column ovn-sync manages.
+// UUIDs are not compared.
+func (s *Switch) Equal(o *Switch) bool {
+	return s.Name == o.Name && s.Owner == o.Owner && s.Network == o.Network &&
+		s.Subnet == o.Subnet && s.IPv6Prefix == o.IPv6Prefix
+}
+
+// Port is a Logical_Switch_Port, reduced to the columns ovn-sync reads. The
+// keys of options and external_ids that ovn-sync owns are fields of their own;
+// other keys are not represented and so can never be touched.
+type Port struct {
+	Name string
+	// UUID is set on observed ports only.
+	UUID string
+	// Switch is the logical switch the port lives on. Desired ports always carry
+	// it; observed ports carry it from external_ids:ovn-sync/switch, so it is
+	// empty for ports that are not ours.
+	Switch string
+
+	// Addresses and PortSecurity are the LSP columns of the same name. ovn-sync
+	// writes one entry, "<mac> <ipv4> <ipv6>", to both.
+	Addresses    []string
+	PortSecurity []string
+	// DynamicAddresses is the column OVN fills for ports with "dynamic"
+	// addresses; observed only, read so IPAM never hands out such an address.
+	DynamicAddresses string
+
+	// Owner is external_ids:ovn-sync/owner ("<Kind>/<namespace>/<name>");
+	// empty when the port is not ours.
+	Owner string
+	// Network is external_ids:ovn-sync/network.
+	Network string
+
+	// RequestedChassis is options:requested-chassis; empty means unset.
+	RequestedChassis string
+	// ActivationStrategy is options:activation-strategy; empty means unset.
+	ActivationStrategy string
+}
+
+// Owned reports whether the port is ovn-sync's.
+func (p *Port) Owned() bool { return p.Owner != "" }
+
+// Equal reports whether p and o agree on every column and key ovn-sync
+// manages. UUIDs and DynamicAddresses are not compared.
+func (p *Port) Equal(o *Port) bool {
+	return p.Name == o.Name && p.Switch == o.Switch && p.Owner == o.Owner && p.Network == o.Network &&
+		p.RequestedChassis == o.RequestedChassis && p.ActivationStrategy == o.ActivationStrategy &&
+		slices.Equal(p.Addresses, o.Addresses) && slices.Equal(p.PortSecurity, o.PortSecurity)
+}
+
+// State is a set of switches and ports, each keyed by its name.
+type State struct {
+	Switches map[string]*Switch
+	Ports    map[string]*Port
+}
+
+// New returns an empty State with capacity for the given number of ports.
+func New(ports int) State {
+	return State{Switches: map[string]*Switch{}, Ports: make(map[string]*Port, ports)}
+}
+
+// Clone returns a State with its own maps holding the same (immutable) values.
+func (s State) Clone() State {
+	c := State{Switches: make(map[string]*Switch, len(s.Switches)), Ports: make(map[string]*Port, len(s.Ports))}
+	for k, v := range s.Switches {
+		c.Switches[k] = v
+	}
+	for k, v := range s.Ports {
+		c.Ports[k] = v
+	}
+	return c
+}
+
+// OwnedPorts returns how many ports in s are ovn-sync's.
+func (s State) OwnedPorts() int {
+	n := 0
+	for _, p := range s.Ports {
+		if p.Owned() {
+			n++
+		}
+	}
+	return n
+}
