@@ -1,0 +1,10 @@
+// Package observed is ovn-sync's view of the OVN northbound database: a
+// libovsdb client whose cache monitors only the columns the diff reads, the
+// conversion of cached rows into a state.State (the "have" side), and the
+// embedded in-memory NB server used by the demo and by fast tests.
+//
+// Call Dial to connect (it returns once the initial monitor dump is in the
+// cache), then State for a snapshot of what is there now. State is cheap to
+// call repeatedly: rows that did not change since the previous call are not
+// converted again.
+package observed

@@ -1,0 +1,68 @@
+package observed
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/ovn-org/libovsdb/database/inmemory"
+	"github.com/ovn-org/libovsdb/model"
+	"github.com/ovn-org/libovsdb/server"
+
+	"github.com/ovn-sync/ovn-sync/nbdb"
+)
+
+// Embedded is libovsdb's in-memory OVSDB server serving the bundled OVN NB
+// schema on a unix socket in a temporary directory.
+type Embedded struct {
+	srv *server.OvsdbServer
+	dir string
+	// Endpoint is the server's address ("unix:/tmp/.../nb.sock").
+	Endpoint string
+}
+
+// StartEmbedded starts an empty in-memory NB. Call Close when done.
+func StartEmbedded() (*Embedded, error) {
+	clientModel, err := nbdb.FullDatabaseModel()
+	if err != nil {
+		return nil, err
+	}
+	dbModel, errs := model.NewDatabaseModel(nbdb.Schema(), clientModel)
+	if len(errs) > 0 {
+		return nil, fmt.Errorf("NB schema: %v", errs)
+	}
+	db := inmemory.NewDatabase(map[string]model.ClientDBModel{clientModel.Name(): clientModel})
+	srv, err := server.NewOvsdbServer(db, dbModel)
+	if err != nil {
+		return nil, err
+	}
+	dir, err := os.MkdirTemp("", "ovn-sync-nb")
+	if err != nil {
+		return nil, err
+	}
+	sock := filepath.Join(dir, "nb.sock")
+	errc := make(chan error, 1)
+	go func() { errc <- srv.Serve("unix", sock) }()
+	for deadline := time.Now().Add(5 * time.Second); !srv.Ready(); {
+		select {
+		case err := <-errc:
+			os.RemoveAll(dir)
+			return nil, fmt.Errorf("embedded NB: %w", err)
+		default:
+		}
+		if time.Now().After(deadline) {
+			srv.Close()
+			os.RemoveAll(dir)
+			return nil, fmt.Errorf("embedded NB did not become ready on %s", sock)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	return &Embedded{srv: srv, dir: dir, Endpoint: "unix:" + sock}, nil
+}
+
+// Close stops the server and removes its socket.
+func (e *Embedded) Close() {
+	e.srv.Close()
+	os.RemoveAll(e.dir)
+}

@@ -1,0 +1,203 @@
+package observed
+
+import (
+	"context"
+	"crypto/tls"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/cenkalti/backoff/v4"
+	"github.com/go-logr/logr"
+	"github.com/ovn-org/libovsdb/client"
+	"github.com/ovn-org/libovsdb/model"
+
+	"github.com/ovn-sync/ovn-sync/nbdb"
+	"github.com/ovn-sync/ovn-sync/state"
+)
+
+// Options configures Dial.
+type Options struct {
+	// Endpoints are OVSDB addresses: unix:PATH, tcp:HOST:PORT or ssl:HOST:PORT.
+	// Several endpoints name the members of a RAFT cluster.
+	Endpoints []string
+	// TLS is required for ssl: endpoints.
+	TLS *tls.Config
+	// Logger receives libovsdb's logs; nil discards them.
+	Logger *logr.Logger
+	// LeaderOnly makes the client talk to the RAFT leader only, reconnecting
+	// when leadership moves. Dial sets it for real servers; the embedded
+	// in-memory server has no _Server database and must run without it.
+	LeaderOnly bool
+}
+
+// ParseEndpoints splits a --nb value ("unix:/p,tcp:1.2.3.4:6641") into endpoints,
+// rejecting anything that is not unix:, tcp: or ssl:.
+func ParseEndpoints(s string) ([]string, error) {
+	var out []string
+	for _, e := range strings.Split(s, ",") {
+		e = strings.TrimSpace(e)
+		if e == "" {
+			continue
+		}
+		scheme, rest, ok := strings.Cut(e, ":")
+		if !ok || rest == "" || (scheme != "unix" && scheme != "tcp" && scheme != "ssl") {
+			return nil, fmt.Errorf("NB endpoint %q: want unix:PATH, tcp:HOST:PORT or ssl:HOST:PORT", e)
+		}
+		out = append(out, e)
+	}
+	if len(out) == 0 {
+		return nil, errors.New("no NB endpoint given")
+	}
+	return out, nil
+}
+
+// NB is a connected, monitoring NB client.
+type NB struct {
+	client client.Client
+
+	mu       sync.Mutex
+	ports    map[string]memoPort   // by row UUID
+	switches map[string]memoSwitch // by row UUID
+}
+
+type memoPort struct {
+	row  model.Model
+	port *state.Port
+}
+
+type memoSwitch struct {
+	row model.Model
+	sw  *state.Switch
+}
+
+// Dial connects to the NB, monitors the tables ovn-sync reads, and returns
+// once the initial contents are in the cache. The client reconnects by itself
+// (and re-monitors) when the connection drops.
+func Dial(ctx context.Context, opts Options) (*NB, error) {
+	dbModel, err := nbdb.FullDatabaseModel()
+	if err != nil {
+		return nil, err
+	}
+	copts := []client.Option{
+		client.WithLeaderOnly(opts.LeaderOnly),
+		client.WithReconnect(5*time.Second, reconnectBackoff()),
+	}
+	for _, e := range opts.Endpoints {
+		copts = append(copts, client.WithEndpoint(e))
+	}
+	if opts.TLS != nil {
+		copts = append(copts, client.WithTLSConfig(opts.TLS))
+	}
+	logger := logr.Discard()
+	if opts.Logger != nil {
+		logger = *opts.Logger
+	}
+	copts = append(copts, client.WithLogger(&logger))
+	c, err := client.NewOVSDBClient(dbModel, copts...)
+	if err != nil {
+		return nil, err
+	}
+	if err := c.Connect(ctx); err != nil {
+		return nil, fmt.Errorf("connect to NB %s: %w", strings.Join(opts.Endpoints, ","), err)
+	}
+	// Monitor only what the diff reads. Logical_Switch.ports is deliberately
+	// left out: every port transaction would ship the whole set back and the
+	// cache would clone it, which makes per-port work quadratic.
+	lsp := &nbdb.LogicalSwitchPort{}
+	ls := &nbdb.LogicalSwitch{}
+	_, err = c.Monitor(ctx, c.NewMonitor(
+		client.WithTable(lsp, &lsp.Name, &lsp.Addresses, &lsp.PortSecurity, &lsp.DynamicAddresses, &lsp.Options, &lsp.ExternalIDs),
+		client.WithTable(ls, &ls.Name, &ls.ExternalIDs, &ls.OtherConfig),
+	))
+	if err != nil {
+		c.Close()
+		return nil, fmt.Errorf("monitor NB: %w", err)
+	}
+	return &NB{client: c, ports: map[string]memoPort{}, switches: map[string]memoSwitch{}}, nil
+}
+
+func reconnectBackoff() backoff.BackOff {
+	b := backoff.NewExponentialBackOff()
+	b.InitialInterval = 100 * time.Millisecond
+	b.MaxInterval = 5 * time.Second
+	b.MaxElapsedTime = 0 // keep trying; the caller's context bounds the wait
+	return b
+}
+
+// Client is the underlying libovsdb client, for transactions.
+func (nb *NB) Client() client.Client { return nb.client }
+
+// Connected reports whether the client is connected now.
+func (nb *NB) Connected() bool { return nb.client.Connected() }
+
+// Close disconnects.
+func (nb *NB) Close() { nb.client.Close() }
+
+// State returns a snapshot of the switches and ports in the cache. It is
+// safe to call concurrently with cache updates; the result is the caller's.
+func (nb *NB) State() state.State {
+	nb.mu.Lock()
+	defer nb.mu.Unlock()
+	cache := nb.client.Cache()
+	portRows := cache.Table(nbdb.LogicalSwitchPortTable).RowsShallow()
+	switchRows := cache.Table(nbdb.LogicalSwitchTable).RowsShallow()
+
+	s := state.State{Switches: make(map[string]*state.Switch, len(switchRows)), Ports: make(map[string]*state.Port, len(portRows))}
+	// The cache replaces a row's model (it clones before updating), so an
+	// unchanged pointer means an unchanged row and its conversion is reused.
+	ports := make(map[string]memoPort, len(portRows))
+	for uuid, row := range portRows {
+		m, ok := nb.ports[uuid]
+		if !ok || m.row != row {
+			m = memoPort{row: row, port: PortFromRow(row.(*nbdb.LogicalSwitchPort))}
+		}
+		ports[uuid] = m
+		s.Ports[m.port.Name] = m.port
+	}
+	nb.ports = ports
+	switches := make(map[string]memoSwitch, len(switchRows))
+	for uuid, row := range switchRows {
+		m, ok := nb.switches[uuid]
+		if !ok || m.row != row {
+			m = memoSwitch{row: row, sw: SwitchFromRow(row.(*nbdb.LogicalSwitch))}
+		}
+		switches[uuid] = m
+		s.Switches[m.sw.Name] = m.sw
+	}
+	nb.switches = switches
+	return s
+}
+
+// PortFromRow converts an NB row into a state.Port.
+func PortFromRow(r *nbdb.LogicalSwitchPort) *state.Port {
+	p := &state.Port{
+		Name:               r.Name,
+		UUID:               r.UUID,
+		Addresses:          r.Addresses,
+		PortSecurity:       r.PortSecurity,
+		Owner:              r.ExternalIDs[state.KeyOwner],
+		Network:            r.ExternalIDs[state.KeyNetwork],
+		Switch:             r.ExternalIDs[state.KeySwitch],
+		RequestedChassis:   r.Options[state.OptRequestedChassis],
+		ActivationStrategy: r.Options[state.OptActivationStrategy],
+	}
+	if r.DynamicAddresses != nil {
+		p.DynamicAddresses = *r.DynamicAddresses
+	}
+	return p
+}
+
+// SwitchFromRow converts an NB row into a state.Switch.
+func SwitchFromRow(r *nbdb.LogicalSwitch) *state.Switch {
+	return &state.Switch{
+		Name:       r.Name,
+		UUID:       r.UUID,
+		Owner:      r.ExternalIDs[state.KeyOwner],
+		Network:    r.ExternalIDs[state.KeyNetwork],
+		Subnet:     r.OtherConfig[state.SwitchSubnet],
+		IPv6Prefix: r.OtherConfig[state.SwitchIPv6Prefix],
+	}
+}

@@ -1,0 +1,198 @@
+package sources
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+
+	nadv1 "github.com/k8snetworkplumbingwg/network-attachment-definition-client/pkg/apis/k8s.cni.cncf.io/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
+	kubevirtv1 "kubevirt.io/api/core/v1"
+
+	"github.com/ovn-sync/ovn-sync/desired"
+)
+
+// Note is something ReadManifests skipped but wants the user to know about.
+type Note struct {
+	File  string
+	Index int // the document's position in the file, from 0
+	Text  string
+}
+
+func (n Note) String() string { return fmt.Sprintf("%s: document %d: %s", n.File, n.Index, n.Text) }
+
+// ReadManifests reads every object of the kinds ovn-sync uses from the given
+// files and directories. Directories are read non-recursively, like
+// kubectl -f, taking files ending .yaml, .yml or .json in name order.
+// Objects of other kinds are skipped with a Note. A document that cannot be
+// decoded is an error naming the file and document index: with manifests,
+// half an input is worse than none.
+func ReadManifests(paths []string) (desired.Inputs, []Note, error) {
+	var in desired.Inputs
+	var notes []Note
+	files, err := expand(paths)
+	if err != nil {
+		return in, nil, err
+	}
+	for _, f := range files {
+		data, err := os.ReadFile(f)
+		if err != nil {
+			return in, nil, err
+		}
+		n, err := decodeFile(f, data, &in)
+		if err != nil {
+			return in, nil, err
+		}
+		notes = append(notes, n...)
+	}
+	return in, notes, nil
+}
+
+func expand(paths []string) ([]string, error) {
+	var files []string
+	for _, p := range paths {
+		st, err := os.Stat(p)
+		if err != nil {
+			return nil, err
+		}
+		if !st.IsDir() {
+			files = append(files, p)
+			continue
+		}
+		entries, err := os.ReadDir(p)
+		if err != nil {
+			return nil, err
+		}
+		var names []string
+		for _, e := range entries {
+			if e.Type()&fs.ModeType != 0 {
+				continue
+			}
+			switch strings.ToLower(filepath.Ext(e.Name())) {
+			case ".yaml", ".yml", ".json":
+				names = append(names, filepath.Join(p, e.Name()))
+			}
+		}
+		sort.Strings(names)
+		files = append(files, names...)
+	}
+	return files, nil
+}
+
+func decodeFile(file string, data []byte, in *desired.Inputs) ([]Note, error) {
+	var notes []Note
+	dec := utilyaml.NewYAMLOrJSONDecoder(bytes.NewReader(data), 4096)
+	for i := 0; ; i++ {
+		var raw json.RawMessage
+		if err := dec.Decode(&raw); err != nil {
+			if errors.Is(err, io.EOF) {
+				return notes, nil
+			}
+			return nil, fmt.Errorf("%s: document %d: %w", file, i, err)
+		}
+		if len(bytes.TrimSpace(raw)) == 0 || string(raw) == "null" {
+			continue
+		}
+		n, err := addObject(raw, in)
+		if err != nil {
+			return nil, fmt.Errorf("%s: document %d: %w", file, i, err)
+		}
+		for _, t := range n {
+			notes = append(notes, Note{File: file, Index: i, Text: t})
+		}
+	}
+}
+
+// addObject decodes one object (or a List of them) into in and returns notes
+// for what it skipped.
+func addObject(raw []byte, in *desired.Inputs) ([]string, error) {
+	var tm metav1.TypeMeta
+	if err := json.Unmarshal(raw, &tm); err != nil {
+		return nil, err
+	}
+	if tm.Kind == "" {
+		return nil, errors.New("no kind")
+	}
+	if strings.HasSuffix(tm.Kind, "List") {
+		var list struct {
+			Items []json.RawMessage `json:"items"`
+		}
+		if err := json.Unmarshal(raw, &list); err != nil {
+			return nil, fmt.Errorf("%s: %w", tm.Kind, err)
+		}
+		var notes []string
+		for j, item := range list.Items {
+			n, err := addObject(item, in)
+			if err != nil {
+				return nil, fmt.Errorf("%s item %d: %w", tm.Kind, j, err)
+			}
+			notes = append(notes, n...)
+		}
+		return notes, nil
+	}
+	group, _, _ := strings.Cut(tm.APIVersion, "/")
+	if !strings.Contains(tm.APIVersion, "/") {
+		group = ""
+	}
+	switch {
+	case group == "" && tm.Kind == "Pod":
+		return nil, decodeInto(raw, &in.Pods)
+	case group == "kubevirt.io" && tm.Kind == "VirtualMachine":
+		return nil, decodeInto(raw, &in.VirtualMachines)
+	case group == "kubevirt.io" && tm.Kind == "VirtualMachineInstance":
+		return nil, decodeInto(raw, &in.VirtualMachineInstances)
+	case group == "kubevirt.io" && tm.Kind == "VirtualMachineInstanceMigration":
+		return nil, decodeInto(raw, &in.Migrations)
+	case group == "k8s.cni.cncf.io" && tm.Kind == "NetworkAttachmentDefinition":
+		return nil, decodeInto(raw, &in.NetworkAttachmentDefinitions)
+	}
+	var om struct {
+		Metadata metav1.ObjectMeta `json:"metadata"`
+	}
+	_ = json.Unmarshal(raw, &om)
+	return []string{fmt.Sprintf("skipped %s %s (not a kind ovn-sync reads)", tm.Kind, om.Metadata.Name)}, nil
+}
+
+type object interface {
+	GetNamespace() string
+	SetNamespace(string)
+	GetName() string
+}
+
+// objectPtr constrains T so that *T is an object: decodeInto allocates T and
+// appends *T.
+type objectPtr[T any] interface {
+	*T
+	object
+}
+
+var (
+	_ object = (*corev1.Pod)(nil)
+	_ object = (*kubevirtv1.VirtualMachine)(nil)
+	_ object = (*nadv1.NetworkAttachmentDefinition)(nil)
+)
+
+func decodeInto[T any, P objectPtr[T]](raw []byte, list *[]P) error {
+	p := P(new(T))
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	if err := dec.Decode(p); err != nil {
+		return err
+	}
+	if p.GetName() == "" {
+		return errors.New("metadata.name is empty")
+	}
+	if p.GetNamespace() == "" {
+		p.SetNamespace("default") // as kubectl does with no --namespace
+	}
+	*list = append(*list, p)
+	return nil
+}

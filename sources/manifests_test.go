@@ -1,0 +1,84 @@
+package sources
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+func write(t *testing.T, dir, name, body string) string {
+	t.Helper()
+	p := filepath.Join(dir, name)
+	if err := os.WriteFile(p, []byte(body), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+func TestReadManifests(t *testing.T) {
+	dir := t.TempDir()
+	write(t, dir, "a.yaml", `
+apiVersion: v1
+kind: Pod
+metadata: {name: web}
+spec: {nodeName: node-a, containers: [{name: c, image: nginx}]}
+---
+apiVersion: v1
+kind: Service
+metadata: {name: svc}
+---
+apiVersion: kubevirt.io/v1
+kind: VirtualMachine
+metadata: {name: vm1, namespace: vms}
+spec:
+  runStrategy: Halted
+  template:
+    spec:
+      networks: [{name: data, multus: {networkName: tenant/data}}]
+`)
+	write(t, dir, "b.json", `{"apiVersion":"v1","kind":"List","items":[
+ {"apiVersion":"k8s.cni.cncf.io/v1","kind":"NetworkAttachmentDefinition","metadata":{"name":"data","namespace":"tenant"},"spec":{"config":"{}"}},
+ {"apiVersion":"kubevirt.io/v1","kind":"VirtualMachineInstance","metadata":{"name":"vmi1","namespace":"vms"}},
+ {"apiVersion":"kubevirt.io/v1","kind":"VirtualMachineInstanceMigration","metadata":{"name":"mig","namespace":"vms"}}]}`)
+	write(t, dir, "ignored.txt", "not yaml")
+
+	in, notes, err := ReadManifests([]string{dir})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(in.Pods) != 1 || in.Pods[0].Namespace != "default" || in.Pods[0].Spec.NodeName != "node-a" {
+		t.Errorf("Pods = %+v, want web in default on node-a", in.Pods)
+	}
+	if len(in.VirtualMachines) != 1 || in.VirtualMachines[0].Spec.Template.Spec.Networks[0].Multus.NetworkName != "tenant/data" {
+		t.Errorf("VirtualMachines = %+v", in.VirtualMachines)
+	}
+	if len(in.NetworkAttachmentDefinitions) != 1 || len(in.VirtualMachineInstances) != 1 || len(in.Migrations) != 1 {
+		t.Errorf("List items not all read: %d NADs, %d VMIs, %d migrations",
+			len(in.NetworkAttachmentDefinitions), len(in.VirtualMachineInstances), len(in.Migrations))
+	}
+	if len(notes) != 1 || !strings.Contains(notes[0].String(), "a.yaml: document 1: skipped Service svc") {
+		t.Errorf("notes = %v, want one for the Service", notes)
+	}
+}
+
+func TestReadManifestsErrors(t *testing.T) {
+	dir := t.TempDir()
+	for _, tc := range []struct {
+		body, want string
+	}{
+		{"apiVersion: v1\nkind: Pod\nmetadata: {name: a}\n---\nkind: [\n", "bad.yaml: document 1"},
+		{"apiVersion: v1\nkind: Pod\nmetadata: {}\n", "bad.yaml: document 0: metadata.name is empty"},
+		{"apiVersion: v1\nkind: Pod\nmetadata: {name: a}\nspec: {containers: 3}\n", "bad.yaml: document 0"},
+		{"metadata: {name: a}\n", "bad.yaml: document 0: no kind"},
+	} {
+		p := write(t, dir, "bad.yaml", tc.body)
+		_, _, err := ReadManifests([]string{p})
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("ReadManifests(%q) error = %v, want one containing %q", tc.body, err, tc.want)
+		}
+	}
+	if _, _, err := ReadManifests([]string{filepath.Join(dir, "missing")}); err == nil {
+		t.Errorf("ReadManifests(missing file) succeeded")
+	}
+}
