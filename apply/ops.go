@@ -1,0 +1,395 @@
+package apply
+
+import (
+	"strconv"
+
+	"github.com/ovn-org/libovsdb/ovsdb"
+
+	"github.com/ovn-sync/ovn-sync/diff"
+	"github.com/ovn-sync/ovn-sync/nbdb"
+	"github.com/ovn-sync/ovn-sync/state"
+)
+
+// Column names, from nbdb/ovn-nb.ovsschema.
+const (
+	colUUID         = "_uuid"
+	colName         = "name"
+	colPorts        = "ports"
+	colAddresses    = "addresses"
+	colPortSecurity = "port_security"
+	colOptions      = "options"
+	colExternalIDs  = "external_ids"
+	colOtherConfig  = "other_config"
+)
+
+// expect is what a successful operation's result must show beyond the
+// absence of an error.
+type expect uint8
+
+const (
+	// anyCount: inserts, waits, and mutations found by content.
+	anyCount expect = iota
+	// oneRow: an operation addressed by _uuid (and, for set columns, by
+	// their old value) must match exactly one row; none means the row
+	// changed or vanished since it was observed.
+	oneRow
+	// switchDeleted: a switch delete matches one row, or none when the
+	// switch still has ports (or has vanished); it is then refused.
+	switchDeleted
+)
+
+// txn is one transaction: its operations, what their results must show,
+// and the plan changes it carries out (for Result).
+type txn struct {
+	ops    []ovsdb.Operation
+	expect []expect
+	// created, updated and deleted count the changes of the plan the txn
+	// carries out.
+	created, updated, deleted int
+	// inserted names, by operation index, the switches the txn creates, so
+	// that their UUIDs can be read from its results.
+	inserted map[int]string
+	// sw is the switch a switch-delete txn deletes.
+	sw string
+}
+
+func (t *txn) add(op ovsdb.Operation, e expect) int {
+	t.ops = append(t.ops, op)
+	t.expect = append(t.expect, e)
+	return len(t.ops) - 1
+}
+
+func uuidCond(uuid string) ovsdb.Condition {
+	return ovsdb.NewCondition(colUUID, ovsdb.ConditionEqual, ovsdb.UUID{GoUUID: uuid})
+}
+
+func stringSet(s []string) ovsdb.OvsSet {
+	set := make([]any, len(s))
+	for i, e := range s {
+		set[i] = e
+	}
+	return ovsdb.OvsSet{GoSet: set}
+}
+
+func uuidSet(uuids []string) ovsdb.OvsSet {
+	set := make([]any, len(uuids))
+	for i, u := range uuids {
+		set[i] = ovsdb.UUID{GoUUID: u}
+	}
+	return ovsdb.OvsSet{GoSet: set}
+}
+
+// mapKeys returns the keys of map column that the fields of f own, and the
+// map of those value gives a value ("" is unset).
+func mapKeys(column string, f diff.Fields, value func(diff.Fields) string) (keys []any, set map[any]any) {
+	set = map[any]any{}
+	for g := range f.All() {
+		if col, key := g.Column(); col == column && key != "" {
+			keys = append(keys, key)
+			if v := value(g); v != "" {
+				set[key] = v
+			}
+		}
+	}
+	return keys, set
+}
+
+// mapMutations sets and removes the keys of map column that the fields of f
+// own, and touches no other key. Keys to set are deleted first and inserted
+// again in the same operation, because a mutate insert leaves a key that
+// exists unchanged; mutations apply in order.
+func mapMutations(column string, f diff.Fields, value func(diff.Fields) string) []ovsdb.Mutation {
+	keys, set := mapKeys(column, f, value)
+	if len(keys) == 0 {
+		return nil
+	}
+	m := []ovsdb.Mutation{{Column: column, Mutator: ovsdb.MutateOperationDelete, Value: ovsdb.OvsSet{GoSet: keys}}}
+	if len(set) > 0 {
+		m = append(m, ovsdb.Mutation{Column: column, Mutator: ovsdb.MutateOperationInsert, Value: ovsdb.OvsMap{GoMap: set}})
+	}
+	return m
+}
+
+// newRowMaps adds to row, for a new row, each of columns holding the keys
+// the fields of f own that value sets.
+func newRowMaps(row ovsdb.Row, f diff.Fields, value func(diff.Fields) string, columns ...string) {
+	for _, col := range columns {
+		if _, set := mapKeys(col, f, value); len(set) > 0 {
+			row[col] = ovsdb.OvsMap{GoMap: set}
+		}
+	}
+}
+
+// switchCreate appends the operations creating switch s: a wait that no
+// switch of that name exists (Logical_Switch has no index on name, so this
+// is what keeps a retried or concurrent create from making a second one),
+// then the insert.
+func (t *txn) switchCreate(s *state.Switch) {
+	t.add(ovsdb.Operation{
+		Op: ovsdb.OperationWait, Table: nbdb.LogicalSwitchTable, Timeout: new(0),
+		Where:   []ovsdb.Condition{ovsdb.NewCondition(colName, ovsdb.ConditionEqual, s.Name)},
+		Columns: []string{colName}, Until: string(ovsdb.WaitConditionNotEqual),
+		Rows: []ovsdb.Row{{colName: s.Name}},
+	}, anyCount)
+	// ports is written empty rather than left out, and so are the set
+	// columns of ports: libovsdb's in-memory server keeps a column left out
+	// as nil and then never matches it against an empty set in a where
+	// clause, which the guards of updates and switch deletes rely on.
+	row := ovsdb.Row{colName: s.Name, colPorts: ovsdb.OvsSet{GoSet: []any{}}}
+	newRowMaps(row, diff.SwitchFields, func(f diff.Fields) string { return diff.SwitchKey(s, f) }, colExternalIDs, colOtherConfig)
+	i := t.add(ovsdb.Operation{Op: ovsdb.OperationInsert, Table: nbdb.LogicalSwitchTable, Row: row}, anyCount)
+	if t.inserted == nil {
+		t.inserted = map[int]string{}
+	}
+	t.inserted[i] = s.Name
+	t.created++
+}
+
+// switchUpdate appends the mutate writing c's changed keys to its switch.
+func (t *txn) switchUpdate(c *diff.Change) {
+	value := func(f diff.Fields) string { return diff.SwitchKey(c.SwitchAfter, f) }
+	muts := append(mapMutations(colExternalIDs, c.Fields, value), mapMutations(colOtherConfig, c.Fields, value)...)
+	t.add(ovsdb.Operation{
+		Op: ovsdb.OperationMutate, Table: nbdb.LogicalSwitchTable,
+		Where: []ovsdb.Condition{uuidCond(c.SwitchBefore.UUID)}, Mutations: muts,
+	}, oneRow)
+	t.updated++
+}
+
+// portInsert returns the insert of port p under the named UUID name: its
+// name, addresses, port_security, and our keys of options and external_ids.
+func portInsert(p *state.Port, name string) ovsdb.Operation {
+	row := ovsdb.Row{colName: p.Name, colAddresses: stringSet(p.Addresses), colPortSecurity: stringSet(p.PortSecurity)}
+	newRowMaps(row, diff.PortFields, func(f diff.Fields) string { return diff.PortKey(p, f) }, colOptions, colExternalIDs)
+	return ovsdb.Operation{Op: ovsdb.OperationInsert, Table: nbdb.LogicalSwitchPortTable, Row: row, UUIDName: name}
+}
+
+// portUpdate returns the one mutate that writes c's changed fields to its
+// port. A set column is replaced by deleting its old elements and
+// inserting the new ones, so the where clause also requires the old value:
+// if someone changed it since it was observed, nothing matches and the
+// transaction is reported stale rather than leaving a mix.
+func portUpdate(c *diff.Change) ovsdb.Operation {
+	where := []ovsdb.Condition{uuidCond(c.Before.UUID)}
+	var muts []ovsdb.Mutation
+	for _, s := range []struct {
+		f             diff.Fields
+		col           string
+		before, after []string
+	}{
+		{diff.FieldAddresses, colAddresses, c.Before.Addresses, c.After.Addresses},
+		{diff.FieldPortSecurity, colPortSecurity, c.Before.PortSecurity, c.After.PortSecurity},
+	} {
+		if !c.Fields.Has(s.f) {
+			continue
+		}
+		where = append(where, ovsdb.NewCondition(s.col, ovsdb.ConditionEqual, stringSet(s.before)))
+		if len(s.before) > 0 {
+			muts = append(muts, ovsdb.Mutation{Column: s.col, Mutator: ovsdb.MutateOperationDelete, Value: stringSet(s.before)})
+		}
+		if len(s.after) > 0 {
+			muts = append(muts, ovsdb.Mutation{Column: s.col, Mutator: ovsdb.MutateOperationInsert, Value: stringSet(s.after)})
+		}
+	}
+	value := func(f diff.Fields) string { return diff.PortKey(c.After, f) }
+	muts = append(muts, mapMutations(colOptions, c.Fields, value)...)
+	muts = append(muts, mapMutations(colExternalIDs, c.Fields, value)...)
+	return ovsdb.Operation{Op: ovsdb.OperationMutate, Table: nbdb.LogicalSwitchPortTable, Where: where, Mutations: muts}
+}
+
+// switchTxns returns the first phase: switch creates and updates.
+func switchTxns(plan diff.Plan, max int) []txn {
+	var txns []txn
+	var t txn
+	for i := range plan.Changes {
+		c := &plan.Changes[i]
+		if c.Kind != diff.KindSwitch || c.Action == diff.Delete {
+			continue
+		}
+		need := 1
+		if c.Action == diff.Create {
+			need = 2
+		}
+		if len(t.ops)+need > max {
+			txns = append(txns, t)
+			t = txn{}
+		}
+		if c.Action == diff.Create {
+			t.switchCreate(c.SwitchAfter)
+		} else {
+			t.switchUpdate(c)
+		}
+	}
+	if len(t.ops) > 0 {
+		txns = append(txns, t)
+	}
+	return txns
+}
+
+// batcher packs port changes into transactions of at most max rows, with
+// one mutate of each switch's ports per transaction.
+type batcher struct {
+	max     int
+	mutator ovsdb.Mutator // what this phase's switch mutates do to ports
+	// countMutates: each switch mutate counts as a row of its own (creates,
+	// whose ports were counted by their inserts); otherwise each port a
+	// mutate removes counts as one row (deletes).
+	countMutates bool
+
+	txns []txn
+	t    txn
+	size int // rows of t so far; never less than its operations
+	// ports holds the port UUIDs (or named UUIDs) to add to or remove from
+	// each switch t mutates, in order; order lists those switches as first
+	// used; named counts t's named UUIDs.
+	ports map[string][]string
+	order []string
+	named int
+}
+
+func newBatcher(max int, m ovsdb.Mutator, countMutates bool) *batcher {
+	return &batcher{max: max, mutator: m, countMutates: countMutates, ports: map[string][]string{}}
+}
+
+// reserve makes room in the current transaction for rows more rows, plus,
+// where mutates count, the mutate of switch sw if the transaction does not
+// mutate it yet (sw "" is none). It starts a new transaction when they do
+// not fit. A port's addPort must follow its reserve.
+func (b *batcher) reserve(rows int, sw string) {
+	need := func() int {
+		if _, ok := b.ports[sw]; sw != "" && !ok && b.countMutates {
+			return rows + 1
+		}
+		return rows
+	}
+	if b.size+need() > b.max {
+		b.flush()
+	}
+	b.size += need()
+}
+
+// addPort adds a port (a UUID or named UUID) to switch sw's mutate.
+func (b *batcher) addPort(sw, port string) {
+	if _, ok := b.ports[sw]; !ok {
+		b.order = append(b.order, sw)
+	}
+	b.ports[sw] = append(b.ports[sw], port)
+}
+
+// flush closes the current transaction. The switch mutates go last, after
+// the inserts whose named UUIDs they reference.
+func (b *batcher) flush() {
+	for _, sw := range b.order {
+		b.t.add(ovsdb.Operation{
+			Op: ovsdb.OperationMutate, Table: nbdb.LogicalSwitchTable,
+			Where:     []ovsdb.Condition{uuidCond(sw)},
+			Mutations: []ovsdb.Mutation{{Column: colPorts, Mutator: b.mutator, Value: uuidSet(b.ports[sw])}},
+		}, oneRow)
+	}
+	if len(b.t.ops) > 0 {
+		b.txns = append(b.txns, b.t)
+	}
+	b.t, b.size, b.order, b.named = txn{}, 0, b.order[:0], 0
+	clear(b.ports)
+}
+
+// portTxns returns the second and third phases. First the deletes, as one
+// ports delete per switch per transaction; then, in later transactions,
+// the updates and creates: one mutate per updated port, one insert per new
+// port and one ports insert per switch per transaction. A delete and a
+// create never share a transaction: they may touch the same switch, and a
+// moved port's name must be gone before it is inserted again. Each port a
+// delete removes counts as one toward max, as it deletes a row.
+//
+// switches gives the UUIDs of the switches the first phase created, by name.
+func portTxns(plan diff.Plan, switches map[string]string, max int) ([]txn, error) {
+	del := newBatcher(max, ovsdb.MutateOperationDelete, false)
+	for i := range plan.Changes {
+		c := &plan.Changes[i]
+		if c.Kind != diff.KindPort || c.Action != diff.Delete {
+			continue
+		}
+		if c.SwitchUUID != "" {
+			del.reserve(1, c.SwitchUUID)
+			del.addPort(c.SwitchUUID, c.Before.UUID)
+		} else {
+			// No switch of the recorded name is observed: remove the port
+			// from whichever switch holds it. This is the one operation
+			// found by content rather than by UUID, so it may reach a
+			// switch another operation of the transaction mutates too,
+			// which OVSDB applies in order.
+			del.reserve(1, "")
+			uuid := ovsdb.OvsSet{GoSet: []any{ovsdb.UUID{GoUUID: c.Before.UUID}}}
+			del.t.add(ovsdb.Operation{
+				Op: ovsdb.OperationMutate, Table: nbdb.LogicalSwitchTable,
+				Where:     []ovsdb.Condition{ovsdb.NewCondition(colPorts, ovsdb.ConditionIncludes, uuid)},
+				Mutations: []ovsdb.Mutation{{Column: colPorts, Mutator: ovsdb.MutateOperationDelete, Value: uuid}},
+			}, anyCount)
+		}
+		del.t.deleted++
+	}
+	del.flush()
+
+	up := newBatcher(max, ovsdb.MutateOperationInsert, true)
+	for i := range plan.Changes {
+		c := &plan.Changes[i]
+		if c.Kind != diff.KindPort || c.Action != diff.Update {
+			continue
+		}
+		up.reserve(1, "")
+		up.t.add(portUpdate(c), oneRow)
+		up.t.updated++
+	}
+	for i := range plan.Changes {
+		c := &plan.Changes[i]
+		if c.Kind != diff.KindPort || c.Action != diff.Create {
+			continue
+		}
+		sw := c.SwitchUUID
+		if sw == "" {
+			sw = switches[c.After.Switch]
+		}
+		if sw == "" {
+			return nil, errNoSwitch(c)
+		}
+		up.reserve(1, sw)
+		name := "lsp" + strconv.Itoa(up.named)
+		up.named++
+		up.t.add(portInsert(c.After, name), anyCount)
+		up.addPort(sw, name)
+		up.t.created++
+	}
+	up.flush()
+	return append(del.txns, up.txns...), nil
+}
+
+// switchDeleteTxns returns the last phase: one transaction per switch
+// delete, so that a switch that cannot be deleted does not hold up the
+// others. Each waits until the switch's ports are empty (timeout 0: it
+// fails at once if not) and deletes it only if they are, so that a port
+// someone else put on our switch makes the delete fail rather than being
+// garbage collected with it. The where clause repeats the condition for
+// servers, like libovsdb's in-memory one, whose wait ignores an empty set.
+func switchDeleteTxns(plan diff.Plan) []txn {
+	var txns []txn
+	empty := ovsdb.OvsSet{GoSet: []any{}}
+	for i := range plan.Changes {
+		c := &plan.Changes[i]
+		if c.Kind != diff.KindSwitch || c.Action != diff.Delete {
+			continue
+		}
+		t := txn{sw: c.Name, deleted: 1}
+		t.add(ovsdb.Operation{
+			Op: ovsdb.OperationWait, Table: nbdb.LogicalSwitchTable, Timeout: new(0),
+			Where:   []ovsdb.Condition{uuidCond(c.SwitchBefore.UUID)},
+			Columns: []string{colPorts}, Until: string(ovsdb.WaitConditionEqual),
+			Rows: []ovsdb.Row{{colPorts: empty}},
+		}, anyCount)
+		t.add(ovsdb.Operation{
+			Op: ovsdb.OperationDelete, Table: nbdb.LogicalSwitchTable,
+			Where: []ovsdb.Condition{uuidCond(c.SwitchBefore.UUID), ovsdb.NewCondition(colPorts, ovsdb.ConditionEqual, empty)},
+		}, switchDeleted)
+		txns = append(txns, t)
+	}
+	return txns
+}

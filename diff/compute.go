@@ -1,0 +1,317 @@
+package diff
+
+import (
+	"cmp"
+	"slices"
+	"strconv"
+
+	"github.com/ovn-sync/ovn-sync/state"
+)
+
+// Policy tunes what Compute may put in a plan.
+type Policy struct {
+	// WithholdDeletes leaves every delete out of the plan (ports, switches,
+	// and port moves, which are a delete and a create) and counts them in
+	// Plan.Withheld. Set it until every source has synced and the NB cache is
+	// loaded: an owner not yet seen is unknown, not absent.
+	WithholdDeletes bool
+}
+
+// The reasons Compute gives. They are for display only.
+const (
+	reasonNewSwitch   = "needed by a desired port or network"
+	reasonNewPort     = "desired, not in the NB"
+	reasonDrift       = "differs from desired"
+	reasonGone        = "no longer desired"
+	reasonCollision   = "the name is taken by a port ovn-sync does not own; left alone"
+	reasonNoOwner     = "desired port has no owner; skipped"
+	reasonNoSwitch    = "its switch is neither in the NB nor ours to create; skipped"
+	reasonSwitchUsed  = "not desired, but ports of ours stay on it; kept"
+	reasonForeignMiss = "desired switch is not in the NB and not ours to create; its ports are skipped"
+)
+
+// Compute returns the plan that makes have agree with want on every row and
+// key ovn-sync owns, and touches nothing else.
+//
+// want holds the desired switches and ports, all of them ours (Owner set),
+// except switches ovn-sync uses but did not create, which appear with an
+// empty Owner. have is the observed NB with UUIDs. Both are only read.
+//
+// Ports: a desired port missing from have is created; one in have but not
+// ours is a name collision and is left alone (a Notice); one that is ours
+// and differs is updated column by column, or moved (deleted and created
+// again) when its switch differs; an owned port in have that want lacks is
+// deleted. Switches: a desired switch of ours that is missing is created;
+// one that exists and is ours gets our keys updated; an owned switch want
+// lacks is deleted, last, unless ports of ours remain on it. Foreign
+// switches are never changed.
+func Compute(want, have state.State, p Policy) Plan {
+	var c computer
+	c.policy = p
+	c.want, c.have = want, have
+	c.switches()
+	c.ports()
+	c.keepUsedSwitches()
+	if p.WithholdDeletes {
+		c.withheld += len(c.switchDeletes)
+		c.switchDeletes = nil
+	}
+	return c.plan()
+}
+
+type computer struct {
+	policy     Policy
+	want, have state.State
+
+	switchCreates, switchUpdates, switchDeletes []Change
+	portDeletes, portUpdates, portCreates       []Change
+	notices                                     []Notice
+	withheld                                    int
+}
+
+func (c *computer) switches() {
+	for name, w := range c.want.Switches {
+		h, ok := c.have.Switches[name]
+		switch {
+		case !ok && w.Owned():
+			c.switchCreates = append(c.switchCreates, Change{
+				Action: Create, Kind: KindSwitch, Name: name, Owner: w.Owner,
+				Reason: reasonNewSwitch, SwitchAfter: w,
+			})
+		case !ok:
+			c.notices = append(c.notices, Notice{Kind: KindSwitch, Name: name, Reason: reasonForeignMiss})
+		case h.Owned() && w.Owned():
+			if f := switchFields(w, h); f != 0 {
+				c.switchUpdates = append(c.switchUpdates, Change{
+					Action: Update, Kind: KindSwitch, Name: name, Owner: w.Owner,
+					Reason: reasonDrift, Fields: f, SwitchBefore: h, SwitchAfter: w,
+				})
+			}
+		}
+		// A switch that exists but is not ours is used as it is: ports are
+		// added to it, and it is never taken over.
+	}
+	for name, h := range c.have.Switches {
+		if !h.Owned() {
+			continue
+		}
+		if _, ok := c.want.Switches[name]; ok {
+			continue
+		}
+		c.switchDeletes = append(c.switchDeletes, Change{
+			Action: Delete, Kind: KindSwitch, Name: name, Owner: h.Owner,
+			Reason: reasonGone, SwitchBefore: h,
+		})
+	}
+}
+
+// switchFields returns the owned switch fields on which w and h differ.
+func switchFields(w, h *state.Switch) Fields {
+	var f Fields
+	if w.Owner != h.Owner {
+		f |= FieldOwner
+	}
+	if w.Network != h.Network {
+		f |= FieldNetwork
+	}
+	if w.Subnet != h.Subnet {
+		f |= FieldSubnet
+	}
+	if w.IPv6Prefix != h.IPv6Prefix {
+		f |= FieldIPv6Prefix
+	}
+	return f
+}
+
+// portFields returns the fields on which w and h, two ports on the same
+// switch, differ. It allocates nothing: it is the per-port cost of a pass.
+func portFields(w, h *state.Port) Fields {
+	var f Fields
+	if !slices.Equal(w.Addresses, h.Addresses) {
+		f |= FieldAddresses
+	}
+	if !slices.Equal(w.PortSecurity, h.PortSecurity) {
+		f |= FieldPortSecurity
+	}
+	if w.RequestedChassis != h.RequestedChassis {
+		f |= FieldRequestedChassis
+	}
+	if w.ActivationStrategy != h.ActivationStrategy {
+		f |= FieldActivationStrategy
+	}
+	if w.Owner != h.Owner {
+		f |= FieldOwner
+	}
+	if w.Network != h.Network {
+		f |= FieldNetwork
+	}
+	return f
+}
+
+func (c *computer) ports() {
+	// The first pass walks have: every owned port is either updated, moved
+	// or deleted, and foreign ports are skipped without a lookup. matched
+	// counts the desired ports it found. A no-op pass is therefore one
+	// lookup per owned port and no allocation.
+	matched := 0
+	for name, h := range c.have.Ports {
+		if !h.Owned() {
+			continue
+		}
+		w, ok := c.want.Ports[name]
+		switch {
+		case !ok && c.policy.WithholdDeletes:
+			c.withheld++
+		case !ok:
+			c.portDeletes = append(c.portDeletes, c.deletePort(h, reasonGone))
+		case w == h:
+			// desired may hand back the observed value of an unchanged port.
+			matched++
+		case w.Owned():
+			matched++
+			if w.Switch != h.Switch {
+				c.move(w, h)
+			} else if f := portFields(w, h); f != 0 {
+				c.portUpdates = append(c.portUpdates, Change{
+					Action: Update, Kind: KindPort, Name: name, Owner: w.Owner,
+					Reason: reasonDrift, Fields: f, Before: h, After: w,
+				})
+			}
+		}
+	}
+	// The second pass looks for the desired ports the first did not match:
+	// those without an owner, those to create, and those whose name a
+	// foreign port holds. It stops when it has found them all, so a pass
+	// that creates one port reads half of want on average, and none when
+	// nothing is to be created.
+	for name, w := range c.want.Ports {
+		if matched == len(c.want.Ports) {
+			break
+		}
+		if !w.Owned() {
+			c.notices = append(c.notices, Notice{Kind: KindPort, Name: name, Reason: reasonNoOwner})
+			matched++
+			continue
+		}
+		h, ok := c.have.Ports[name]
+		switch {
+		case !ok:
+			c.create(w, reasonNewPort)
+			matched++
+		case !h.Owned():
+			c.notices = append(c.notices, Notice{Kind: KindPort, Name: name, Owner: w.Owner, Reason: reasonCollision})
+			matched++
+		}
+	}
+}
+
+// switchUUID returns the UUID of switch name ("" when this plan creates it)
+// and whether a port can go on it: it is observed, or desired and ours to
+// create.
+func (c *computer) switchUUID(name string) (uuid string, ok bool) {
+	if h, ok := c.have.Switches[name]; ok {
+		return h.UUID, true
+	}
+	w, ok := c.want.Switches[name]
+	return "", ok && w.Owned()
+}
+
+// keepUsedSwitches drops the delete of any switch that one of our ports
+// will still be on after the plan: a desired port names it (which desired
+// should not produce), or an observed port the plan does not delete is on
+// it (its move was skipped). apply would refuse such a delete anyway, as the
+// switch is not empty. It costs a pass over want and have only when
+// switches are to be deleted.
+func (c *computer) keepUsedSwitches() {
+	if len(c.switchDeletes) == 0 {
+		return
+	}
+	used := make(map[string]bool, len(c.switchDeletes))
+	for i := range c.switchDeletes {
+		used[c.switchDeletes[i].Name] = false
+	}
+	for _, w := range c.want.Ports {
+		if _, ok := used[w.Switch]; ok && w.Owned() {
+			used[w.Switch] = true
+		}
+	}
+	deleted := make(map[string]bool, len(c.portDeletes))
+	for i := range c.portDeletes {
+		deleted[c.portDeletes[i].Name] = true
+	}
+	for name, h := range c.have.Ports {
+		if _, ok := used[h.Switch]; ok && h.Owned() && !deleted[name] {
+			used[h.Switch] = true
+		}
+	}
+	c.switchDeletes = slices.DeleteFunc(c.switchDeletes, func(d Change) bool {
+		if used[d.Name] {
+			c.notices = append(c.notices, Notice{Kind: KindSwitch, Name: d.Name, Owner: d.Owner, Reason: reasonSwitchUsed})
+		}
+		return used[d.Name]
+	})
+}
+
+func (c *computer) create(w *state.Port, reason string) bool {
+	uuid, ok := c.switchUUID(w.Switch)
+	if !ok {
+		c.notices = append(c.notices, Notice{Kind: KindPort, Name: w.Name, Owner: w.Owner, Reason: reasonNoSwitch})
+		return false
+	}
+	c.portCreates = append(c.portCreates, Change{
+		Action: Create, Kind: KindPort, Name: w.Name, Owner: w.Owner,
+		Reason: reason, After: w, SwitchUUID: uuid,
+	})
+	return true
+}
+
+func (c *computer) deletePort(h *state.Port, reason string) Change {
+	var uuid string
+	if s, ok := c.have.Switches[h.Switch]; ok {
+		uuid = s.UUID
+	}
+	return Change{
+		Action: Delete, Kind: KindPort, Name: h.Name, Owner: h.Owner,
+		Reason: reason, Before: h, SwitchUUID: uuid,
+	}
+}
+
+// move deletes h and creates w on its new switch. Both halves or neither go
+// into the plan: the create alone would collide with the old row's name.
+func (c *computer) move(w, h *state.Port) {
+	if c.policy.WithholdDeletes {
+		c.withheld++
+		return
+	}
+	reason := "moving from switch " + strconv.Quote(h.Switch) + " to " + strconv.Quote(w.Switch)
+	if h.Switch == "" {
+		reason = "moving to switch " + strconv.Quote(w.Switch) + " (no switch recorded)"
+	}
+	if c.create(w, reason) {
+		c.portDeletes = append(c.portDeletes, c.deletePort(h, reason))
+	}
+}
+
+func byName(a, b Change) int { return cmp.Compare(a.Name, b.Name) }
+
+func (c *computer) plan() Plan {
+	switchUpserts := append(c.switchCreates, c.switchUpdates...)
+	groups := [...][]Change{switchUpserts, c.portDeletes, c.portUpdates, c.portCreates, c.switchDeletes}
+	n := 0
+	for _, g := range groups {
+		slices.SortFunc(g, byName)
+		n += len(g)
+	}
+	p := Plan{Withheld: c.withheld}
+	if n > 0 {
+		p.Changes = make([]Change, 0, n)
+		for _, g := range groups {
+			p.Changes = append(p.Changes, g...)
+		}
+	}
+	slices.SortFunc(c.notices, func(a, b Notice) int {
+		return cmp.Or(cmp.Compare(a.Kind, b.Kind), cmp.Compare(a.Name, b.Name))
+	})
+	p.Notices = c.notices
+	return p
+}

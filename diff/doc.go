@@ -1,0 +1,19 @@
+// Package diff computes the Plan that turns the observed NB (have) into the
+// desired one (want). It is pure: it reads two state.State values and returns
+// a value, doing no I/O, starting no goroutines and reading no clock.
+//
+// Call Compute(want, have, Policy{...}) once per pass, check the result with
+// Plan.CheckDeletes unless the user allowed mass deletes, show it with
+// Plan.String or encoding/json, and hand it to apply.Apply.
+//
+// Only rows and keys ovn-sync owns are ever changed. A port is ours when it
+// carries external_ids:ovn-sync/owner; a foreign row is never updated or
+// deleted, and a name collision with one is reported as a Notice. On rows we
+// own only our keys are written: options requested-chassis and
+// activation-strategy, external_ids ovn-sync/*, and on switches we created
+// other_config subnet and ipv6_prefix.
+//
+// Compute is linear in the number of ports. An unchanged port costs one map
+// lookup and a comparison of the managed fields, and allocates nothing; the
+// cost of a pass is that of the changes it finds (see bench_test.go).
+package diff

@@ -1,0 +1,207 @@
+package diff
+
+import (
+	"encoding/json"
+	"fmt"
+	"strconv"
+	"strings"
+
+	"github.com/ovn-sync/ovn-sync/state"
+)
+
+// String renders p like `terraform plan`: one line per change, the changed
+// fields of updates and the fields of creates beneath it, the notices, and
+// a closing summary. A plan without changes ends "No changes.".
+func (p Plan) String() string {
+	var b strings.Builder
+	for i := range p.Changes {
+		p.Changes[i].write(&b)
+	}
+	if len(p.Changes) > 0 && (len(p.Notices) > 0 || p.Withheld > 0) {
+		b.WriteByte('\n')
+	}
+	for _, n := range p.Notices {
+		fmt.Fprintf(&b, "  ! %s %q%s: %s\n", n.Kind, n.Name, owner(n.Owner), n.Reason)
+	}
+	switch {
+	case p.Withheld == 1:
+		b.WriteString("  1 delete withheld until every source has synced.\n")
+	case p.Withheld > 1:
+		fmt.Fprintf(&b, "  %d deletes withheld until every source has synced.\n", p.Withheld)
+	}
+	if b.Len() > 0 {
+		b.WriteByte('\n')
+	}
+	if p.Empty() {
+		b.WriteString("No changes.")
+	} else {
+		c := p.Counts()
+		fmt.Fprintf(&b, "Plan: %d to add, %d to change, %d to destroy.", c.Add, c.Change, c.Destroy)
+	}
+	return b.String()
+}
+
+func owner(o string) string {
+	if o == "" {
+		return ""
+	}
+	return " (" + o + ")"
+}
+
+func (c *Change) write(b *strings.Builder) {
+	fmt.Fprintf(b, "  %c %s %q%s: %s\n", c.Action, c.Kind, c.Name, owner(c.Owner), c.Reason)
+	switch c.Action {
+	case Create:
+		// The owner is on the header line already.
+		if c.Kind == KindPort {
+			for f := range (PortFields &^ FieldOwner).All() {
+				if v := portValue(c.After, f); v != "" {
+					fmt.Fprintf(b, "      + %s: %s\n", f.name(), v)
+				}
+			}
+		} else {
+			for f := range (SwitchFields &^ FieldOwner).All() {
+				if v := SwitchKey(c.SwitchAfter, f); v != "" {
+					fmt.Fprintf(b, "      + %s: %q\n", f.name(), v)
+				}
+			}
+		}
+	case Update:
+		for f := range c.Fields.All() {
+			var before, after string
+			if c.Kind == KindPort {
+				before, after = portValue(c.Before, f), portValue(c.After, f)
+			} else {
+				before, after = quote(SwitchKey(c.SwitchBefore, f)), quote(SwitchKey(c.SwitchAfter, f))
+			}
+			switch {
+			case before == "":
+				fmt.Fprintf(b, "      + %s: %s\n", f.name(), after)
+			case after == "":
+				fmt.Fprintf(b, "      - %s: %s\n", f.name(), before)
+			default:
+				fmt.Fprintf(b, "      ~ %s: %s -> %s\n", f.name(), before, after)
+			}
+		}
+	}
+}
+
+// portValue renders field f of p for display, "" when unset: a set of one
+// element as that element quoted, other sets as a bracketed list.
+func portValue(p *state.Port, f Fields) string {
+	switch f {
+	case FieldAddresses:
+		return quoteSet(p.Addresses)
+	case FieldPortSecurity:
+		return quoteSet(p.PortSecurity)
+	}
+	return quote(PortKey(p, f))
+}
+
+func quote(s string) string {
+	if s == "" {
+		return ""
+	}
+	return strconv.Quote(s)
+}
+
+func quoteSet(s []string) string {
+	switch len(s) {
+	case 0:
+		return ""
+	case 1:
+		return strconv.Quote(s[0])
+	}
+	q := make([]string, len(s))
+	for i, e := range s {
+		q[i] = strconv.Quote(e)
+	}
+	return "[" + strings.Join(q, ", ") + "]"
+}
+
+// The JSON forms. Their field names are part of `ovn-sync plan -o json` and
+// stay stable; state's types carry no tags, so they are spelled out here.
+type (
+	planJSON struct {
+		Changes  []Change `json:"changes"`
+		Notices  []Notice `json:"notices"`
+		Withheld int      `json:"withheld"`
+		Summary  Counts   `json:"summary"`
+	}
+	changeJSON struct {
+		Action     Action `json:"action"`
+		Kind       Kind   `json:"kind"`
+		Name       string `json:"name"`
+		Owner      string `json:"owner,omitempty"`
+		Reason     string `json:"reason"`
+		Fields     Fields `json:"fields,omitempty"`
+		SwitchUUID string `json:"switch_uuid,omitempty"`
+		Before     any    `json:"before,omitempty"`
+		After      any    `json:"after,omitempty"`
+	}
+	portJSON struct {
+		Name               string   `json:"name"`
+		UUID               string   `json:"uuid,omitempty"`
+		Switch             string   `json:"switch,omitempty"`
+		Addresses          []string `json:"addresses,omitempty"`
+		PortSecurity       []string `json:"port_security,omitempty"`
+		Owner              string   `json:"owner,omitempty"`
+		Network            string   `json:"network,omitempty"`
+		RequestedChassis   string   `json:"requested_chassis,omitempty"`
+		ActivationStrategy string   `json:"activation_strategy,omitempty"`
+	}
+	switchJSON struct {
+		Name       string `json:"name"`
+		UUID       string `json:"uuid,omitempty"`
+		Owner      string `json:"owner,omitempty"`
+		Network    string `json:"network,omitempty"`
+		Subnet     string `json:"subnet,omitempty"`
+		IPv6Prefix string `json:"ipv6_prefix,omitempty"`
+	}
+)
+
+// MarshalJSON encodes p as {"changes": [...], "notices": [...], "withheld": N,
+// "summary": {"add": N, "change": N, "destroy": N}}.
+func (p Plan) MarshalJSON() ([]byte, error) {
+	j := planJSON{Changes: p.Changes, Notices: p.Notices, Withheld: p.Withheld, Summary: p.Counts()}
+	if j.Changes == nil {
+		j.Changes = []Change{}
+	}
+	if j.Notices == nil {
+		j.Notices = []Notice{}
+	}
+	return json.Marshal(j)
+}
+
+// MarshalJSON encodes c with snake_case field names; "before" and "after"
+// are the rows' managed columns.
+func (c Change) MarshalJSON() ([]byte, error) {
+	j := changeJSON{
+		Action: c.Action, Kind: c.Kind, Name: c.Name, Owner: c.Owner,
+		Reason: c.Reason, Fields: c.Fields, SwitchUUID: c.SwitchUUID,
+	}
+	if p := c.Before; p != nil {
+		j.Before = portToJSON(p)
+	}
+	if p := c.After; p != nil {
+		j.After = portToJSON(p)
+	}
+	if s := c.SwitchBefore; s != nil {
+		j.Before = switchToJSON(s)
+	}
+	if s := c.SwitchAfter; s != nil {
+		j.After = switchToJSON(s)
+	}
+	return json.Marshal(j)
+}
+
+func portToJSON(p *state.Port) portJSON {
+	return portJSON{
+		Name: p.Name, UUID: p.UUID, Switch: p.Switch, Addresses: p.Addresses, PortSecurity: p.PortSecurity,
+		Owner: p.Owner, Network: p.Network, RequestedChassis: p.RequestedChassis, ActivationStrategy: p.ActivationStrategy,
+	}
+}
+
+func switchToJSON(s *state.Switch) switchJSON {
+	return switchJSON{Name: s.Name, UUID: s.UUID, Owner: s.Owner, Network: s.Network, Subnet: s.Subnet, IPv6Prefix: s.IPv6Prefix}
+}
