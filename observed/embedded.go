@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"time"
 
+	"github.com/go-logr/stdr"
 	"github.com/ovn-org/libovsdb/database/inmemory"
 	"github.com/ovn-org/libovsdb/model"
 	"github.com/ovn-org/libovsdb/server"
@@ -24,6 +25,9 @@ type Embedded struct {
 
 // StartEmbedded starts an empty in-memory NB. Call Close when done.
 func StartEmbedded() (*Embedded, error) {
+	// libovsdb's server raises the process-wide stdr verbosity to 5 in its
+	// init and logs every row it caches to stderr; the demo wants none of it.
+	stdr.SetVerbosity(0)
 	clientModel, err := nbdb.FullDatabaseModel()
 	if err != nil {
 		return nil, err

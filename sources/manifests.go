@@ -8,6 +8,7 @@ import (
 	"io"
 	"io/fs"
 	"os"
+	"path"
 	"path/filepath"
 	"sort"
 	"strings"
@@ -37,30 +38,84 @@ func (n Note) String() string { return fmt.Sprintf("%s: document %d: %s", n.File
 // decoded is an error naming the file and document index: with manifests,
 // half an input is worse than none.
 func ReadManifests(paths []string) (desired.Inputs, []Note, error) {
+	return ReadManifestsFS(osFS{}, paths)
+}
+
+// ReadManifestsFS is ReadManifests reading from fsys, e.g. manifests embedded
+// in the binary.
+func ReadManifestsFS(fsys fs.FS, paths []string) (desired.Inputs, []Note, error) {
 	var in desired.Inputs
 	var notes []Note
-	files, err := expand(paths)
+	files, err := expand(fsys, paths)
 	if err != nil {
 		return in, nil, err
 	}
+	seen := map[string]string{} // "Kind ns/name" -> file
 	for _, f := range files {
-		data, err := os.ReadFile(f)
+		data, err := fs.ReadFile(fsys, f)
 		if err != nil {
 			return in, nil, err
 		}
+		before := counts(in)
 		n, err := decodeFile(f, data, &in)
 		if err != nil {
 			return in, nil, err
 		}
 		notes = append(notes, n...)
+		if err := checkDuplicates(in, before, f, seen); err != nil {
+			return in, nil, err
+		}
 	}
 	return in, notes, nil
 }
 
-func expand(paths []string) ([]string, error) {
+// counts is how many objects of each kind in has, in the order of checkDuplicates.
+func counts(in desired.Inputs) [5]int {
+	return [5]int{len(in.Pods), len(in.VirtualMachines), len(in.VirtualMachineInstances), len(in.Migrations), len(in.NetworkAttachmentDefinitions)}
+}
+
+// checkDuplicates rejects an object defined twice: with two definitions
+// there is no telling which one the user means.
+func checkDuplicates(in desired.Inputs, from [5]int, file string, seen map[string]string) error {
+	check := func(kind string, objs []object) error {
+		for _, o := range objs {
+			key := kind + " " + o.GetNamespace() + "/" + o.GetName()
+			if prev, ok := seen[key]; ok {
+				return fmt.Errorf("%s is defined twice: in %s and in %s", key, prev, file)
+			}
+			seen[key] = file
+		}
+		return nil
+	}
+	return errors.Join(
+		check("Pod", asObjects(in.Pods[from[0]:])),
+		check("VirtualMachine", asObjects(in.VirtualMachines[from[1]:])),
+		check("VirtualMachineInstance", asObjects(in.VirtualMachineInstances[from[2]:])),
+		check("VirtualMachineInstanceMigration", asObjects(in.Migrations[from[3]:])),
+		check("NetworkAttachmentDefinition", asObjects(in.NetworkAttachmentDefinitions[from[4]:])),
+	)
+}
+
+func asObjects[P object](l []P) []object {
+	out := make([]object, len(l))
+	for i, o := range l {
+		out[i] = o
+	}
+	return out
+}
+
+// osFS reads the host's files by the paths the user typed, relative or absolute.
+type osFS struct{}
+
+func (osFS) Open(name string) (fs.File, error)          { return os.Open(name) }
+func (osFS) Stat(name string) (fs.FileInfo, error)      { return os.Stat(name) }
+func (osFS) ReadFile(name string) ([]byte, error)       { return os.ReadFile(name) }
+func (osFS) ReadDir(name string) ([]fs.DirEntry, error) { return os.ReadDir(name) }
+
+func expand(fsys fs.FS, paths []string) ([]string, error) {
 	var files []string
 	for _, p := range paths {
-		st, err := os.Stat(p)
+		st, err := fs.Stat(fsys, p)
 		if err != nil {
 			return nil, err
 		}
@@ -68,7 +123,7 @@ func expand(paths []string) ([]string, error) {
 			files = append(files, p)
 			continue
 		}
-		entries, err := os.ReadDir(p)
+		entries, err := fs.ReadDir(fsys, p)
 		if err != nil {
 			return nil, err
 		}
@@ -79,7 +134,7 @@ func expand(paths []string) ([]string, error) {
 			}
 			switch strings.ToLower(filepath.Ext(e.Name())) {
 			case ".yaml", ".yml", ".json":
-				names = append(names, filepath.Join(p, e.Name()))
+				names = append(names, path.Join(p, e.Name()))
 			}
 		}
 		sort.Strings(names)

@@ -82,3 +82,14 @@ func TestReadManifestsErrors(t *testing.T) {
 		t.Errorf("ReadManifests(missing file) succeeded")
 	}
 }
+
+func TestReadManifestsDuplicate(t *testing.T) {
+	dir := t.TempDir()
+	pod := "apiVersion: v1\nkind: Pod\nmetadata: {name: a, namespace: x}\n"
+	a := write(t, dir, "a.yaml", pod)
+	b := write(t, dir, "b.yaml", pod)
+	_, _, err := ReadManifests([]string{a, b})
+	if err == nil || !strings.Contains(err.Error(), "Pod x/a is defined twice") {
+		t.Errorf("ReadManifests(same pod twice) error = %v, want 'Pod x/a is defined twice'", err)
+	}
+}

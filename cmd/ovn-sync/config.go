@@ -1,0 +1,94 @@
+package main
+
+import (
+	"flag"
+	"fmt"
+	"strings"
+
+	"sigs.k8s.io/yaml"
+
+	"github.com/ovn-sync/ovn-sync/desired"
+)
+
+// fileConfig is the --config file (DESIGN, "Config file").
+type fileConfig struct {
+	DefaultNetwork struct {
+		LogicalSwitch string   `json:"logicalSwitch"`
+		Subnets       []string `json:"subnets"`
+		ExcludeIPs    []string `json:"excludeIPs"`
+	} `json:"defaultNetwork"`
+}
+
+// Defaults match kube-ovn's default subnet, so a cluster moving from it keeps its addressing.
+const (
+	defaultSwitch  = "ovn-default"
+	defaultSubnets = "10.16.0.0/16"
+	defaultExclude = "10.16.0.1"
+)
+
+// networkFlags are the flags that mirror the config file's keys. Set flags win
+// over the file; the file wins over the defaults.
+type networkFlags struct {
+	configFile string
+	sw         string
+	subnets    string
+	exclude    string
+}
+
+func (n *networkFlags) register(fs *flag.FlagSet) {
+	fs.StringVar(&n.configFile, "config", "", "config `file` (YAML; see README)")
+	fs.StringVar(&n.sw, "default-switch", defaultSwitch, "logical switch of the default network")
+	fs.StringVar(&n.subnets, "default-subnets", defaultSubnets, "comma-separated CIDRs of the default network (one IPv4, one IPv6)")
+	fs.StringVar(&n.exclude, "default-exclude-ips", defaultExclude, "comma-separated addresses or ranges (a..b) never allocated on the default network")
+}
+
+// load merges defaults, the config file and the flags set on fs into a desired.Config.
+// readFile reads the config file; the demo passes one that reads its embedded copy.
+func (n *networkFlags) load(fs *flag.FlagSet, readFile func(string) ([]byte, error)) (desired.Config, error) {
+	sw, subnets, exclude := n.sw, splitList(n.subnets), splitList(n.exclude)
+	if n.configFile != "" {
+		data, err := readFile(n.configFile)
+		if err != nil {
+			return desired.Config{}, err
+		}
+		var fc fileConfig
+		if err := yaml.UnmarshalStrict(data, &fc); err != nil {
+			return desired.Config{}, fmt.Errorf("config %s: %w", n.configFile, err)
+		}
+		set := map[string]bool{}
+		fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
+		if d := fc.DefaultNetwork; !set["default-switch"] && d.LogicalSwitch != "" {
+			sw = d.LogicalSwitch
+		}
+		if d := fc.DefaultNetwork; !set["default-subnets"] && d.Subnets != nil {
+			subnets = d.Subnets
+		}
+		if d := fc.DefaultNetwork; !set["default-exclude-ips"] && d.ExcludeIPs != nil {
+			exclude = d.ExcludeIPs
+		}
+	}
+	cfg, err := desired.NewConfig(sw, subnets, exclude)
+	if err != nil {
+		return desired.Config{}, fmt.Errorf("default network: %w", err)
+	}
+	return cfg, nil
+}
+
+func splitList(s string) []string {
+	var out []string
+	for _, e := range strings.Split(s, ",") {
+		if e = strings.TrimSpace(e); e != "" {
+			out = append(out, e)
+		}
+	}
+	return out
+}
+
+// stringList is a repeatable string flag (-f a -f b, or -f a,b).
+type stringList []string
+
+func (s *stringList) String() string { return strings.Join(*s, ",") }
+func (s *stringList) Set(v string) error {
+	*s = append(*s, splitList(v)...)
+	return nil
+}
