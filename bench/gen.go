@@ -140,7 +140,7 @@ func launcher(vm, ns string, vmiUID types.UID, node string, n int) *corev1.Pod {
 }
 
 // Observe returns want as observed would read it back from the NB: the same
-// values with UUIDs.
+// values with UUIDs, indexed.
 func Observe(want state.State) state.State {
 	have := state.State{Switches: make(map[string]*state.Switch, len(want.Switches)), Ports: make(map[string]*state.Port, len(want.Ports))}
 	i := 0
@@ -156,6 +156,7 @@ func Observe(want state.State) state.State {
 		i++
 		have.Ports[name] = &c
 	}
+	have.Index = state.IndexPorts(have.Ports) // as observed.NB.State does
 	return have
 }
 
@@ -191,5 +192,6 @@ func Churn(have state.State) state.State {
 			c.Ports[q.Name] = &q
 		}
 	}
+	c.Index = state.IndexPorts(c.Ports)
 	return c
 }

@@ -148,60 +148,75 @@ func portFields(w, h *state.Port) Fields {
 	return f
 }
 
+// ports walks the two port indexes in step. Entries whose name hash and
+// fingerprint agree are the same port, unchanged, and cost nothing more: no
+// map lookup, no dereference, no allocation. Everything else is looked up by
+// name and decided by fromHave and fromWant.
 func (c *computer) ports() {
-	// The first pass walks have: every owned port is either updated, moved
-	// or deleted, and foreign ports are skipped without a lookup. matched
-	// counts the desired ports it found. A no-op pass is therefore one
-	// lookup per owned port and no allocation.
-	matched := 0
-	for name, h := range c.have.Ports {
-		if !h.Owned() {
-			continue
-		}
-		w, ok := c.want.Ports[name]
+	wi, hi := c.want.PortIndex(), c.have.PortIndex()
+	i, j := 0, 0
+	for i < len(wi) || j < len(hi) {
 		switch {
-		case !ok && c.policy.WithholdDeletes:
-			c.withheld++
-		case !ok:
-			c.portDeletes = append(c.portDeletes, c.deletePort(h, reasonGone))
-		case w == h:
-			// desired may hand back the observed value of an unchanged port.
-			matched++
-		case w.Owned():
-			matched++
-			if w.Switch != h.Switch {
-				c.move(w, h)
-			} else if f := portFields(w, h); f != 0 {
-				c.portUpdates = append(c.portUpdates, Change{
-					Action: Update, Kind: KindPort, Name: name, Owner: w.Owner,
-					Reason: reasonDrift, Fields: f, Before: h, After: w,
-				})
+		case j == len(hi) || (i < len(wi) && wi[i].NameHash < hi[j].NameHash):
+			c.fromWant(wi[i].Port)
+			i++
+		case i == len(wi) || hi[j].NameHash < wi[i].NameHash:
+			if hi[j].Owned {
+				c.fromHave(hi[j].Port)
 			}
+			j++
+		default:
+			if w, h := &wi[i], &hi[j]; w.Sum != h.Sum || !w.Owned {
+				if h.Owned {
+					c.fromHave(h.Port)
+				}
+				c.fromWant(w.Port)
+			}
+			i++
+			j++
 		}
 	}
-	// The second pass looks for the desired ports the first did not match:
-	// those without an owner, those to create, and those whose name a
-	// foreign port holds. It stops when it has found them all, so a pass
-	// that creates one port reads half of want on average, and none when
-	// nothing is to be created.
-	for name, w := range c.want.Ports {
-		if matched == len(c.want.Ports) {
-			break
+}
+
+// fromHave decides an owned observed port h that the index walk could not
+// match: it is updated, moved or deleted.
+func (c *computer) fromHave(h *state.Port) {
+	w, ok := c.want.Ports[h.Name]
+	switch {
+	case !ok && c.policy.WithholdDeletes:
+		c.withheld++
+	case !ok:
+		c.portDeletes = append(c.portDeletes, c.deletePort(h, reasonGone))
+	case w == h:
+		// desired may hand back the observed value of an unchanged port.
+	case !w.Owned():
+		// fromWant reports it.
+	case w.Switch != h.Switch:
+		c.move(w, h)
+	default:
+		if f := portFields(w, h); f != 0 {
+			c.portUpdates = append(c.portUpdates, Change{
+				Action: Update, Kind: KindPort, Name: h.Name, Owner: w.Owner,
+				Reason: reasonDrift, Fields: f, Before: h, After: w,
+			})
 		}
-		if !w.Owned() {
-			c.notices = append(c.notices, Notice{Kind: KindPort, Name: name, Reason: reasonNoOwner})
-			matched++
-			continue
-		}
-		h, ok := c.have.Ports[name]
-		switch {
-		case !ok:
-			c.create(w, reasonNewPort)
-			matched++
-		case !h.Owned():
-			c.notices = append(c.notices, Notice{Kind: KindPort, Name: name, Owner: w.Owner, Reason: reasonCollision})
-			matched++
-		}
+	}
+}
+
+// fromWant decides a desired port w that the index walk could not match:
+// it is created, or reported when it has no owner or a foreign port holds
+// its name. A w whose name an owned port holds is fromHave's.
+func (c *computer) fromWant(w *state.Port) {
+	if !w.Owned() {
+		c.notices = append(c.notices, Notice{Kind: KindPort, Name: w.Name, Reason: reasonNoOwner})
+		return
+	}
+	h, ok := c.have.Ports[w.Name]
+	switch {
+	case !ok:
+		c.create(w, reasonNewPort)
+	case !h.Owned():
+		c.notices = append(c.notices, Notice{Kind: KindPort, Name: w.Name, Owner: w.Owner, Reason: reasonCollision})
 	}
 }
 

@@ -64,8 +64,8 @@ type NB struct {
 }
 
 type memoPort struct {
-	row  model.Model
-	port *state.Port
+	row   model.Model
+	entry state.Entry // .Port is the converted row
 }
 
 type memoSwitch struct {
@@ -149,15 +149,24 @@ func (nb *NB) State() state.State {
 	// The cache replaces a row's model (it clones before updating), so an
 	// unchanged pointer means an unchanged row and its conversion is reused.
 	ports := make(map[string]memoPort, len(portRows))
+	s.Index = make(state.Index, 0, len(portRows))
 	for uuid, row := range portRows {
 		m, ok := nb.ports[uuid]
 		if !ok || m.row != row {
-			m = memoPort{row: row, port: PortFromRow(row.(*nbdb.LogicalSwitchPort))}
+			m = memoPort{row: row, entry: state.EntryOf(PortFromRow(row.(*nbdb.LogicalSwitchPort)))}
 		}
 		ports[uuid] = m
-		s.Ports[m.port.Name] = m.port
+		s.Ports[m.entry.Port.Name] = m.entry.Port
+		s.Index = append(s.Index, m.entry)
 	}
 	nb.ports = ports
+	if len(s.Index) != len(s.Ports) {
+		// Two rows share a name (the NB does not forbid it): index what the
+		// map kept, so that Index describes Ports exactly.
+		s.Index = state.IndexPorts(s.Ports)
+	} else {
+		s.Index.Sort()
+	}
 	switches := make(map[string]memoSwitch, len(switchRows))
 	for uuid, row := range switchRows {
 		m, ok := nb.switches[uuid]

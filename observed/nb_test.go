@@ -76,6 +76,14 @@ func TestStateFromRealNB(t *testing.T) {
 	nb := dial(t, srv.Addr(), true)
 	s := waitFor(t, nb, "two ports", func(s state.State) bool { return len(s.Ports) == 2 })
 
+	if len(s.Index) != len(s.Ports) {
+		t.Fatalf("State().Index has %d entries for %d ports", len(s.Index), len(s.Ports))
+	}
+	for _, e := range s.Index {
+		if s.Ports[e.Port.Name] != e.Port || e != state.EntryOf(e.Port) {
+			t.Errorf("State().Index entry %+v does not describe Ports", e)
+		}
+	}
 	a := s.Ports["a.default"]
 	want := &state.Port{Name: "a.default", Switch: "ovn-default",
 		Addresses: []string{"0a:58:0a:10:00:02 10.16.0.2"}, PortSecurity: []string{"0a:58:0a:10:00:02 10.16.0.2"},

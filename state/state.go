@@ -102,6 +102,9 @@ func (p *Port) Equal(o *Port) bool {
 type State struct {
 	Switches map[string]*Switch
 	Ports    map[string]*Port
+	// Index, when set, is IndexPorts(Ports): producers build it once so
+	// that every diff over the state reuses it. Nil means "build on demand".
+	Index Index
 }
 
 // New returns an empty State with capacity for the given number of ports.
@@ -109,7 +112,8 @@ func New(ports int) State {
 	return State{Switches: map[string]*Switch{}, Ports: make(map[string]*Port, ports)}
 }
 
-// Clone returns a State with its own maps holding the same (immutable) values.
+// Clone returns a State with its own maps holding the same (immutable)
+// values, and no Index: a clone is made to be changed.
 func (s State) Clone() State {
 	c := State{Switches: make(map[string]*Switch, len(s.Switches)), Ports: make(map[string]*Port, len(s.Ports))}
 	for k, v := range s.Switches {
