@@ -1,0 +1,108 @@
+package desired
+
+import (
+	"fmt"
+	"runtime"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	kubevirtv1 "kubevirt.io/api/core/v1"
+
+	"github.com/ovn-sync/ovn-sync/state"
+)
+
+// benchInputs is n owners: three quarters pods, one quarter running VMs
+// (each with a VMI and a launcher pod), all on the default network.
+func benchInputs(n int) Inputs {
+	var in Inputs
+	epoch := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	for i := range n {
+		ns := fmt.Sprintf("ns-%d", i%100)
+		created := metav1.NewTime(epoch.Add(time.Duration(i) * time.Second))
+		if i%4 != 3 {
+			in.Pods = append(in.Pods, &corev1.Pod{
+				ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: fmt.Sprintf("pod-%d", i), CreationTimestamp: created},
+				Spec:       corev1.PodSpec{NodeName: fmt.Sprintf("node-%d", i%500)},
+				Status:     corev1.PodStatus{Phase: corev1.PodRunning},
+			})
+			continue
+		}
+		name := fmt.Sprintf("vm-%d", i)
+		in.VirtualMachines = append(in.VirtualMachines, &kubevirtv1.VirtualMachine{
+			ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name, CreationTimestamp: created},
+			Spec: kubevirtv1.VirtualMachineSpec{Template: &kubevirtv1.VirtualMachineInstanceTemplateSpec{
+				Spec: kubevirtv1.VirtualMachineInstanceSpec{
+					Networks: []kubevirtv1.Network{{Name: "default", NetworkSource: kubevirtv1.NetworkSource{Pod: &kubevirtv1.PodNetwork{}}}},
+					Domain:   kubevirtv1.DomainSpec{Devices: kubevirtv1.Devices{Interfaces: []kubevirtv1.Interface{{Name: "default"}}}},
+				},
+			}},
+		})
+		node := fmt.Sprintf("node-%d", i%500)
+		in.VirtualMachineInstances = append(in.VirtualMachineInstances, &kubevirtv1.VirtualMachineInstance{
+			ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name},
+			Status:     kubevirtv1.VirtualMachineInstanceStatus{Phase: kubevirtv1.Running, NodeName: node},
+		})
+		in.Pods = append(in.Pods, &corev1.Pod{
+			ObjectMeta: metav1.ObjectMeta{
+				Namespace: ns, Name: "virt-launcher-" + name + "-abcde",
+				Labels:      map[string]string{"kubevirt.io": "virt-launcher"},
+				Annotations: map[string]string{"kubevirt.io/domain": name},
+			},
+			Spec:   corev1.PodSpec{NodeName: node},
+			Status: corev1.PodStatus{Phase: corev1.PodRunning},
+		})
+	}
+	return in
+}
+
+// BenchmarkBuild measures a first pass (empty NB: every address allocated),
+// a steady pass (have equals the result: everything sticky) and a steady
+// pass with one new pod (IPAM set up over every held address). ns/owner is
+// the figure to compare across sizes.
+func BenchmarkBuild(b *testing.B) {
+	cfg, err := NewConfig("ovn-default", []string{"10.0.0.0/8", "fd00:10::/64"}, []string{"10.0.0.1"})
+	if err != nil {
+		b.Fatal(err)
+	}
+	for _, n := range []int{1_000, 10_000, 100_000, 1_000_000} {
+		// Inputs are built only for the sizes a -bench pattern selects.
+		var in, plusOne Inputs
+		var have state.State
+		setup := func(b *testing.B) {
+			if in.Pods != nil {
+				return
+			}
+			b.StopTimer()
+			in = benchInputs(n)
+			have, _ = Build(in, cfg, state.State{})
+			plusOne = in
+			plusOne.Pods = append(append([]*corev1.Pod(nil), in.Pods...), &corev1.Pod{
+				ObjectMeta: metav1.ObjectMeta{Namespace: "ns-0", Name: "new"},
+				Status:     corev1.PodStatus{Phase: corev1.PodPending},
+			})
+			runtime.GC()
+			b.StartTimer()
+		}
+		for _, c := range []struct {
+			name string
+			args func() (Inputs, state.State)
+		}{
+			{"first", func() (Inputs, state.State) { return in, state.State{} }},
+			{"steady", func() (Inputs, state.State) { return in, have }},
+			{"steady+1", func() (Inputs, state.State) { return plusOne, have }},
+		} {
+			b.Run(fmt.Sprintf("%s/owners=%d", c.name, n), func(b *testing.B) {
+				setup(b)
+				in, have := c.args()
+				b.ReportAllocs()
+				b.ResetTimer()
+				for range b.N {
+					Build(in, cfg, have)
+				}
+				b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/float64(n), "ns/owner")
+			})
+		}
+	}
+}

@@ -1,0 +1,107 @@
+package desired
+
+import (
+	"fmt"
+	"net/netip"
+	"slices"
+	"strings"
+)
+
+// NewConfig validates the default network's settings and returns them as a
+// Config. subnets are CIDRs, at most one IPv4 and one IPv6 and at least one
+// of either; host bits are cleared ("10.16.0.5/16" means 10.16.0.0/16).
+// excludeIPs entries are single addresses ("10.16.0.1") or kube-ovn style
+// inclusive ranges ("10.16.0.1..10.16.0.10"). Errors name the offending value.
+func NewConfig(defaultSwitch string, subnets, excludeIPs []string) (Config, error) {
+	var cfg Config
+	cfg.DefaultSwitch = strings.TrimSpace(defaultSwitch)
+	if cfg.DefaultSwitch == "" {
+		return Config{}, fmt.Errorf("logical switch name is empty")
+	}
+	var have4, have6 bool
+	for _, s := range subnets {
+		p, err := netip.ParsePrefix(strings.TrimSpace(s))
+		if err != nil || p.Addr().Zone() != "" {
+			return Config{}, fmt.Errorf("subnet %q: not a CIDR", s)
+		}
+		p = p.Masked()
+		if p.Addr().Is4() {
+			if have4 {
+				return Config{}, fmt.Errorf("subnet %q: more than one IPv4 subnet", s)
+			}
+			have4 = true
+		} else {
+			if have6 {
+				return Config{}, fmt.Errorf("subnet %q: more than one IPv6 subnet", s)
+			}
+			have6 = true
+		}
+		cfg.DefaultSubnets = append(cfg.DefaultSubnets, p)
+	}
+	if len(cfg.DefaultSubnets) == 0 {
+		return Config{}, fmt.Errorf("no subnets")
+	}
+	for _, s := range excludeIPs {
+		r, err := parseIPRange(s)
+		if err != nil {
+			return Config{}, fmt.Errorf("exclude %q: %w", s, err)
+		}
+		cfg.DefaultExclude = append(cfg.DefaultExclude, r)
+	}
+	return cfg, nil
+}
+
+// parseIPRange parses "a" or "a..b".
+func parseIPRange(s string) (IPRange, error) {
+	from, to, isRange := strings.Cut(strings.TrimSpace(s), "..")
+	a, err := parseIP(from)
+	if !isRange {
+		return IPRange{From: a, To: a}, err
+	}
+	if err != nil {
+		return IPRange{}, fmt.Errorf("%q: %w", from, err)
+	}
+	b, err := parseIP(to)
+	if err != nil {
+		return IPRange{}, fmt.Errorf("%q: %w", to, err)
+	}
+	if a.Is4() != b.Is4() {
+		return IPRange{}, fmt.Errorf("range mixes IPv4 and IPv6")
+	}
+	if b.Less(a) {
+		return IPRange{}, fmt.Errorf("range ends before it starts")
+	}
+	return IPRange{From: a, To: b}, nil
+}
+
+// prefixRange is the inclusive range of addresses in p.
+func prefixRange(p netip.Prefix) IPRange {
+	return IPRange{From: p.Masked().Addr(), To: lastAddr(p)}
+}
+
+// mergeRanges returns the ranges of one family sorted by From, with
+// overlapping and adjacent ranges merged, which is the form pool.take walks.
+func mergeRanges(rs []IPRange, is4 bool) []IPRange {
+	var out []IPRange
+	for _, r := range rs {
+		if r.From.IsValid() && r.To.IsValid() && r.From.Is4() == is4 && r.To.Is4() == is4 && !r.To.Less(r.From) {
+			out = append(out, r)
+		}
+	}
+	slices.SortFunc(out, func(a, b IPRange) int { return a.From.Compare(b.From) })
+	merged := out[:0]
+	for _, r := range out {
+		if n := len(merged); n > 0 {
+			last := &merged[n-1]
+			// Adjacent ranges merge too: last.To.Next() == r.From.
+			if next := last.To.Next(); !next.IsValid() || !next.Less(r.From) {
+				if last.To.Less(r.To) {
+					last.To = r.To
+				}
+				continue
+			}
+		}
+		merged = append(merged, r)
+	}
+	return merged
+}

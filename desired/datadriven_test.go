@@ -1,0 +1,521 @@
+package desired
+
+import (
+	"fmt"
+	"net/netip"
+	"os"
+	"path/filepath"
+	"slices"
+	"sort"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/cockroachdb/datadriven"
+	nadv1 "github.com/k8snetworkplumbingwg/network-attachment-definition-client/pkg/apis/k8s.cni.cncf.io/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	kubevirtv1 "kubevirt.io/api/core/v1"
+	"sigs.k8s.io/yaml"
+
+	"github.com/ovn-sync/ovn-sync/state"
+)
+
+// TestBuild runs the scripts under testdata. Commands:
+//
+//	config            YAML like the --config file (defaultNetwork: ...); prints ok or the error
+//	objects [add]     Kubernetes YAML, multi-document; replaces the inputs (add: appends)
+//	delete            lines "Kind namespace/name"; removes those inputs
+//	have              lines in the format build prints; replaces the NB state
+//	have last         the NB after applying the last build: its want plus
+//	                  every row of have that is not ours
+//	build             prints the want-state and the problems
+//
+// Every build is also checked, failing the test rather than the golden
+// output: that reordering the inputs changes nothing, and that no two ports
+// on a switch share an address unless have already had them so. When a
+// second pass over the applied result would change something, build says so
+// in its output.
+func TestBuild(t *testing.T) {
+	// Only the files directly under testdata: rapid keeps its failure files
+	// in testdata/rapid.
+	entries, err := os.ReadDir("testdata")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range entries {
+		if e.IsDir() {
+			continue
+		}
+		path := filepath.Join("testdata", e.Name())
+		t.Run(e.Name(), func(t *testing.T) {
+			h := &harness{}
+			h.cfg, _ = NewConfig("ovn-default", []string{"10.16.0.0/16"}, []string{"10.16.0.1"})
+			datadriven.RunTest(t, path, func(t *testing.T, d *datadriven.TestData) string {
+				return h.run(t, d)
+			})
+		})
+	}
+}
+
+type harness struct {
+	cfg  Config
+	in   Inputs
+	have state.State
+	last *state.State
+}
+
+func (h *harness) run(t *testing.T, d *datadriven.TestData) string {
+	switch d.Cmd {
+	case "config":
+		var fc struct {
+			DefaultNetwork struct {
+				LogicalSwitch string   `json:"logicalSwitch"`
+				Subnets       []string `json:"subnets"`
+				ExcludeIPs    []string `json:"excludeIPs"`
+			} `json:"defaultNetwork"`
+		}
+		if err := yaml.UnmarshalStrict([]byte(d.Input), &fc); err != nil {
+			d.Fatalf(t, "config: %v", err)
+		}
+		cfg, err := NewConfig(fc.DefaultNetwork.LogicalSwitch, fc.DefaultNetwork.Subnets, fc.DefaultNetwork.ExcludeIPs)
+		if err != nil {
+			return "error: " + err.Error() + "\n"
+		}
+		h.cfg = cfg
+		return "ok\n"
+	case "objects":
+		if !d.HasArg("add") {
+			h.in = Inputs{}
+		}
+		if err := decodeObjects(d.Input, &h.in); err != nil {
+			d.Fatalf(t, "objects: %v", err)
+		}
+		return "ok\n"
+	case "delete":
+		for _, line := range nonEmptyLines(d.Input) {
+			kind, key, _ := strings.Cut(line, " ")
+			ns, name, _ := strings.Cut(key, "/")
+			if !deleteObject(&h.in, kind, ns, name) {
+				d.Fatalf(t, "delete: no %s", line)
+			}
+		}
+		return "ok\n"
+	case "have":
+		if d.HasArg("last") {
+			if h.last == nil {
+				d.Fatalf(t, "have last: no build yet")
+			}
+			h.have = applied(h.have, *h.last)
+			return "ok\n"
+		}
+		s, err := parseState(d.Input)
+		if err != nil {
+			d.Fatalf(t, "have: %v", err)
+		}
+		h.have = s
+		return "ok\n"
+	case "build":
+		want, problems := Build(h.in, h.cfg, h.have)
+		h.check(t, d, want, problems)
+		h.last = &want
+		var out strings.Builder
+		out.WriteString(renderState(want))
+		for _, p := range problems {
+			fmt.Fprintf(&out, "problem %s %s/%s %s: %s\n", p.Kind, p.Namespace, p.Name, p.Reason, p.Message)
+		}
+		again, _ := Build(h.in, h.cfg, applied(h.have, want))
+		if d := diffStates(want, again); d != "" {
+			out.WriteString("a second pass changes:\n" + d)
+		}
+		return out.String()
+	}
+	d.Fatalf(t, "unknown command %q", d.Cmd)
+	return ""
+}
+
+// check asserts what must hold for every build.
+func (h *harness) check(t *testing.T, d *datadriven.TestData, want state.State, problems []Problem) {
+	t.Helper()
+	rev := reversed(h.in)
+	want2, problems2 := Build(rev, h.cfg, h.have)
+	if dd := diffStates(want, want2); dd != "" {
+		t.Errorf("%s: Build over reversed inputs differs:\n%s", d.Pos, dd)
+	}
+	if !slices.Equal(problems, problems2) {
+		t.Errorf("%s: Build over reversed inputs gives problems\n%v\nwant\n%v", d.Pos, problems2, problems)
+	}
+	for _, err := range invariants(h.have, want) {
+		t.Errorf("%s: %v", d.Pos, err)
+	}
+}
+
+// invariants returns what is wrong with want: ports whose switch is not in
+// want, addresses and port_security that differ, and addresses shared on
+// one switch (or with a port that is not ours) unless have already had
+// both ports so.
+func invariants(have, want state.State) []error {
+	var errs []error
+	type key struct {
+		sw, a string
+	}
+	holders := map[key]string{}
+	unchanged := func(name string) bool {
+		hp, wp := have.Ports[name], want.Ports[name]
+		return hp != nil && wp != nil && hp.Equal(wp)
+	}
+	for _, name := range sortedKeys(want.Ports) {
+		p := want.Ports[name]
+		if p.Name != name {
+			errs = append(errs, fmt.Errorf("port %q is keyed %q", p.Name, name))
+		}
+		if _, ok := want.Switches[p.Switch]; !ok {
+			errs = append(errs, fmt.Errorf("port %q: switch %q is not in want", name, p.Switch))
+		}
+		if !slices.Equal(p.Addresses, p.PortSecurity) {
+			errs = append(errs, fmt.Errorf("port %q: addresses %q but port_security %q", name, p.Addresses, p.PortSecurity))
+		}
+		if p.UUID != "" || p.DynamicAddresses != "" {
+			errs = append(errs, fmt.Errorf("port %q carries observed-only fields", name))
+		}
+		for _, e := range p.Addresses {
+			for _, w := range strings.Fields(e) {
+				k := key{p.Switch, w}
+				if other, ok := holders[k]; ok && !(unchanged(name) && unchanged(other)) {
+					errs = append(errs, fmt.Errorf("ports %q and %q both hold %s on %s", other, name, w, p.Switch))
+				}
+				holders[k] = name
+			}
+		}
+	}
+	for _, name := range sortedKeys(have.Ports) {
+		hp := have.Ports[name]
+		if hp.Owned() {
+			continue
+		}
+		for _, e := range append(slices.Clone(hp.Addresses), hp.DynamicAddresses) {
+			for _, w := range strings.Fields(e) {
+				if _, err := netip.ParseAddr(w); err != nil {
+					continue
+				}
+				for _, sw := range sortedKeys(want.Switches) {
+					if other, ok := holders[key{sw, w}]; ok && !unchanged(other) {
+						errs = append(errs, fmt.Errorf("port %q was given %s, held by %q which is not ours", other, w, name))
+					}
+				}
+			}
+		}
+	}
+	return errs
+}
+
+// applied is the NB after the plan from have to want is applied: want, plus
+// the rows of have that are not ours, which are never deleted. Our rows
+// missing from want are gone.
+func applied(have, want state.State) state.State {
+	s := state.New(len(want.Ports))
+	for k, v := range want.Switches {
+		s.Switches[k] = v
+	}
+	for k, v := range want.Ports {
+		s.Ports[k] = v
+	}
+	for k, v := range have.Switches {
+		if _, ok := s.Switches[k]; !ok && !v.Owned() {
+			s.Switches[k] = v
+		}
+	}
+	for k, v := range have.Ports {
+		if _, ok := s.Ports[k]; !ok && !v.Owned() {
+			s.Ports[k] = v
+		}
+	}
+	return s
+}
+
+func diffStates(a, b state.State) string {
+	al := strings.Split(renderState(a), "\n")
+	bl := strings.Split(renderState(b), "\n")
+	var out strings.Builder
+	for _, l := range al {
+		if l != "" && !slices.Contains(bl, l) {
+			out.WriteString("- " + l + "\n")
+		}
+	}
+	for _, l := range bl {
+		if l != "" && !slices.Contains(al, l) {
+			out.WriteString("+ " + l + "\n")
+		}
+	}
+	return out.String()
+}
+
+func reversed(in Inputs) Inputs {
+	r := Inputs{
+		Pods:                         slices.Clone(in.Pods),
+		VirtualMachines:              slices.Clone(in.VirtualMachines),
+		VirtualMachineInstances:      slices.Clone(in.VirtualMachineInstances),
+		Migrations:                   slices.Clone(in.Migrations),
+		NetworkAttachmentDefinitions: slices.Clone(in.NetworkAttachmentDefinitions),
+	}
+	slices.Reverse(r.Pods)
+	slices.Reverse(r.VirtualMachines)
+	slices.Reverse(r.VirtualMachineInstances)
+	slices.Reverse(r.Migrations)
+	slices.Reverse(r.NetworkAttachmentDefinitions)
+	return r
+}
+
+// renderState prints switches then ports, sorted by name, one line each.
+// port_security is shown only when it differs from addresses.
+func renderState(s state.State) string {
+	var b strings.Builder
+	for _, name := range sortedKeys(s.Switches) {
+		sw := s.Switches[name]
+		b.WriteString("switch " + name)
+		field(&b, "owner", sw.Owner)
+		field(&b, "network", sw.Network)
+		field(&b, "subnet", sw.Subnet)
+		field(&b, "ipv6_prefix", sw.IPv6Prefix)
+		b.WriteString("\n")
+	}
+	for _, name := range sortedKeys(s.Ports) {
+		p := s.Ports[name]
+		b.WriteString("port " + name)
+		field(&b, "switch", p.Switch)
+		field(&b, "owner", p.Owner)
+		field(&b, "network", p.Network)
+		for _, a := range p.Addresses {
+			b.WriteString(" addresses=" + strconv.Quote(a))
+		}
+		if !slices.Equal(p.Addresses, p.PortSecurity) {
+			if len(p.PortSecurity) == 0 {
+				b.WriteString(" port_security=none")
+			}
+			for _, a := range p.PortSecurity {
+				b.WriteString(" port_security=" + strconv.Quote(a))
+			}
+		}
+		field(&b, "dynamic", p.DynamicAddresses)
+		field(&b, "requested-chassis", p.RequestedChassis)
+		field(&b, "activation-strategy", p.ActivationStrategy)
+		b.WriteString("\n")
+	}
+	return b.String()
+}
+
+func field(b *strings.Builder, k, v string) {
+	if v == "" {
+		return
+	}
+	if strings.ContainsAny(v, " \"") {
+		v = strconv.Quote(v)
+	}
+	b.WriteString(" " + k + "=" + v)
+}
+
+func sortedKeys[V any](m map[string]V) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	return keys
+}
+
+// parseState reads the format renderState prints. A port without
+// port_security gets its addresses as port_security.
+func parseState(text string) (state.State, error) {
+	s := state.New(0)
+	for _, line := range nonEmptyLines(text) {
+		toks, err := tokens(line)
+		if err != nil {
+			return s, fmt.Errorf("%q: %v", line, err)
+		}
+		if len(toks) < 2 {
+			return s, fmt.Errorf("%q: want \"switch NAME ...\" or \"port NAME ...\"", line)
+		}
+		switch toks[0] {
+		case "switch":
+			sw := &state.Switch{Name: toks[1]}
+			for _, kv := range toks[2:] {
+				k, v, _ := strings.Cut(kv, "=")
+				switch k {
+				case "owner":
+					sw.Owner = v
+				case "network":
+					sw.Network = v
+				case "subnet":
+					sw.Subnet = v
+				case "ipv6_prefix":
+					sw.IPv6Prefix = v
+				case "uuid":
+					sw.UUID = v
+				default:
+					return s, fmt.Errorf("%q: unknown switch field %q", line, k)
+				}
+			}
+			s.Switches[sw.Name] = sw
+		case "port":
+			p := &state.Port{Name: toks[1]}
+			psSet := false
+			for _, kv := range toks[2:] {
+				k, v, _ := strings.Cut(kv, "=")
+				switch k {
+				case "switch":
+					p.Switch = v
+				case "owner":
+					p.Owner = v
+				case "network":
+					p.Network = v
+				case "addresses":
+					p.Addresses = append(p.Addresses, v)
+				case "port_security":
+					psSet = true
+					if v != "none" {
+						p.PortSecurity = append(p.PortSecurity, v)
+					}
+				case "dynamic":
+					p.DynamicAddresses = v
+				case "requested-chassis":
+					p.RequestedChassis = v
+				case "activation-strategy":
+					p.ActivationStrategy = v
+				case "uuid":
+					p.UUID = v
+				default:
+					return s, fmt.Errorf("%q: unknown port field %q", line, k)
+				}
+			}
+			if !psSet {
+				p.PortSecurity = slices.Clone(p.Addresses)
+			}
+			s.Ports[p.Name] = p
+		default:
+			return s, fmt.Errorf("%q: want \"switch NAME ...\" or \"port NAME ...\"", line)
+		}
+	}
+	return s, nil
+}
+
+// tokens splits on spaces, keeping key="quoted value" together.
+func tokens(line string) ([]string, error) {
+	var out []string
+	for line = strings.TrimSpace(line); line != ""; line = strings.TrimSpace(line) {
+		i := strings.IndexAny(line, " \"")
+		switch {
+		case i < 0:
+			out = append(out, line)
+			line = ""
+		case line[i] == ' ':
+			out = append(out, line[:i])
+			line = line[i:]
+		default:
+			q, err := strconv.QuotedPrefix(line[i:])
+			if err != nil {
+				return nil, err
+			}
+			v, _ := strconv.Unquote(q)
+			out = append(out, line[:i]+v)
+			line = line[i+len(q):]
+		}
+	}
+	return out, nil
+}
+
+func nonEmptyLines(s string) []string {
+	var out []string
+	for _, l := range strings.Split(s, "\n") {
+		if l = strings.TrimSpace(l); l != "" && !strings.HasPrefix(l, "#") {
+			out = append(out, l)
+		}
+	}
+	return out
+}
+
+// decodeObjects reads multi-document YAML strictly into typed objects.
+func decodeObjects(text string, in *Inputs) error {
+	for i, doc := range splitDocs(text) {
+		var tm metav1.TypeMeta
+		if err := yaml.Unmarshal([]byte(doc), &tm); err != nil {
+			return fmt.Errorf("document %d: %v", i, err)
+		}
+		var err error
+		switch tm.Kind {
+		case "Pod":
+			o := &corev1.Pod{}
+			err = yaml.UnmarshalStrict([]byte(doc), o)
+			in.Pods = append(in.Pods, o)
+		case "VirtualMachine":
+			o := &kubevirtv1.VirtualMachine{}
+			err = yaml.UnmarshalStrict([]byte(doc), o)
+			in.VirtualMachines = append(in.VirtualMachines, o)
+		case "VirtualMachineInstance":
+			o := &kubevirtv1.VirtualMachineInstance{}
+			err = yaml.UnmarshalStrict([]byte(doc), o)
+			in.VirtualMachineInstances = append(in.VirtualMachineInstances, o)
+		case "VirtualMachineInstanceMigration":
+			o := &kubevirtv1.VirtualMachineInstanceMigration{}
+			err = yaml.UnmarshalStrict([]byte(doc), o)
+			in.Migrations = append(in.Migrations, o)
+		case "NetworkAttachmentDefinition":
+			o := &nadv1.NetworkAttachmentDefinition{}
+			err = yaml.UnmarshalStrict([]byte(doc), o)
+			in.NetworkAttachmentDefinitions = append(in.NetworkAttachmentDefinitions, o)
+		default:
+			return fmt.Errorf("document %d: unexpected kind %q", i, tm.Kind)
+		}
+		if err != nil {
+			return fmt.Errorf("document %d (%s): %v", i, tm.Kind, err)
+		}
+	}
+	return nil
+}
+
+func splitDocs(text string) []string {
+	var docs []string
+	var cur strings.Builder
+	flush := func() {
+		if strings.TrimSpace(cur.String()) != "" {
+			docs = append(docs, cur.String())
+		}
+		cur.Reset()
+	}
+	for _, l := range strings.Split(text, "\n") {
+		if strings.TrimRight(l, " ") == "---" {
+			flush()
+			continue
+		}
+		cur.WriteString(l + "\n")
+	}
+	flush()
+	return docs
+}
+
+func deleteObject(in *Inputs, kind, ns, name string) bool {
+	match := func(m metav1.Object) bool { return m.GetNamespace() == ns && m.GetName() == name }
+	n := 0
+	switch kind {
+	case "Pod":
+		n = len(in.Pods)
+		in.Pods = slices.DeleteFunc(in.Pods, func(o *corev1.Pod) bool { return match(o) })
+		n -= len(in.Pods)
+	case "VirtualMachine":
+		n = len(in.VirtualMachines)
+		in.VirtualMachines = slices.DeleteFunc(in.VirtualMachines, func(o *kubevirtv1.VirtualMachine) bool { return match(o) })
+		n -= len(in.VirtualMachines)
+	case "VirtualMachineInstance":
+		n = len(in.VirtualMachineInstances)
+		in.VirtualMachineInstances = slices.DeleteFunc(in.VirtualMachineInstances, func(o *kubevirtv1.VirtualMachineInstance) bool { return match(o) })
+		n -= len(in.VirtualMachineInstances)
+	case "VirtualMachineInstanceMigration":
+		n = len(in.Migrations)
+		in.Migrations = slices.DeleteFunc(in.Migrations, func(o *kubevirtv1.VirtualMachineInstanceMigration) bool { return match(o) })
+		n -= len(in.Migrations)
+	case "NetworkAttachmentDefinition":
+		n = len(in.NetworkAttachmentDefinitions)
+		in.NetworkAttachmentDefinitions = slices.DeleteFunc(in.NetworkAttachmentDefinitions, func(o *nadv1.NetworkAttachmentDefinition) bool { return match(o) })
+		n -= len(in.NetworkAttachmentDefinitions)
+	}
+	return n > 0
+}

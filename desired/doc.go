@@ -1,0 +1,40 @@
+// Package desired computes the state the OVN northbound database should be
+// in: which logical switches exist and which logical switch ports, with what
+// addresses and options, for a given set of Kubernetes objects.
+//
+// It is pure. It reads values and returns values: no I/O, no clock, no
+// goroutines, no Kubernetes or OVSDB clients. Call it as
+//
+//	cfg, err := desired.NewConfig("ovn-default",
+//		[]string{"10.16.0.0/16", "fd00:10:16::/64"}, []string{"10.16.0.1"})
+//	...
+//	want, problems := desired.Build(inputs, cfg, have)
+//
+// where inputs are every Pod, VirtualMachine, VirtualMachineInstance,
+// VirtualMachineInstanceMigration and NetworkAttachmentDefinition the caller
+// knows of (package sources reads them from informers or manifest files) and
+// have is what the NB holds now (package observed). want then goes to
+// diff.Compute(want, have, ...). Building twice over the result, after it was
+// applied, gives the same result: that is what makes passes level-triggered.
+//
+// What Build decides, in the order it decides it:
+//
+//   - Networks: the default network from Config, and one network per
+//     NetworkAttachmentDefinition whose CNI type is ovn-k8s-cni-overlay or
+//     kube-ovn. Others (macvlan, bridge...) are not ours and get no port.
+//   - Owners and their ports: a Pod (not host-network, not a virt-launcher,
+//     not finished) on the default network and its Multus networks; a
+//     VirtualMachine, running or stopped, on each of its networks; a
+//     VirtualMachineInstance that no VM owns, until it finishes. A
+//     virt-launcher pod never has a port: it says where its VM runs
+//     (requested-chassis, "src,dst" with activation-strategy rarp during a
+//     live migration).
+//   - Addresses (IPAM): a port of ours keeps what it has while its owner
+//     exists and its request is unchanged (sticky); then static requests are
+//     claimed, oldest owner first; then new ports get the lowest free address
+//     of each subnet. Nothing already held by any port in have is handed out.
+//
+// Bad or conflicting input is returned as Problems, never a panic. Unknown is
+// not absent: a port whose network or request cannot be read is kept exactly
+// as it is in have. See DESIGN.md for the naming and annotation contracts.
+package desired

@@ -1,0 +1,312 @@
+package desired
+
+import (
+	"slices"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	kubevirtv1 "kubevirt.io/api/core/v1"
+)
+
+const (
+	kindPod                = "Pod"
+	kindVirtualMachine     = "VirtualMachine"
+	kindVirtualMachineInst = "VirtualMachineInstance"
+
+	launcherLabelValue = "virt-launcher"
+	vmNameLabel        = "vm.kubevirt.io/name"
+	activationRARP     = "rarp"
+)
+
+type nsName struct{ ns, name string }
+
+// podList holds one pod without allocating, more in a slice.
+type podList struct {
+	one  *corev1.Pod
+	more []*corev1.Pod
+}
+
+func (l podList) add(p *corev1.Pod) podList {
+	switch {
+	case l.one == nil:
+		l.one = p
+	case l.more == nil:
+		l.more = []*corev1.Pod{l.one, p}
+	default:
+		l.more = append(l.more, p)
+	}
+	return l
+}
+
+func (l podList) pods() []*corev1.Pod {
+	if l.more != nil {
+		return l.more
+	}
+	if l.one != nil {
+		return []*corev1.Pod{l.one}
+	}
+	return nil
+}
+
+// kubevirtIndex relates KubeVirt objects to each other: one entry per
+// namespace and name, shared by a VM and its VMI (which KubeVirt names
+// alike), so a VM finds everything about it with one lookup.
+type kubevirtIndex struct {
+	byName  map[nsName]*kvEntry
+	entries arena[kvEntry]
+	// vmiHasVM[i] reports whether Inputs.VirtualMachineInstances[i] belongs
+	// to an existing VM, whose ports it then is.
+	vmiHasVM []bool
+}
+
+type kvEntry struct {
+	vm *kubevirtv1.VirtualMachine
+	// vmi is the VMI the VM of this name runs as, if any.
+	vmi *kubevirtv1.VirtualMachineInstance
+	// launchers and migrations are those of the VMI of this name.
+	launchers  podList
+	migrations []*kubevirtv1.VirtualMachineInstanceMigration
+}
+
+func (kv *kubevirtIndex) get(k nsName) *kvEntry { return kv.byName[k] }
+
+func (kv *kubevirtIndex) entry(k nsName) *kvEntry {
+	e := kv.byName[k]
+	if e == nil {
+		e = kv.entries.alloc()
+		kv.byName[k] = e
+	}
+	return e
+}
+
+// isLauncher reports whether p is a virt-launcher pod: such pods never have
+// a port of their own.
+func isLauncher(p *corev1.Pod) bool {
+	if p.Labels[kubevirtv1.AppLabel] == launcherLabelValue {
+		return true
+	}
+	return vmiOwnerRef(p.OwnerReferences) != nil
+}
+
+func vmiOwnerRef(refs []metav1.OwnerReference) *metav1.OwnerReference {
+	for i := range refs {
+		if refs[i].Kind == kindVirtualMachineInst && strings.HasPrefix(refs[i].APIVersion, "kubevirt.io/") {
+			return &refs[i]
+		}
+	}
+	return nil
+}
+
+func vmOwnerRef(refs []metav1.OwnerReference) *metav1.OwnerReference {
+	for i := range refs {
+		if refs[i].Kind == kindVirtualMachine && strings.HasPrefix(refs[i].APIVersion, "kubevirt.io/") {
+			return &refs[i]
+		}
+	}
+	return nil
+}
+
+// launcherVMI names the VMI a launcher pod runs: its owner reference, else
+// the kubevirt.io/domain annotation, else the vm.kubevirt.io/name label.
+func launcherVMI(p *corev1.Pod) string {
+	if r := vmiOwnerRef(p.OwnerReferences); r != nil && r.Name != "" {
+		return r.Name
+	}
+	if d := p.Annotations[kubevirtv1.DomainAnnotation]; d != "" {
+		return d
+	}
+	return p.Labels[vmNameLabel]
+}
+
+// indexKubeVirt indexes VMs, VMIs and migrations. Launcher pods are added
+// by addPods, which reads every pod once.
+func (b *builder) indexKubeVirt(in Inputs) {
+	kv := &b.kv
+	n := len(in.VirtualMachines) + len(in.VirtualMachineInstances)
+	kv.byName = make(map[nsName]*kvEntry, n)
+	for _, vm := range in.VirtualMachines {
+		if vm == nil {
+			continue
+		}
+		// Duplicates cannot come from an API server; keep a stable one.
+		if e := kv.entry(nsName{vm.Namespace, vm.Name}); e.vm == nil || vm.UID < e.vm.UID {
+			e.vm = vm
+		}
+	}
+	kv.vmiHasVM = make([]bool, len(in.VirtualMachineInstances))
+	for i, vmi := range in.VirtualMachineInstances {
+		if vmi == nil {
+			continue
+		}
+		// Every VMI gets an entry of its own name, for its launcher pods.
+		own := kv.entry(nsName{vmi.Namespace, vmi.Name})
+		e := b.vmOf(vmi, own)
+		if e == nil {
+			continue
+		}
+		kv.vmiHasVM[i] = true
+		if e.vmi == nil || betterVMI(vmi, e.vmi, e.vm.Name) {
+			e.vmi = vmi
+		}
+	}
+	for _, m := range in.Migrations {
+		if m == nil || m.Spec.VMIName == "" {
+			continue
+		}
+		e := kv.entry(nsName{m.Namespace, m.Spec.VMIName})
+		e.migrations = append(e.migrations, m)
+	}
+}
+
+// addLauncher records a virt-launcher pod under its VMI's name. A launcher
+// whose VMI is not in the inputs says nothing: a VM without a VMI is stopped.
+func (b *builder) addLauncher(p *corev1.Pod) {
+	if name := launcherVMI(p); name != "" {
+		if e := b.kv.get(nsName{p.Namespace, name}); e != nil {
+			e.launchers = e.launchers.add(p)
+		}
+	}
+}
+
+// vmOf returns the entry of the VM a VMI belongs to, if that VM exists: the
+// one its owner reference names, else the one of the same name (own).
+func (b *builder) vmOf(vmi *kubevirtv1.VirtualMachineInstance, own *kvEntry) *kvEntry {
+	if r := vmOwnerRef(vmi.OwnerReferences); r != nil && r.Name != vmi.Name {
+		if e := b.kv.get(nsName{vmi.Namespace, r.Name}); e != nil && e.vm != nil {
+			return e
+		}
+	}
+	if own.vm != nil {
+		return own
+	}
+	return nil
+}
+
+// vmiEntry returns the index entry of vmi's own name; e is the entry of
+// name, already looked up.
+func (b *builder) vmiEntry(vmi *kubevirtv1.VirtualMachineInstance, e *kvEntry, name string) *kvEntry {
+	if vmi == nil {
+		return nil
+	}
+	if e != nil && vmi.Name == name {
+		return e
+	}
+	return b.kv.get(nsName{vmi.Namespace, vmi.Name})
+}
+
+// betterVMI picks, of two VMIs claiming one VM, the live one, then the one
+// named like the VM, then the first by name.
+func betterVMI(a, b *kubevirtv1.VirtualMachineInstance, vm string) bool {
+	if a.IsFinal() != b.IsFinal() {
+		return !a.IsFinal()
+	}
+	if (a.Name == vm) != (b.Name == vm) {
+		return a.Name == vm
+	}
+	return a.Name < b.Name
+}
+
+// liveLauncher reports whether a launcher pod is where its VM runs or is
+// about to run: scheduled, not finished and not being deleted. A pod being
+// deleted is the source of a finished migration or a VM shutting down;
+// either way it no longer needs the port.
+func liveLauncher(p *corev1.Pod) bool {
+	return p.Spec.NodeName != "" && p.DeletionTimestamp == nil &&
+		p.Status.Phase != corev1.PodSucceeded && p.Status.Phase != corev1.PodFailed
+}
+
+// chassis computes requested-chassis and activation-strategy for the ports
+// of a VMI: its current node first, then any migration target. A target is
+// known from status.migrationState while the migration is neither completed
+// nor failed, from a running VirtualMachineInstanceMigration, or from a
+// second live launcher pod. A VMI that is absent or final has no chassis.
+func (b *builder) chassis(vmi *kubevirtv1.VirtualMachineInstance, e *kvEntry) (string, string) {
+	if vmi == nil || vmi.IsFinal() {
+		return "", ""
+	}
+	if e == nil {
+		e = &kvEntry{}
+	}
+	cur := vmi.Status.NodeName
+	ms := vmi.Status.MigrationState
+	done := ms != nil && (ms.Completed || ms.Failed)
+	var others []string
+	add := func(n string) {
+		if n != "" && n != cur && !slices.Contains(others, n) {
+			others = append(others, n)
+		}
+	}
+	if ms != nil && !done {
+		if cur == "" {
+			cur = ms.SourceNode
+		}
+		add(ms.TargetNode)
+	}
+	for _, m := range e.migrations {
+		if !m.IsRunning() || m.Status.MigrationState == nil {
+			continue
+		}
+		if done && ms.MigrationUID != "" && ms.MigrationUID == m.UID {
+			continue // the VMI already records this migration's end
+		}
+		add(m.Status.MigrationState.TargetNode)
+	}
+	l := e.launchers
+	if l.one != nil && l.more == nil && liveLauncher(l.one) && l.one.Spec.NodeName == cur && len(others) == 0 {
+		return cur, "" // the common case: one launcher pod, where the VMI runs
+	}
+	pods := l.pods()
+	if len(pods) > 1 {
+		pods = slices.Clone(pods)
+		slices.SortFunc(pods, func(x, y *corev1.Pod) int {
+			if c := x.CreationTimestamp.Compare(y.CreationTimestamp.Time); c != 0 {
+				return c
+			}
+			return strings.Compare(x.Name, y.Name)
+		})
+	}
+	for _, p := range pods {
+		if !liveLauncher(p) {
+			continue
+		}
+		if r := vmiOwnerRef(p.OwnerReferences); r != nil && r.UID != "" && vmi.UID != "" && r.UID != vmi.UID {
+			continue // a launcher of an earlier incarnation of this VMI
+		}
+		n := p.Spec.NodeName
+		if cur == "" {
+			cur = n
+			continue
+		}
+		if n == cur {
+			continue
+		}
+		if done && leftover(ms, p) {
+			continue
+		}
+		add(n)
+	}
+	if cur == "" {
+		if len(others) == 0 {
+			return "", ""
+		}
+		cur, others = others[0], others[1:]
+	}
+	if len(others) == 0 {
+		return cur, ""
+	}
+	return cur + "," + strings.Join(others, ","), activationRARP
+}
+
+// leftover reports whether p is the source or target pod of a migration that
+// has already completed or failed, still winding down. Pods are matched by
+// name where the VMI records it, else by node.
+func leftover(ms *kubevirtv1.VirtualMachineInstanceMigrationState, p *corev1.Pod) bool {
+	is := func(pod, node string) bool {
+		if pod != "" {
+			return p.Name == pod
+		}
+		return node != "" && p.Spec.NodeName == node
+	}
+	return is(ms.SourcePod, ms.SourceNode) || is(ms.TargetPod, ms.TargetNode)
+}
