@@ -15,7 +15,7 @@ build:
 # against a real ovsdb-server (Debian's ovn-central), and each benchmark once.
 test: lint
 	$(GO) test -count=1 -timeout 30m $(PKGS)
-	$(GO) test -count=1 -run '^$$' -bench . -benchtime=1x ./bench/
+	$(GO) test -count=1 -short -run '^$$' -bench . -benchtime=1x ./bench/
 
 # test-unit skips the tests that need ovsdb-server.
 test-unit:

@@ -385,6 +385,24 @@ func (b *builder) resolve() {
 }
 
 // finish writes want and sorts the problems.
+// index sets want.Index, walking the specs in the order they were allocated
+// (so memory is read in order) and hashing each port while it is at hand.
+func (b *builder) index() {
+	idx := make(state.Index, 0, len(b.want.Ports))
+	for _, s := range b.specs {
+		// The specs finish put in want: not dropped, and either built or
+		// kept from have.
+		if !s.dropped && (!(s.keepOnly || s.failed) || s.have != nil) {
+			idx = append(idx, state.EntryOf(&s.port))
+		}
+	}
+	if len(idx) != len(b.want.Ports) {
+		idx = state.IndexPorts(b.want.Ports) // a port that no spec holds
+	}
+	idx.Sort()
+	b.want.Index = idx
+}
+
 func (b *builder) finish() (state.State, []Problem) {
 	for _, n := range b.networks {
 		b.emitSwitch(n)
@@ -419,6 +437,8 @@ func (b *builder) finish() (state.State, []Problem) {
 		}
 		b.port(s, &s.port)
 	}
+
+	b.index()
 
 	slices.SortFunc(b.problems, func(x, y Problem) int {
 		return cmpStrings(x.Kind, y.Kind, x.Namespace, y.Namespace, x.Name, y.Name, x.Reason, y.Reason, x.Message, y.Message)

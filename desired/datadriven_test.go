@@ -156,6 +156,9 @@ func (h *harness) check(t *testing.T, d *datadriven.TestData, want state.State, 
 // both ports so.
 func invariants(have, want state.State) []error {
 	var errs []error
+	if !slices.Equal(want.Index, state.IndexPorts(want.Ports)) {
+		errs = append(errs, fmt.Errorf("want.Index (%d entries) is not IndexPorts(want.Ports) (%d ports)", len(want.Index), len(want.Ports)))
+	}
 	type key struct {
 		sw, a string
 	}

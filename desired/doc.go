@@ -14,8 +14,11 @@
 // VirtualMachineInstanceMigration and NetworkAttachmentDefinition the caller
 // knows of (package sources reads them from informers or manifest files) and
 // have is what the NB holds now (package observed). want then goes to
-// diff.Compute(want, have, ...). Building twice over the result, after it was
-// applied, gives the same result: that is what makes passes level-triggered.
+// diff.Compute(want, have, ...). Building again over the applied result
+// gives the same result, which is what makes passes level-triggered. (One
+// exception, by design: an address held by a port this pass deletes is only
+// handed out once that port has left the NB, so such a pass is followed by
+// one more that changes something.)
 //
 // What Build decides, in the order it decides it:
 //

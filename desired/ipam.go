@@ -211,14 +211,16 @@ func ipWords(a netip.Addr) (hi, lo uint64) {
 // networks that allocate dynamically in this pass.
 func (b *builder) newIPAM() *ipam {
 	n := len(b.have.Ports)
+	// Room for one address of each kind per have port and per claim.
+	c := n + len(b.pending) + len(b.moved)
 	m := &ipam{
 		ports:   make([]*state.Port, 0, n),
-		list4:   make([]held4, 0, n),
-		listMAC: make([]heldMAC, 0, n),
+		list4:   make([]held4, 0, c),
+		listMAC: make([]heldMAC, 0, c),
 	}
 	for _, nw := range b.networks {
 		if nw.v6.IsValid() {
-			m.list6 = make([]held6, 0, n)
+			m.list6 = make([]held6, 0, c)
 			break
 		}
 	}
