@@ -384,7 +384,6 @@ func (b *builder) resolve() {
 	}
 }
 
-// finish writes want and sorts the problems.
 // index sets want.Index, walking the specs in the order they were allocated
 // (so memory is read in order) and hashing each port while it is at hand.
 func (b *builder) index() {
@@ -403,6 +402,7 @@ func (b *builder) index() {
 	b.want.Index = idx
 }
 
+// finish writes want and sorts the problems.
 func (b *builder) finish() (state.State, []Problem) {
 	for _, n := range b.networks {
 		b.emitSwitch(n)
