@@ -7,10 +7,12 @@ import (
 	"fmt"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/cenkalti/backoff/v4"
 	"github.com/go-logr/logr"
+	"github.com/ovn-org/libovsdb/cache"
 	"github.com/ovn-org/libovsdb/client"
 	"github.com/ovn-org/libovsdb/model"
 
@@ -57,6 +59,12 @@ func ParseEndpoints(s string) ([]string, error) {
 // NB is a connected, monitoring NB client.
 type NB struct {
 	client client.Client
+
+	// dirty is set by the cache's event handler whenever a row of either
+	// table changes, and cleared by State before it reads the cache; while it
+	// stays clear, State returns last unchanged.
+	dirty atomic.Bool
+	last  state.State
 
 	mu       sync.Mutex
 	ports    map[string]memoPort   // by row UUID
@@ -116,7 +124,23 @@ func Dial(ctx context.Context, opts Options) (*NB, error) {
 		c.Close()
 		return nil, fmt.Errorf("monitor NB: %w", err)
 	}
-	return &NB{client: c, ports: map[string]memoPort{}, switches: map[string]memoSwitch{}}, nil
+	nb := &NB{client: c, ports: map[string]memoPort{}, switches: map[string]memoSwitch{}}
+	nb.dirty.Store(true)
+	// The cache applies every update before it queues the event, so once the
+	// handler has run for a change, the next State sees it; and a dropped
+	// event (libovsdb drops when its queue is full) comes after queued ones
+	// that still mark the cache dirty.
+	mark := func(table string) {
+		if table == nbdb.LogicalSwitchPortTable || table == nbdb.LogicalSwitchTable {
+			nb.dirty.Store(true)
+		}
+	}
+	c.Cache().AddEventHandler(&cache.EventHandlerFuncs{
+		AddFunc:    func(table string, _ model.Model) { mark(table) },
+		UpdateFunc: func(table string, _, _ model.Model) { mark(table) },
+		DeleteFunc: func(table string, _ model.Model) { mark(table) },
+	})
+	return nb, nil
 }
 
 func reconnectBackoff() backoff.BackOff {
@@ -136,14 +160,23 @@ func (nb *NB) Connected() bool { return nb.client.Connected() }
 // Close disconnects.
 func (nb *NB) Close() { nb.client.Close() }
 
-// State returns a snapshot of the switches and ports in the cache. It is
-// safe to call concurrently with cache updates; the result is the caller's.
+// State returns a snapshot of the switches and ports in the cache, with its
+// Index. It is safe to call concurrently with cache updates. The snapshot is
+// shared: while the cache does not change, every call returns the same one,
+// so callers must not modify it (Clone it to make changes).
+//
+// The snapshot follows the cache by the time libovsdb takes to run its
+// event handlers; a pass computed from a snapshot that trails the NB fails
+// its transaction (apply.ErrStale) and is computed again.
 func (nb *NB) State() state.State {
 	nb.mu.Lock()
 	defer nb.mu.Unlock()
-	cache := nb.client.Cache()
-	portRows := cache.Table(nbdb.LogicalSwitchPortTable).RowsShallow()
-	switchRows := cache.Table(nbdb.LogicalSwitchTable).RowsShallow()
+	if !nb.dirty.Swap(false) {
+		return nb.last
+	}
+	tc := nb.client.Cache()
+	portRows := tc.Table(nbdb.LogicalSwitchPortTable).RowsShallow()
+	switchRows := tc.Table(nbdb.LogicalSwitchTable).RowsShallow()
 
 	s := state.State{Switches: make(map[string]*state.Switch, len(switchRows)), Ports: make(map[string]*state.Port, len(portRows))}
 	// The cache replaces a row's model (it clones before updating), so an
@@ -177,6 +210,7 @@ func (nb *NB) State() state.State {
 		s.Switches[m.sw.Name] = m.sw
 	}
 	nb.switches = switches
+	nb.last = s
 	return s
 }
 

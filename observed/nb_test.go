@@ -2,6 +2,7 @@ package observed
 
 import (
 	"context"
+	"reflect"
 	"slices"
 	"testing"
 	"time"
@@ -106,6 +107,12 @@ func TestStateFromRealNB(t *testing.T) {
 	if s2.Ports["a.default"] != a {
 		t.Errorf("State() converted an unchanged row again")
 	}
+	// With no change in between, State hands out the same snapshot.
+	if s3 := nb.State(); reflect.ValueOf(s3.Ports).UnsafePointer() != reflect.ValueOf(s2.Ports).UnsafePointer() {
+		t.Errorf("State() rebuilt its snapshot with nothing changed")
+	}
+	srv.NBCtl("lsp-del", "foreign")
+	waitFor(t, nb, "foreign port deleted", func(s state.State) bool { return s.Ports["foreign"] == nil && len(s.Index) == 1 })
 }
 
 func TestEmbedded(t *testing.T) {
