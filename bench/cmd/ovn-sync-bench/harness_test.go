@@ -1,0 +1,91 @@
+package main
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/ovn-sync/ovn-sync/internal/nbtest"
+)
+
+// TestHarness runs the whole harness at 200 ports, in process, with the
+// per-object pattern measured fully (names monitor) and extrapolated (the
+// full-monitor client, given no budget), so that it cannot rot.
+func TestHarness(t *testing.T) {
+	nbtest.Require(t)
+	dir := t.TempDir()
+	opts := options{
+		sizes:   []int{200},
+		results: filepath.Join(dir, "RESULTS.md"), chart: filepath.Join(dir, "results.svg"),
+		perObjectBudget: time.Minute, sample: 50,
+		fullMonitor: true, fullMonitorBudget: time.Nanosecond, fullMonitorSample: 50,
+		noopPasses: 3, inProcess: true,
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	r, err := measureOne(ctx, opts, 200)
+	if err != nil {
+		t.Fatalf("measureOne(200): %v", err)
+	}
+
+	if r.Ports < 200 || r.Cold.Plan.Add != r.Ports+r.Switches {
+		t.Errorf("cold start: %d ports, plan %+v; want ≥200 ports all created", r.Ports, r.Cold.Plan)
+	}
+	if r.Cold.Txns == 0 || r.Cold.Commits != r.Cold.Txns {
+		t.Errorf("cold start: %d transactions, NB file +%d records; want equal and > 0", r.Cold.Txns, r.Cold.Commits)
+	}
+	for i, p := range r.Noop.Passes {
+		if p.Txns != 0 || p.Plan.Add+p.Plan.Change+p.Plan.Destroy != 0 {
+			t.Errorf("no-op pass %d: %d transactions, plan %+v; want none", i, p.Txns, p.Plan)
+		}
+	}
+	if r.Noop.Commits != 0 {
+		t.Errorf("no-op passes: NB file +%d records, want 0", r.Noop.Commits)
+	}
+	if c := r.Churn.Plan; c.Add == 0 || c.Change == 0 || c.Destroy == 0 || r.Churn.Commits != r.Churn.Txns {
+		t.Errorf("churn: plan %+v, %d transactions, NB file +%d records", c, r.Churn.Txns, r.Churn.Commits)
+	}
+	if p := r.PerObject; !p.Complete || p.Measured != r.Ports || p.Estimate <= 0 {
+		t.Errorf("per-object (names): %+v; want all %d ports measured", p, r.Ports)
+	}
+	if p := r.PerObjectFull; p == nil || p.Complete || p.Sampled != 50 || p.Measured+p.Preloaded+p.Sampled != r.Ports ||
+		!(p.Low <= p.Estimate && p.Estimate <= p.High) {
+		t.Errorf("per-object (full monitor): %+v; want an extrapolation over %d ports", p, r.Ports)
+	}
+	if r.Mem.PeakRSS == 0 || r.Mem.HeapCold <= r.Mem.HeapInputs {
+		t.Errorf("memory: %+v", r.Mem)
+	}
+
+	rep := report{Command: "test", Machine: machineInfo(ctx), Date: time.Now(), Results: []sizeResult{r}}
+	if err := os.WriteFile(opts.results, []byte(rep.markdown(opts.chart, opts.results)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := writeChart(opts.chart, rep.Results); err != nil {
+		t.Fatalf("writeChart: %v", err)
+	}
+	md, _ := os.ReadFile(opts.results)
+	for _, want := range []string{"| (a) ovn-sync cold start, wall |", "extrapolated", "## Targets", "(results.svg)"} {
+		if !strings.Contains(string(md), want) {
+			t.Errorf("RESULTS.md lacks %q:\n%s", want, md)
+		}
+	}
+	if fi, err := os.Stat(opts.chart); err != nil || fi.Size() == 0 {
+		t.Errorf("chart: %v", err)
+	}
+}
+
+func TestExtrapolate(t *testing.T) {
+	r := perObjectResult{Measured: 100, MeasuredTime: time.Second, LastWindow: 20 * time.Millisecond,
+		Preloaded: 800, Sampled: 100, SampleTime: 3 * time.Second}
+	r.extrapolate()
+	// 1s + 3s known; 800 ports between 20ms and 30ms per port.
+	if want := 4*time.Second + 800*25*time.Millisecond; r.Estimate != want {
+		t.Errorf("extrapolate: Estimate = %s, want %s", r.Estimate, want)
+	}
+	if r.Low != 4*time.Second+800*20*time.Millisecond || r.High != 4*time.Second+800*30*time.Millisecond {
+		t.Errorf("extrapolate: range %s-%s", r.Low, r.High)
+	}
+}

@@ -1,0 +1,244 @@
+// Command ovn-sync-bench measures ovn-sync end to end against real
+// standalone ovsdb-servers, side by side with the per-object pattern of
+// the usual controllers, at several cluster sizes.
+//
+// For each size (-sizes, default 10k and 100k ports) it generates the
+// cluster of bench.Cluster and, each on a fresh server, measures:
+//
+//	(a) ovn-sync's cold start: dial, build, diff against the empty NB and
+//	    apply in 1000-operation transactions, until the last is committed;
+//	(b) the per-object pattern on the same ports: one libovsdb transaction
+//	    per port, through a client monitoring the same columns (and, with
+//	    -full-monitor, one monitoring Logical_Switch.ports too). When it
+//	    outlasts -per-object-budget it is sampled and extrapolated, and the
+//	    output says so;
+//	(c) no-op passes over the warm cache, checking in the NB file that no
+//	    transaction was committed;
+//	(d) one pass after 1% churn of the ports' owners;
+//	(e) ovsdb-server's CPU time over (a), the floor for any client;
+//	(f) the client's peak RSS and live heap per port after (a).
+//
+// Each size runs in a child process of its own, so that peaks are per
+// size. The results are printed as a table and written to -results
+// (Markdown) and -chart (SVG or PNG, by extension).
+//
+// Usage:
+//
+//	go run ./bench/cmd/ovn-sync-bench [-sizes 10000,100000] [flags]
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"os"
+	"os/exec"
+	"os/signal"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+)
+
+// options are the command's flags.
+type options struct {
+	sizes             []int
+	results, chart    string
+	perObjectBudget   time.Duration
+	sample            int
+	fullMonitor       bool
+	fullMonitorBudget time.Duration
+	fullMonitorSample int
+	noopPasses        int
+	profileDir        string
+	inProcess         bool
+	// jsonOut, if set, receives the whole report as JSON; render, if set,
+	// names such a file to render again instead of measuring.
+	jsonOut, render string
+	// childOut, set only by the parent, makes this process a child that
+	// measures its one size and writes the sizeResult there as JSON.
+	childOut string
+}
+
+func parseFlags(args []string) (options, error) {
+	var o options
+	fs := flag.NewFlagSet("ovn-sync-bench", flag.ContinueOnError)
+	sizes := fs.String("sizes", "10000,100000", "comma-separated cluster sizes, in ports")
+	fs.StringVar(&o.results, "results", filepath.Join("bench", "RESULTS.md"), "Markdown `file` to write the results to; empty: none")
+	fs.StringVar(&o.chart, "chart", filepath.Join("bench", "results.svg"), "chart `file` (.svg or .png); empty: none")
+	fs.DurationVar(&o.perObjectBudget, "per-object-budget", 10*time.Minute, "time the per-object pattern may run from an empty NB, per size, before it is sampled")
+	fs.IntVar(&o.sample, "sample", 10000, "`ports` the per-object pattern writes at the top when sampled")
+	fs.BoolVar(&o.fullMonitor, "full-monitor", true, "also run the per-object pattern with a client monitoring Logical_Switch.ports")
+	fs.DurationVar(&o.fullMonitorBudget, "full-monitor-budget", 2*time.Minute, "-per-object-budget for the full-monitor client")
+	fs.IntVar(&o.fullMonitorSample, "full-monitor-sample", 1000, "-sample for the full-monitor client")
+	fs.IntVar(&o.noopPasses, "noop-passes", 5, "no-op passes to run (at least 2: the first converts every row)")
+	fs.StringVar(&o.profileDir, "profile", "", "write CPU profiles of the cold, no-op and churn phases and a heap profile to this `directory`")
+	fs.BoolVar(&o.inProcess, "in-process", false, "measure every size in this process (peak RSS is then not per size)")
+	fs.StringVar(&o.jsonOut, "json", "", "also write the raw results to this JSON `file`")
+	fs.StringVar(&o.render, "render", "", "measure nothing: print and write the report of a JSON `file` written by -json")
+	fs.StringVar(&o.childOut, "child-out", "", "internal: measure the one size and write JSON to this file")
+	if err := fs.Parse(args); err != nil {
+		return o, err
+	}
+	if fs.NArg() > 0 {
+		return o, fmt.Errorf("unexpected arguments: %q", fs.Args())
+	}
+	for _, s := range strings.Split(*sizes, ",") {
+		n, err := strconv.Atoi(strings.TrimSpace(s))
+		if err != nil || n < 10 {
+			return o, fmt.Errorf("-sizes: %q is not a size of at least 10 ports", s)
+		}
+		o.sizes = append(o.sizes, n)
+	}
+	if o.childOut != "" && len(o.sizes) != 1 {
+		return o, errors.New("-child-out takes exactly one size")
+	}
+	return o, nil
+}
+
+// childArgs are the flags a child measuring size gets.
+func (o options) childArgs(size int, out string) []string {
+	return []string{
+		"-sizes", strconv.Itoa(size), "-child-out", out,
+		"-per-object-budget", o.perObjectBudget.String(), "-sample", strconv.Itoa(o.sample),
+		"-full-monitor=" + strconv.FormatBool(o.fullMonitor),
+		"-full-monitor-budget", o.fullMonitorBudget.String(), "-full-monitor-sample", strconv.Itoa(o.fullMonitorSample),
+		"-noop-passes", strconv.Itoa(o.noopPasses), "-profile", o.profileDir,
+	}
+}
+
+func main() {
+	opts, err := parseFlags(os.Args[1:])
+	if errors.Is(err, flag.ErrHelp) {
+		os.Exit(0)
+	}
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "ovn-sync-bench:", err)
+		os.Exit(2)
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	switch {
+	case opts.childOut != "":
+		err = runChild(ctx, opts)
+	case opts.render != "":
+		err = render(opts)
+	default:
+		err = run(ctx, opts, "go run ./bench/cmd/ovn-sync-bench "+strings.Join(os.Args[1:], " "))
+	}
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "ovn-sync-bench:", err)
+		os.Exit(1)
+	}
+}
+
+// run measures every size, prints the table and writes the report files.
+// command is the command line recorded in the report.
+func run(ctx context.Context, opts options, command string) error {
+	if err := requireTools(); err != nil {
+		return err
+	}
+	if opts.profileDir != "" {
+		if err := os.MkdirAll(opts.profileDir, 0o755); err != nil {
+			return err
+		}
+	}
+	rep := report{Command: strings.TrimSpace(command), Machine: machineInfo(ctx), Date: time.Now().UTC(), Profiled: opts.profileDir != "", LoadBefore: loadAverage()}
+	for _, size := range opts.sizes {
+		r, err := measureOne(ctx, opts, size)
+		if err != nil {
+			return fmt.Errorf("size %d: %w", size, err)
+		}
+		rep.Results = append(rep.Results, r)
+		logf("%d: done: cold %s, per-object %s, no-op %s", size, seconds(r.Cold.Wall), seconds(r.PerObject.Estimate), millis(r.Noop.steady().Wall))
+	}
+	rep.LoadAfter = loadAverage()
+	if opts.jsonOut != "" {
+		b, err := json.MarshalIndent(rep, "", "  ")
+		if err != nil {
+			return err
+		}
+		if err := os.WriteFile(opts.jsonOut, b, 0o644); err != nil {
+			return err
+		}
+	}
+	return rep.write(opts)
+}
+
+// render prints and writes the report of a run saved with -json.
+func render(opts options) error {
+	b, err := os.ReadFile(opts.render)
+	if err != nil {
+		return err
+	}
+	var rep report
+	if err := json.Unmarshal(b, &rep); err != nil {
+		return fmt.Errorf("%s: %w", opts.render, err)
+	}
+	return rep.write(opts)
+}
+
+// write prints the table and writes the Markdown file and the chart.
+func (rep report) write(opts options) error {
+	fmt.Print(rep.text())
+	if opts.results != "" {
+		if err := os.WriteFile(opts.results, []byte(rep.markdown(opts.chart, opts.results)), 0o644); err != nil {
+			return err
+		}
+	}
+	if opts.chart != "" {
+		if err := writeChart(opts.chart, rep.Results); err != nil {
+			return fmt.Errorf("chart: %w", err)
+		}
+	}
+	return nil
+}
+
+// measureOne measures one size, in a child process unless opts.inProcess.
+func measureOne(ctx context.Context, opts options, size int) (sizeResult, error) {
+	if opts.inProcess {
+		return measureSize(ctx, opts, size)
+	}
+	var r sizeResult
+	self, err := os.Executable()
+	if err != nil {
+		return r, err
+	}
+	out, err := os.CreateTemp("", "ovn-sync-bench-*.json")
+	if err != nil {
+		return r, err
+	}
+	out.Close()
+	defer os.Remove(out.Name())
+	cmd := exec.CommandContext(ctx, self, opts.childArgs(size, out.Name())...)
+	cmd.Stdout, cmd.Stderr = os.Stderr, os.Stderr // stdout is for the table
+	if err := cmd.Run(); err != nil {
+		return r, fmt.Errorf("child: %w", err)
+	}
+	b, err := os.ReadFile(out.Name())
+	if err != nil {
+		return r, err
+	}
+	return r, json.Unmarshal(b, &r)
+}
+
+// runChild measures the one size of opts and writes its result.
+func runChild(ctx context.Context, opts options) error {
+	r, err := measureSize(ctx, opts, opts.sizes[0])
+	if err != nil {
+		return err
+	}
+	b, err := json.Marshal(r)
+	if err != nil {
+		return err
+	}
+	return os.WriteFile(opts.childOut, b, 0o644)
+}
+
+// logf reports progress on stderr, one line per step.
+func logf(format string, args ...any) {
+	fmt.Fprintf(os.Stderr, "%s "+format+"\n", append([]any{time.Now().Format("15:04:05")}, args...)...)
+}
