@@ -4,4 +4,30 @@
 // ReadManifests reads YAML or JSON manifest files the way kubectl does
 // (multi-document files, kind: List, directories); it feeds the one-shot
 // plan and apply commands and the demo.
+//
+// Informers watches a cluster for run mode:
+//
+//	inf := sources.NewInformers(sources.InformerOptions{Kube: kube, Dynamic: dyn, Logger: log})
+//	if err := inf.Start(ctx); err != nil { ... }  // discovery failed: call again
+//	cache.WaitForCacheSync(ctx.Done(), inf.HasSynced)
+//	for range inf.Changes() {                      // coalesced: one pending at most
+//		snap := inf.Inputs()                        // every object, re-read from the stores
+//		...
+//	}
+//
+// Pods come from a typed informer. The four custom kinds (KubeVirt's
+// VirtualMachine, VirtualMachineInstance, VirtualMachineInstanceMigration and
+// Multus's NetworkAttachmentDefinition) come from dynamic informers whose
+// transform converts each object into its kubevirt.io/api or NAD API type as
+// it enters the store. Dynamic rather than typed clients: KubeVirt's typed
+// clientset (kubevirt.io/client-go) pins its own Kubernetes libraries and
+// drags in dozens of modules, and the NAD client's generated informers were
+// built against client-go 0.29; the dynamic client needs neither, and one
+// code path handles a missing CRD the same way for all four kinds. An
+// object that does not convert is kept, reported in Snapshot.Unreadable,
+// and must stop the caller from deleting anything that pass.
+//
+// Event handlers never read the objects: they only signal Changes. The
+// caller starts the informers (Start runs client-go's goroutines until ctx is
+// done); this package reads no clock of its own.
 package sources

@@ -1,6 +1,7 @@
 // Command ovn-sync keeps the Logical_Switch_Ports of an OVN northbound
 // database equal to what a Kubernetes cluster declares.
 //
+//	ovn-sync run   --nb ADDR [--kubeconfig F]           keep the NB in sync with a cluster (sidecar)
 //	ovn-sync plan  -f DIR|FILE... --nb ADDR|embedded   show what would change
 //	ovn-sync apply -f DIR|FILE... --nb ADDR|embedded   make one pass and print what was done
 //	ovn-sync demo                                      the whole pipeline on an embedded NB
@@ -30,6 +31,7 @@ func usage(w io.Writer) {
 	fmt.Fprint(w, `ovn-sync keeps OVN northbound Logical_Switch_Ports equal to what Kubernetes declares.
 
 Usage:
+  ovn-sync run   --nb ADDR [--kubeconfig FILE] [--config FILE] [--resync 5m] [--leader-elect] [--metrics-addr :9476]
   ovn-sync plan  -f DIR|FILE... --nb ADDR|embedded [--config FILE] [-o text|json] [--detailed-exitcode]
   ovn-sync apply -f DIR|FILE... --nb ADDR|embedded [--config FILE]
   ovn-sync demo
@@ -47,6 +49,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 	}
 	var err error
 	switch args[0] {
+	case "run":
+		err = cmdRun(args[1:], stdout, stderr)
 	case "plan":
 		err = cmdPlan(args[1:], stdout, stderr)
 	case "apply":

@@ -19,6 +19,7 @@ import (
 	"github.com/ovn-sync/ovn-sync/diff"
 	"github.com/ovn-sync/ovn-sync/observed"
 	"github.com/ovn-sync/ovn-sync/sources"
+	"github.com/ovn-sync/ovn-sync/state"
 )
 
 // nbFlags select and secure the NB connection.
@@ -152,13 +153,32 @@ type pass struct {
 	in  desired.Inputs
 	cfg desired.Config
 	nb  *observed.NB
+	// policy is what diff.Compute is told; run mode withholds deletes until
+	// every source has synced.
+	policy diff.Policy
+	// beforeApply, when set, sees every want right before its plan is sent
+	// (run mode records it to tell its own NB changes from someone else's).
+	beforeApply func(want state.State)
 }
 
 // compute builds want from the inputs and the NB as it is now, and diffs.
 func (p pass) compute() (diff.Plan, []desired.Problem, int) {
+	c := p.computeAll()
+	return c.plan, c.problems, c.owned
+}
+
+// computed is one computation of a pass.
+type computed struct {
+	want     state.State
+	plan     diff.Plan
+	problems []desired.Problem
+	owned    int // our ports in have
+}
+
+func (p pass) computeAll() computed {
 	have := p.nb.State()
 	want, problems := desired.Build(p.in, p.cfg, have)
-	return diff.Compute(want, have, diff.Policy{}), problems, have.OwnedPorts()
+	return computed{want: want, plan: diff.Compute(want, have, p.policy), problems: problems, owned: have.OwnedPorts()}
 }
 
 func printProblems(w io.Writer, problems []desired.Problem) {
@@ -273,22 +293,31 @@ func cmdApply(args []string, stdout, stderr io.Writer) error {
 // the NB changed under it is not replayed: the pass is computed again from the
 // refreshed cache, a few times, with a pause for the cache to catch up.
 func applyPass(ctx context.Context, p pass, nf nbFlags) (diff.Plan, []desired.Problem, apply.Result, error) {
+	c, res, err := reconcile(ctx, p, nf)
+	return c.plan, c.problems, res, err
+}
+
+// reconcile is applyPass returning the last computation, want included.
+func reconcile(ctx context.Context, p pass, nf nbFlags) (computed, apply.Result, error) {
 	var total apply.Result
 	for attempt := 0; ; attempt++ {
-		plan, problems, owned := p.compute()
+		c := p.computeAll()
 		if !nf.allowMassDelete {
-			if err := plan.CheckDeletes(owned, nf.maxDeleteFrac); err != nil {
-				return plan, problems, total, err
+			if err := c.plan.CheckDeletes(c.owned, nf.maxDeleteFrac); err != nil {
+				return c, total, err
 			}
 		}
-		res, err := apply.Apply(ctx, p.nb.Client(), plan, apply.Options{MaxOpsPerTxn: nf.maxOps})
+		if p.beforeApply != nil {
+			p.beforeApply(c.want)
+		}
+		res, err := apply.Apply(ctx, p.nb.Client(), c.plan, apply.Options{MaxOpsPerTxn: nf.maxOps})
 		total.Add(res)
 		if err == nil || !errors.Is(err, apply.ErrStale) || attempt >= 4 {
-			return plan, problems, total, err
+			return c, total, err
 		}
 		select {
 		case <-ctx.Done():
-			return plan, problems, total, ctx.Err()
+			return c, total, ctx.Err()
 		case <-time.After(time.Duration(50<<attempt) * time.Millisecond):
 		}
 	}

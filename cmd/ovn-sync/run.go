@@ -1,0 +1,382 @@
+package main
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/cenkalti/backoff/v4"
+	"github.com/go-logr/logr"
+	"github.com/go-logr/zapr"
+	"go.uber.org/zap"
+	"go.uber.org/zap/zapcore"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
+	"k8s.io/client-go/tools/leaderelection"
+	"k8s.io/client-go/tools/leaderelection/resourcelock"
+	"k8s.io/klog/v2"
+
+	"github.com/ovn-sync/ovn-sync/observed"
+	"github.com/ovn-sync/ovn-sync/sources"
+)
+
+// runFlags are the flags of "ovn-sync run".
+type runFlags struct {
+	fs  *flag.FlagSet
+	net networkFlags
+	nb  nbFlags
+
+	kubeconfig string
+	kubeQPS    float64
+	kubeBurst  int
+
+	resync   time.Duration
+	coalesce time.Duration
+
+	leaderElect   bool
+	leaseNS       string
+	leaseName     string
+	identity      string
+	leaseDuration time.Duration
+	renewDeadline time.Duration
+	retryPeriod   time.Duration
+
+	metricsAddr string
+	publish     bool
+	events      bool
+	logFormat   string
+	verbosity   int
+	grace       time.Duration
+}
+
+// inCluster reports whether the process runs in a pod with a service account.
+func inCluster() bool {
+	return os.Getenv("KUBERNETES_SERVICE_HOST") != "" && os.Getenv("KUBERNETES_SERVICE_PORT") != ""
+}
+
+const saNamespaceFile = "/var/run/secrets/kubernetes.io/serviceaccount/namespace"
+
+// ownNamespace is the namespace to hold the lease in by default: POD_NAMESPACE
+// (downward API), else the service account's, else "default".
+func ownNamespace() string {
+	if ns := os.Getenv("POD_NAMESPACE"); ns != "" {
+		return ns
+	}
+	if b, err := os.ReadFile(saNamespaceFile); err == nil && strings.TrimSpace(string(b)) != "" {
+		return strings.TrimSpace(string(b))
+	}
+	return "default"
+}
+
+func newRunFlags(stderr io.Writer) *runFlags {
+	r := &runFlags{fs: flag.NewFlagSet("run", flag.ContinueOnError)}
+	fs := r.fs
+	fs.SetOutput(stderr)
+	r.net.register(fs)
+	r.nb.register(fs)
+	fs.StringVar(&r.kubeconfig, "kubeconfig", "", "kubeconfig `file` (default: $KUBECONFIG, ~/.kube/config, or the in-cluster service account)")
+	fs.Float64Var(&r.kubeQPS, "kube-api-qps", 50, "queries per second to the Kubernetes API (pod patches and events)")
+	fs.IntVar(&r.kubeBurst, "kube-api-burst", 100, "burst of queries to the Kubernetes API")
+	fs.DurationVar(&r.resync, "resync", 5*time.Minute, "full pass at least this often")
+	fs.DurationVar(&r.coalesce, "coalesce", 20*time.Millisecond, "after a change, wait this long for more before a pass")
+	fs.BoolVar(&r.leaderElect, "leader-elect", inCluster(), "take a Lease before writing, so one of several replicas writes (default true in a cluster)")
+	fs.StringVar(&r.leaseNS, "lease-namespace", ownNamespace(), "namespace of the Lease (default: $POD_NAMESPACE or the service account's)")
+	fs.StringVar(&r.leaseName, "lease-name", "ovn-sync", "name of the Lease")
+	fs.StringVar(&r.identity, "identity", "", "holder identity in the Lease (default: hostname and a random suffix)")
+	fs.DurationVar(&r.leaseDuration, "lease-duration", 15*time.Second, "how long a Lease is valid without renewal; a standby waits this long")
+	fs.DurationVar(&r.renewDeadline, "renew-deadline", 10*time.Second, "the leader stops writing when it could not renew for this long")
+	fs.DurationVar(&r.retryPeriod, "retry-period", 2*time.Second, "how often to try to take or renew the Lease")
+	fs.StringVar(&r.metricsAddr, "metrics-addr", ":9476", "listen `address` for /metrics, /healthz, /readyz (empty: none)")
+	fs.BoolVar(&r.publish, "publish", true, "annotate pods with their addresses (kube-ovn compatible)")
+	fs.BoolVar(&r.events, "events", true, "emit Kubernetes Events for problems")
+	fs.StringVar(&r.logFormat, "log-format", "auto", "json, console, or auto (console on a terminal, else json)")
+	fs.IntVar(&r.verbosity, "v", 0, "log verbosity (1: every pass and patch)")
+	fs.DurationVar(&r.grace, "shutdown-grace", 10*time.Second, "on SIGTERM, how long the pass in flight may take to finish")
+	return r
+}
+
+func (r *runFlags) parse(args []string) error {
+	if err := r.fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return exitError{0}
+		}
+		return exitError{1}
+	}
+	if r.fs.NArg() > 0 {
+		return fmt.Errorf("unexpected arguments %q", r.fs.Args())
+	}
+	if r.nb.addr == "" {
+		return errors.New("--nb is required (unix:PATH, tcp:HOST:PORT, ssl:HOST:PORT, comma-separated for a RAFT cluster)")
+	}
+	if r.resync <= 0 {
+		return fmt.Errorf("--resync %s: must be positive", r.resync)
+	}
+	if r.leaderElect && !(r.leaseDuration > r.renewDeadline && r.renewDeadline > r.retryPeriod && r.retryPeriod > 0) {
+		return fmt.Errorf("want --lease-duration > --renew-deadline > --retry-period > 0")
+	}
+	return nil
+}
+
+// newLogger returns a zap logger as a logr.Logger: JSON unless format is
+// console or (auto) stderr is a terminal.
+func newLogger(w *os.File, format string, verbosity int) (logr.Logger, func(), error) {
+	var enc zapcore.Encoder
+	switch format {
+	case "json":
+	case "console":
+	case "auto":
+		if fi, err := w.Stat(); err == nil && fi.Mode()&os.ModeCharDevice != 0 {
+			format = "console"
+		} else {
+			format = "json"
+		}
+	default:
+		return logr.Logger{}, nil, fmt.Errorf("--log-format %q: want json, console or auto", format)
+	}
+	if format == "json" {
+		ec := zap.NewProductionEncoderConfig()
+		ec.EncodeTime = zapcore.RFC3339NanoTimeEncoder
+		enc = zapcore.NewJSONEncoder(ec)
+	} else {
+		ec := zap.NewDevelopmentEncoderConfig()
+		ec.EncodeTime = zapcore.TimeEncoderOfLayout("15:04:05.000")
+		enc = zapcore.NewConsoleEncoder(ec)
+	}
+	// logr's V(n) is zap level -n.
+	core := zapcore.NewCore(enc, zapcore.Lock(w), zap.NewAtomicLevelAt(zapcore.Level(-verbosity)))
+	z := zap.New(core)
+	return zapr.NewLogger(z), func() { _ = z.Sync() }, nil
+}
+
+func (r *runFlags) restConfig() (*rest.Config, error) {
+	rules := clientcmd.NewDefaultClientConfigLoadingRules()
+	rules.ExplicitPath = r.kubeconfig
+	cfg, err := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rules, &clientcmd.ConfigOverrides{}).ClientConfig()
+	if err != nil {
+		return nil, fmt.Errorf("kubernetes client config: %w", err)
+	}
+	cfg.QPS, cfg.Burst = float32(r.kubeQPS), r.kubeBurst
+	cfg.UserAgent = "ovn-sync/" + version
+	return cfg, nil
+}
+
+func cmdRun(args []string, _, stderr io.Writer) error {
+	rf := newRunFlags(stderr)
+	if err := rf.parse(args); err != nil {
+		return err
+	}
+	errFile, _ := stderr.(*os.File)
+	if errFile == nil {
+		errFile = os.Stderr
+	}
+	log, flush, err := newLogger(errFile, rf.logFormat, rf.verbosity)
+	if err != nil {
+		return err
+	}
+	defer flush()
+	klog.SetLogger(log.WithName("client-go"))
+	ctx, cancel := signalContext()
+	defer cancel()
+	return runMain(ctx, rf, log)
+}
+
+// runMain wires run mode together and blocks until ctx is done.
+func runMain(ctx context.Context, rf *runFlags, log logr.Logger) error {
+	cfg, err := rf.net.load(rf.fs, os.ReadFile)
+	if err != nil {
+		return err
+	}
+	rc, err := rf.restConfig()
+	if err != nil {
+		return err
+	}
+	kube, err := kubernetes.NewForConfig(rc)
+	if err != nil {
+		return err
+	}
+	dyn, err := dynamic.NewForConfig(rc)
+	if err != nil {
+		return err
+	}
+	m := newMetrics()
+	src := sources.NewInformers(sources.InformerOptions{
+		Kube: kube, Dynamic: dyn, Logger: log.WithName("sources"),
+		OnEvent: func(k sources.Kind) { m.informerEvent.WithLabelValues(string(k)).Inc() },
+	})
+	r := newRunner(log, cfg, rf, src, m)
+	r.gateway = rf.net.loadedGateway
+	if rf.publish {
+		r.pub = newPublisher(kube, log.WithName("publish"), func(res string) { m.patches.WithLabelValues(res).Inc() })
+	}
+	if rf.events {
+		ev, stop := newProblemEvents(kube, log.WithName("events"), func(reason string) { m.kubeEvents.WithLabelValues(reason).Inc() })
+		defer stop()
+		r.events = ev
+	}
+
+	if rf.metricsAddr != "" {
+		stop, err := serveHTTP(log, rf.metricsAddr, m, r.ready)
+		if err != nil {
+			return fmt.Errorf("--metrics-addr %s: %w", rf.metricsAddr, err)
+		}
+		defer stop()
+	}
+
+	// Informers first: they take the longest to sync.
+	if err := retry(ctx, log, "discover Kubernetes resources", func() error { return src.Start(ctx) }); err != nil {
+		return err
+	}
+	var nb *observed.NB
+	var closeNB func()
+	if err := retry(ctx, log, "connect to NB", func() error {
+		var err error
+		nb, closeNB, err = rf.nb.connect(ctx)
+		return err
+	}); err != nil {
+		return err
+	}
+	defer closeNB()
+	r.attach(nb)
+	var wg sync.WaitGroup
+	defer wg.Wait()
+	watchCtx, stopWatch := context.WithCancel(ctx)
+	defer stopWatch() // before wg.Wait: deferred calls run last first
+	wg.Add(1)
+	go func() { defer wg.Done(); r.watchNB(watchCtx) }()
+
+	if !rf.leaderElect {
+		log.Info("leader election off: this process writes")
+		// The pass in flight at shutdown may finish within the grace.
+		wctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
+		defer cancel()
+		stop := context.AfterFunc(ctx, func() { time.AfterFunc(rf.grace, cancel) })
+		defer stop()
+		r.m.leader.Set(1)
+		r.lead(wctx, ctx.Done())
+		return nil
+	}
+	return r.elect(ctx, kube)
+}
+
+// retry calls f with backoff until it succeeds or ctx is done.
+func retry(ctx context.Context, log logr.Logger, what string, f func() error) error {
+	b := backoff.NewExponentialBackOff(backoff.WithInitialInterval(200*time.Millisecond),
+		backoff.WithMaxInterval(10*time.Second), backoff.WithMaxElapsedTime(0))
+	return backoff.RetryNotify(f, backoff.WithContext(b, ctx), func(err error, next time.Duration) {
+		log.Error(err, what+" failed; retrying", "in", next.String())
+	})
+}
+
+// elect campaigns for the Lease for as long as ctx lasts, writing while it
+// holds it. Losing the Lease cancels the writer at once. On shutdown (ctx
+// done) the writer starts no new pass and the one in flight may finish
+// within --shutdown-grace; only then is the Lease released, so a standby
+// takes over without waiting for it to expire and never writes alongside.
+func (r *runner) elect(ctx context.Context, kube kubernetes.Interface) error {
+	rf := r.flags
+	id := rf.identity
+	if id == "" {
+		host, _ := os.Hostname()
+		b := make([]byte, 4)
+		_, _ = rand.Read(b)
+		id = host + "_" + hex.EncodeToString(b)
+	}
+	lock, err := resourcelock.New(resourcelock.LeasesResourceLock, rf.leaseNS, rf.leaseName,
+		kube.CoreV1(), kube.CoordinationV1(), resourcelock.ResourceLockConfig{Identity: id})
+	if err != nil {
+		return err
+	}
+	// electCtx outlives ctx until the writer is idle.
+	electCtx, stopElect := context.WithCancel(context.WithoutCancel(ctx))
+	defer stopElect()
+	var w writerState
+	go func() {
+		<-ctx.Done()
+		select {
+		case <-w.idle():
+		case <-time.After(rf.grace):
+			r.log.Info("the pass in flight did not finish within the grace period; abandoning it", "grace", rf.grace.String())
+		}
+		stopElect()
+	}()
+	log := r.log.WithValues("lease", rf.leaseNS+"/"+rf.leaseName, "identity", id)
+	for electCtx.Err() == nil && ctx.Err() == nil {
+		le, err := leaderelection.NewLeaderElector(leaderelection.LeaderElectionConfig{
+			Lock:            lock,
+			LeaseDuration:   rf.leaseDuration,
+			RenewDeadline:   rf.renewDeadline,
+			RetryPeriod:     rf.retryPeriod,
+			ReleaseOnCancel: true,
+			Name:            rf.leaseName,
+			Callbacks: leaderelection.LeaderCallbacks{
+				OnStartedLeading: func(lctx context.Context) {
+					w.begin()
+					defer w.end()
+					log.Info("leading: writing to the NB")
+					r.m.leader.Set(1)
+					defer r.m.leader.Set(0)
+					r.lead(lctx, ctx.Done())
+				},
+				OnStoppedLeading: func() { r.m.leader.Set(0) },
+				OnNewLeader: func(holder string) {
+					if holder != id {
+						log.Info("standing by", "leader", holder)
+					}
+				},
+			},
+		})
+		if err != nil {
+			return err
+		}
+		le.Run(electCtx)
+		// The writer's context is cancelled by now; wait for it to return
+		// before campaigning again.
+		<-w.idle()
+		if ctx.Err() == nil {
+			log.Info("lost the lease: stopped writing; campaigning again")
+		}
+	}
+	return nil
+}
+
+// writerState tells when no writer runs.
+type writerState struct {
+	mu      sync.Mutex
+	running bool
+	done    chan struct{}
+}
+
+func (w *writerState) begin() {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.running, w.done = true, make(chan struct{})
+}
+
+func (w *writerState) end() {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.running = false
+	close(w.done)
+}
+
+// idle returns a channel closed once no writer runs.
+func (w *writerState) idle() <-chan struct{} {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if !w.running {
+		c := make(chan struct{})
+		close(c)
+		return c
+	}
+	return w.done
+}

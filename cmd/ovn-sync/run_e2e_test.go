@@ -1,0 +1,653 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/ovn-sync/ovn-sync/internal/kubetest"
+	"github.com/ovn-sync/ovn-sync/internal/nbtest"
+	"github.com/ovn-sync/ovn-sync/observed"
+	"github.com/ovn-sync/ovn-sync/sources"
+	"github.com/ovn-sync/ovn-sync/state"
+)
+
+// runProc is one "ovn-sync run" child process.
+type runProc struct {
+	t       *testing.T
+	cmd     *exec.Cmd
+	logPath string
+	metrics string // http://127.0.0.1:PORT
+	done    chan struct{}
+}
+
+// startRun starts "ovn-sync run" against the API server and NB and waits
+// until it listens for /readyz.
+func startRun(t *testing.T, kubeconfig, nbAddr string, extra ...string) *runProc {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := l.Addr().String()
+	l.Close()
+	args := append([]string{"run", "--nb", nbAddr, "--kubeconfig", kubeconfig,
+		"--metrics-addr", addr, "--log-format", "json", "--coalesce", "10ms", "-v", "1"}, extra...)
+	logf, err := os.CreateTemp(t.TempDir(), "run-*.log")
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := &runProc{t: t, cmd: exec.Command(binary, args...), logPath: logf.Name(), metrics: "http://" + addr, done: make(chan struct{})}
+	p.cmd.Stdout, p.cmd.Stderr = logf, logf
+	p.cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	if err := p.cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	go func() { _ = p.cmd.Wait(); logf.Close(); close(p.done) }()
+	t.Cleanup(func() {
+		p.stop(syscall.SIGTERM)
+		if t.Failed() {
+			t.Logf("--- %s\n%s", strings.Join(args, " "), p.logTail(6000))
+		}
+	})
+	waitFor(t, 30*time.Second, "metrics endpoint", func() error {
+		if p.exited() {
+			return fmt.Errorf("exited: %s", p.logTail(3000))
+		}
+		_, err := p.get("/healthz")
+		return err
+	})
+	return p
+}
+
+func (p *runProc) exited() bool {
+	select {
+	case <-p.done:
+		return true
+	default:
+		return false
+	}
+}
+
+// stop signals the process and waits for it (10s, then SIGKILL).
+func (p *runProc) stop(sig syscall.Signal) {
+	if p.exited() {
+		return
+	}
+	_ = p.cmd.Process.Signal(sig)
+	select {
+	case <-p.done:
+	case <-time.After(10 * time.Second):
+		_ = p.cmd.Process.Kill()
+		<-p.done
+	}
+}
+
+func (p *runProc) logTail(n int) string {
+	data, _ := os.ReadFile(p.logPath)
+	if len(data) > n {
+		data = data[len(data)-n:]
+	}
+	return string(data)
+}
+
+func (p *runProc) get(path string) (string, error) {
+	resp, err := http.Get(p.metrics + path)
+	if err != nil {
+		return "", err
+	}
+	defer resp.Body.Close()
+	body, _ := io.ReadAll(resp.Body)
+	if resp.StatusCode != http.StatusOK {
+		return string(body), fmt.Errorf("GET %s: %s: %s", path, resp.Status, body)
+	}
+	return string(body), nil
+}
+
+// metric sums every sample of the named metric whose labels contain all of
+// labels (e.g. `action="create"`).
+func (p *runProc) metric(name string, labels ...string) float64 {
+	p.t.Helper()
+	body, err := p.get("/metrics")
+	if err != nil {
+		p.t.Fatal(err)
+	}
+	var sum float64
+	sc := bufio.NewScanner(strings.NewReader(body))
+	for sc.Scan() {
+		line := sc.Text()
+		if !strings.HasPrefix(line, name) || strings.HasPrefix(line, "#") {
+			continue
+		}
+		rest := line[len(name):]
+		if rest == "" || (rest[0] != ' ' && rest[0] != '{') {
+			continue
+		}
+		ok := true
+		for _, l := range labels {
+			ok = ok && strings.Contains(rest, l)
+		}
+		if !ok {
+			continue
+		}
+		f := strings.Fields(rest)
+		v, err := strconv.ParseFloat(f[len(f)-1], 64)
+		if err == nil {
+			sum += v
+		}
+	}
+	return sum
+}
+
+// now deletes without a grace period: no kubelet runs to finish a graceful
+// pod delete.
+var now = metav1.DeleteOptions{GracePeriodSeconds: new(int64)}
+
+func waitFor(t *testing.T, timeout time.Duration, what string, f func() error) {
+	t.Helper()
+	deadline := time.Now().Add(timeout)
+	for {
+		err := f()
+		if err == nil {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%s: not within %s: %v", what, timeout, err)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// nbWatch is the test's own view of the NB.
+func nbWatch(t *testing.T, addr string) *observed.NB {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	nb, err := observed.Dial(ctx, observed.Options{Endpoints: []string{addr}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(nb.Close)
+	return nb
+}
+
+// portIs waits until port name satisfies check (nil port: absent).
+func portIs(t *testing.T, nb *observed.NB, name, what string, check func(*state.Port) error) *state.Port {
+	t.Helper()
+	var p *state.Port
+	waitFor(t, 15*time.Second, fmt.Sprintf("port %s %s", name, what), func() error {
+		p = nb.State().Ports[name]
+		return check(p)
+	})
+	return p
+}
+
+func present(p *state.Port) error {
+	if p == nil || len(p.Addresses) == 0 {
+		return fmt.Errorf("absent")
+	}
+	return nil
+}
+
+func chassis(rc, strategy string) func(*state.Port) error {
+	return func(p *state.Port) error {
+		if p == nil {
+			return fmt.Errorf("absent")
+		}
+		if p.RequestedChassis != rc || p.ActivationStrategy != strategy {
+			return fmt.Errorf("requested-chassis %q activation-strategy %q, want %q %q", p.RequestedChassis, p.ActivationStrategy, rc, strategy)
+		}
+		return nil
+	}
+}
+
+func absent(p *state.Port) error {
+	if p != nil {
+		return fmt.Errorf("still there: %v", p.Addresses)
+	}
+	return nil
+}
+
+func patchStatus(t *testing.T, k *kubetest.Server, res string, name, body string) {
+	t.Helper()
+	var err error
+	switch res {
+	case "vmi":
+		_, err = k.Dynamic.Resource(sources.GVRVirtualMachineInstance).Namespace("tenant").Patch(context.Background(), name, types.MergePatchType, []byte(body), metav1.PatchOptions{}, "status")
+	case "vmim":
+		_, err = k.Dynamic.Resource(sources.GVRVirtualMachineInstanceMigration).Namespace("tenant").Patch(context.Background(), name, types.MergePatchType, []byte(body), metav1.PatchOptions{}, "status")
+	}
+	if err != nil {
+		t.Fatalf("patch %s %s status: %v", res, name, err)
+	}
+}
+
+func launcherPod(name, node string, vmiUID types.UID) *corev1.Pod {
+	ctrl := true
+	return &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{
+			Name: name, Namespace: "tenant",
+			Labels:      map[string]string{"kubevirt.io": "virt-launcher", "vm.kubevirt.io/name": "db"},
+			Annotations: map[string]string{"kubevirt.io/domain": "db"},
+			OwnerReferences: []metav1.OwnerReference{{APIVersion: "kubevirt.io/v1", Kind: "VirtualMachineInstance",
+				Name: "db", UID: vmiUID, Controller: &ctrl}},
+		},
+		Spec: corev1.PodSpec{NodeName: node, Containers: []corev1.Container{{Name: "compute", Image: "virt-launcher"}}},
+	}
+}
+
+const vmTemplate = `
+  template:
+    spec:
+      domain:
+        devices:
+          interfaces:
+          - {name: default, masquerade: {}}
+          - {name: blue, bridge: {}}
+      networks:
+      - {name: default, pod: {}}
+      - {name: blue, multus: {networkName: blue}}`
+
+// TestRunKubeVirtLifecycle is the issue's scenario, end to end: a real
+// kube-apiserver and etcd, a real ovsdb-server, the ovn-sync binary
+// running as the service account bound by deploy/rbac.yaml.
+func TestRunKubeVirtLifecycle(t *testing.T) {
+	nbtest.Require(t)
+	k := kubetest.Start(t)
+	nbs := nbtest.Start(t)
+	ctx := context.Background()
+	k.Namespace("kube-system")
+	k.ApplyFile("../../deploy/rbac.yaml")
+	k.Namespace("tenant")
+
+	run := startRun(t, k.ServiceAccountKubeconfig, nbs.Addr(), "--leader-elect=false",
+		"--default-subnets", "10.16.0.0/16", "--default-gateway", "10.16.0.1")
+	nb := nbWatch(t, nbs.Addr())
+	waitFor(t, 30*time.Second, "ready", func() error { _, err := run.get("/readyz"); return err })
+
+	// A NAD and a stopped VM whose Multus network is only in its template.
+	k.Create(sources.GVRNetworkAttachmentDefinition, `
+apiVersion: k8s.cni.cncf.io/v1
+kind: NetworkAttachmentDefinition
+metadata: {name: blue, namespace: tenant}
+spec:
+  config: '{"cniVersion":"0.3.1","name":"blue","type":"ovn-k8s-cni-overlay","topology":"layer2","subnets":"192.168.100.0/24","netAttachDefName":"tenant/blue"}'
+`)
+	vm := k.Create(sources.GVRVirtualMachine, `
+apiVersion: kubevirt.io/v1
+kind: VirtualMachine
+metadata: {name: db, namespace: tenant}
+spec:
+  runStrategy: Halted`+vmTemplate)
+	const def, blue = "db.tenant", "db.tenant.blue.tenant.ovn"
+	p0 := portIs(t, nb, def, "created for the stopped VM", present)
+	b0 := portIs(t, nb, blue, "created for the stopped VM", present)
+	if p0.RequestedChassis != "" || p0.Owner != "VirtualMachine/tenant/db" {
+		t.Errorf("stopped VM's port: chassis %q owner %q, want none and VirtualMachine/tenant/db", p0.RequestedChassis, p0.Owner)
+	}
+	if !strings.Contains(b0.Addresses[0], "192.168.100.") {
+		t.Errorf("blue port addresses %q, want one in 192.168.100.0/24", b0.Addresses)
+	}
+
+	// Start: a VMI and its launcher pod on node-a.
+	ctrl := true
+	vmi := k.Create(sources.GVRVirtualMachineInstance, fmt.Sprintf(`
+apiVersion: kubevirt.io/v1
+kind: VirtualMachineInstance
+metadata:
+  name: db
+  namespace: tenant
+  ownerReferences: [{apiVersion: kubevirt.io/v1, kind: VirtualMachine, name: db, uid: %s, controller: %v}]
+spec:
+  domain:
+    devices:
+      interfaces:
+      - {name: default, masquerade: {}}
+      - {name: blue, bridge: {}}
+  networks:
+  - {name: default, pod: {}}
+  - {name: blue, multus: {networkName: blue}}`, vm.GetUID(), ctrl))
+	patchStatus(t, k, "vmi", "db", `{"status":{"phase":"Running","nodeName":"node-a"}}`)
+	pa, err := k.Kube.CoreV1().Pods("tenant").Create(ctx, launcherPod("virt-launcher-db-aaaaa", "node-a", vmi.GetUID()), metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	portIs(t, nb, def, "bound to node-a", chassis("node-a", ""))
+	portIs(t, nb, blue, "bound to node-a", chassis("node-a", ""))
+	ip := strings.Fields(p0.Addresses[0])
+	blueIP := strings.Fields(b0.Addresses[0])
+	waitFor(t, 15*time.Second, "launcher pod annotated with the VM's addresses", func() error {
+		p, err := k.Kube.CoreV1().Pods("tenant").Get(ctx, pa.Name, metav1.GetOptions{})
+		if err != nil {
+			return err
+		}
+		want := map[string]string{
+			"ovn.kubernetes.io/allocated":                  "true",
+			"ovn.kubernetes.io/ip_address":                 ip[1],
+			"ovn.kubernetes.io/mac_address":                ip[0],
+			"ovn.kubernetes.io/cidr":                       "10.16.0.0/16",
+			"ovn.kubernetes.io/gateway":                    "10.16.0.1",
+			"ovn.kubernetes.io/logical_switch":             "ovn-default",
+			"blue.tenant.ovn.kubernetes.io/ip_address":     blueIP[1],
+			"blue.tenant.ovn.kubernetes.io/mac_address":    blueIP[0],
+			"blue.tenant.ovn.kubernetes.io/cidr":           "192.168.100.0/24",
+			"blue.tenant.ovn.kubernetes.io/logical_switch": "blue.tenant",
+		}
+		for k, v := range want {
+			if p.Annotations[k] != v {
+				return fmt.Errorf("annotation %s = %q, want %q", k, p.Annotations[k], v)
+			}
+		}
+		return nil
+	})
+
+	// Migrate: a target launcher pod on node-b and the VMI's migrationState.
+	k.Create(sources.GVRVirtualMachineInstanceMigration, `
+apiVersion: kubevirt.io/v1
+kind: VirtualMachineInstanceMigration
+metadata: {name: db-mig, namespace: tenant}
+spec: {vmiName: db}`)
+	patchStatus(t, k, "vmim", "db-mig", `{"status":{"phase":"Running","migrationState":{"sourceNode":"node-a","targetNode":"node-b"}}}`)
+	pb, err := k.Kube.CoreV1().Pods("tenant").Create(ctx, launcherPod("virt-launcher-db-bbbbb", "node-b", vmi.GetUID()), metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	patchStatus(t, k, "vmi", "db", `{"status":{"migrationState":{"sourceNode":"node-a","targetNode":"node-b","sourcePod":"virt-launcher-db-aaaaa","targetPod":"virt-launcher-db-bbbbb"}}}`)
+	portIs(t, nb, def, "bound to both nodes", chassis("node-a,node-b", "rarp"))
+	portIs(t, nb, blue, "bound to both nodes", chassis("node-a,node-b", "rarp"))
+	waitFor(t, 15*time.Second, "target launcher pod annotated", func() error {
+		p, err := k.Kube.CoreV1().Pods("tenant").Get(ctx, pb.Name, metav1.GetOptions{})
+		if err != nil {
+			return err
+		}
+		if got := p.Annotations["ovn.kubernetes.io/ip_address"]; got != ip[1] {
+			return fmt.Errorf("ip_address %q, want the VM's %q", got, ip[1])
+		}
+		return nil
+	})
+
+	// Complete: the VMI runs on node-b; the source pod goes.
+	patchStatus(t, k, "vmi", "db", `{"status":{"nodeName":"node-b","migrationState":{"completed":true}}}`)
+	patchStatus(t, k, "vmim", "db-mig", `{"status":{"phase":"Succeeded"}}`)
+	if err := k.Kube.CoreV1().Pods("tenant").Delete(ctx, pa.Name, now); err != nil {
+		t.Fatal(err)
+	}
+	portIs(t, nb, def, "bound to node-b", chassis("node-b", ""))
+	portIs(t, nb, blue, "bound to node-b", chassis("node-b", ""))
+
+	// Stop: the VMI and its pod go; the ports stay, addresses unchanged.
+	if err := k.Dynamic.Resource(sources.GVRVirtualMachineInstance).Namespace("tenant").Delete(ctx, "db", metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if err := k.Kube.CoreV1().Pods("tenant").Delete(ctx, pb.Name, now); err != nil {
+		t.Fatal(err)
+	}
+	p1 := portIs(t, nb, def, "unbound after stop", chassis("", ""))
+	b1 := portIs(t, nb, blue, "unbound after stop", chassis("", ""))
+	if p1.Addresses[0] != p0.Addresses[0] || b1.Addresses[0] != b0.Addresses[0] {
+		t.Errorf("addresses after stop %q %q, want unchanged %q %q", p1.Addresses, b1.Addresses, p0.Addresses, b0.Addresses)
+	}
+
+	// Someone deletes one of our ports: it is back within a second.
+	start := time.Now()
+	nbs.NBCtl("lsp-del", def)
+	var back time.Duration
+	waitFor(t, time.Second, "deleted port back", func() error {
+		p := nb.State().Ports[def]
+		if p == nil {
+			return fmt.Errorf("absent")
+		}
+		back = time.Since(start)
+		if p.Addresses[0] != p0.Addresses[0] {
+			return fmt.Errorf("back with %q, want %q", p.Addresses, p0.Addresses)
+		}
+		return nil
+	})
+	t.Logf("port deleted with ovn-nbctl was back after %s", back.Round(time.Millisecond))
+	if n := run.metric("ovn_sync_drift_repairs_total"); n < 1 {
+		t.Errorf("ovn_sync_drift_repairs_total = %v, want >= 1", n)
+	}
+
+	// A pod asking for an impossible address gets one Event, however many
+	// passes find the problem.
+	if _, err := k.Kube.CoreV1().Pods("tenant").Create(ctx, &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Name: "bad-ip", Namespace: "tenant", Annotations: map[string]string{"ovn.kubernetes.io/ip_address": "999.1.1.1"}},
+		Spec:       corev1.PodSpec{NodeName: "node-a", Containers: []corev1.Container{{Name: "c", Image: "pause"}}},
+	}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, 15*time.Second, "an Event on the pod", func() error {
+		evs, err := k.Kube.CoreV1().Events("tenant").List(ctx, metav1.ListOptions{FieldSelector: "involvedObject.name=bad-ip"})
+		if err != nil {
+			return err
+		}
+		if len(evs.Items) != 1 || evs.Items[0].Type != corev1.EventTypeWarning || !strings.Contains(evs.Items[0].Message, "999.1.1.1") {
+			return fmt.Errorf("events %+v", evs.Items)
+		}
+		return nil
+	})
+	for i := range 3 { // more passes, same problem
+		if _, err := k.Kube.CoreV1().Pods("tenant").Patch(ctx, "bad-ip", types.MergePatchType,
+			[]byte(fmt.Sprintf(`{"metadata":{"labels":{"touch":"%d"}}}`, i)), metav1.PatchOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	evs, err := k.Kube.CoreV1().Events("tenant").List(ctx, metav1.ListOptions{FieldSelector: "involvedObject.name=bad-ip"})
+	if err != nil || len(evs.Items) != 1 || evs.Items[0].Count != 1 {
+		t.Errorf("events after more passes: %+v, %v; want one, reported once", evs, err)
+	}
+	if n := run.metric("ovn_sync_problems", `reason="InvalidAddressRequest"`); n != 1 {
+		t.Errorf(`ovn_sync_problems{reason="InvalidAddressRequest"} = %v, want 1`, n)
+	}
+
+	// The NB restarts: ovn-sync reconnects and makes a full pass.
+	nbs.Restart()
+	waitFor(t, 15*time.Second, "reconnected", func() error {
+		if run.metric("ovn_sync_nb_reconnects_total") < 1 {
+			return fmt.Errorf("no reconnect yet")
+		}
+		return nil
+	})
+	if _, err := k.Kube.CoreV1().Pods("tenant").Create(ctx, &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Name: "after-restart", Namespace: "tenant"},
+		Spec:       corev1.PodSpec{NodeName: "node-a", Containers: []corev1.Container{{Name: "c", Image: "pause"}}},
+	}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	portIs(t, nb, "after-restart.tenant", "created after the NB restarted", present)
+
+	// Delete the VM: its ports go.
+	if err := k.Dynamic.Resource(sources.GVRVirtualMachine).Namespace("tenant").Delete(ctx, "db", metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	portIs(t, nb, def, "deleted with the VM", absent)
+	portIs(t, nb, blue, "deleted with the VM", absent)
+
+	for _, m := range []string{"ovn_sync_passes_total", "ovn_sync_pass_duration_seconds_count", "ovn_sync_transaction_duration_seconds_count", "ovn_sync_annotation_patches_total"} {
+		if run.metric(m) == 0 {
+			t.Errorf("metric %s is 0 or missing", m)
+		}
+	}
+	if n := run.metric("ovn_sync_changes_total", `action="create"`, `object="port"`); n < 2 {
+		t.Errorf(`ovn_sync_changes_total{action="create",object="port"} = %v, want >= 2`, n)
+	}
+	if n := run.metric("ovn_sync_passes_total", `result="error"`); n != 0 {
+		t.Errorf(`ovn_sync_passes_total{result="error"} = %v, want 0`, n)
+	}
+}
+
+// TestRunBulkPods creates and deletes a few hundred plain pods at once and
+// waits for the NB to converge each time.
+func TestRunBulkPods(t *testing.T) {
+	nbtest.Require(t)
+	k := kubetest.Start(t)
+	nbs := nbtest.Start(t)
+	ctx := context.Background()
+	k.Namespace("bulk")
+	// The mass-delete guard would refuse deleting all of them at once, as
+	// it should: this test is about convergence.
+	run := startRun(t, k.Kubeconfig, nbs.Addr(), "--leader-elect=false", "--allow-mass-delete", "--publish=false")
+	nb := nbWatch(t, nbs.Addr())
+	waitFor(t, 30*time.Second, "ready", func() error { _, err := run.get("/readyz"); return err })
+	passes0 := run.metric("ovn_sync_passes_total")
+	const n = 300
+	each := func(f func(i int) error) {
+		var wg sync.WaitGroup
+		errs := make(chan error, n)
+		sem := make(chan struct{}, 16)
+		for i := range n {
+			wg.Add(1)
+			sem <- struct{}{}
+			go func() {
+				defer wg.Done()
+				defer func() { <-sem }()
+				if err := f(i); err != nil {
+					errs <- err
+				}
+			}()
+		}
+		wg.Wait()
+		close(errs)
+		for err := range errs {
+			t.Fatal(err)
+		}
+	}
+	count := func() int {
+		c := 0
+		for _, p := range nb.State().Ports {
+			if strings.HasSuffix(p.Name, ".bulk") && p.Owned() {
+				c++
+			}
+		}
+		return c
+	}
+	start := time.Now()
+	each(func(i int) error {
+		_, err := k.Kube.CoreV1().Pods("bulk").Create(ctx, &corev1.Pod{
+			ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("p-%03d", i), Namespace: "bulk"},
+			Spec:       corev1.PodSpec{NodeName: fmt.Sprintf("node-%d", i%3), Containers: []corev1.Container{{Name: "c", Image: "pause"}}},
+		}, metav1.CreateOptions{})
+		return err
+	})
+	created := time.Since(start)
+	waitFor(t, 30*time.Second, "ports for every pod", func() error {
+		if c := count(); c != n {
+			return fmt.Errorf("%d ports, want %d", c, n)
+		}
+		return nil
+	})
+	t.Logf("%d pods: created in %s, all ports in the NB after %s", n, created.Round(time.Millisecond), time.Since(start).Round(time.Millisecond))
+	seen := map[string]bool{}
+	for _, p := range nb.State().Ports {
+		if p.Owned() {
+			ip := strings.Fields(p.Addresses[0])[1]
+			if seen[ip] {
+				t.Errorf("IP %s held twice", ip)
+			}
+			seen[ip] = true
+		}
+	}
+	t.Logf("%v passes for %v informer events", run.metric("ovn_sync_passes_total")-passes0, run.metric("ovn_sync_informer_events_total"))
+
+	start = time.Now()
+	each(func(i int) error {
+		// No kubelet runs to finish a graceful delete: delete at once.
+		return k.Kube.CoreV1().Pods("bulk").Delete(ctx, fmt.Sprintf("p-%03d", i), now)
+	})
+	waitFor(t, 30*time.Second, "ports gone", func() error {
+		if c := count(); c != 0 {
+			return fmt.Errorf("%d ports left", c)
+		}
+		return nil
+	})
+	t.Logf("%d pods deleted: ports gone after %s", n, time.Since(start).Round(time.Millisecond))
+}
+
+// TestRunLeaderElection runs two processes against one API server and one
+// NB: only the leader writes; when it dies the other takes over.
+func TestRunLeaderElection(t *testing.T) {
+	nbtest.Require(t)
+	k := kubetest.Start(t)
+	nbs := nbtest.Start(t)
+	ctx := context.Background()
+	k.Namespace("kube-system")
+	k.Namespace("le")
+	le := []string{"--leader-elect=true", "--lease-namespace", "kube-system", "--lease-duration", "3s",
+		"--renew-deadline", "2s", "--retry-period", "250ms"}
+	a := startRun(t, k.Kubeconfig, nbs.Addr(), append(le, "--identity", "a")...)
+	waitFor(t, 15*time.Second, "a leads", func() error {
+		if a.metric("ovn_sync_leader") != 1 {
+			return fmt.Errorf("not leader")
+		}
+		return nil
+	})
+	b := startRun(t, k.Kubeconfig, nbs.Addr(), append(le, "--identity", "b")...)
+	nb := nbWatch(t, nbs.Addr())
+	mkpod := func(name string) {
+		t.Helper()
+		_, err := k.Kube.CoreV1().Pods("le").Create(ctx, &corev1.Pod{
+			ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "le"},
+			Spec:       corev1.PodSpec{NodeName: "n1", Containers: []corev1.Container{{Name: "c", Image: "pause"}}},
+		}, metav1.CreateOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	mkpod("one")
+	portIs(t, nb, "one.le", "created by the leader", present)
+	waitFor(t, 10*time.Second, "b ready as a standby", func() error { _, err := b.get("/readyz"); return err })
+	if got := b.metric("ovn_sync_leader"); got != 0 {
+		t.Errorf("standby b: ovn_sync_leader = %v, want 0", got)
+	}
+	if got := b.metric("ovn_sync_transactions_total"); got != 0 {
+		t.Errorf("standby b sent %v transactions, want 0", got)
+	}
+	lease, err := k.Kube.CoordinationV1().Leases("kube-system").Get(ctx, "ovn-sync", metav1.GetOptions{})
+	if err != nil || lease.Spec.HolderIdentity == nil || *lease.Spec.HolderIdentity != "a" {
+		t.Fatalf("lease = %v, %v; want held by a", lease, err)
+	}
+
+	// Kill the leader without letting it release the lease.
+	start := time.Now()
+	a.stop(syscall.SIGKILL)
+	mkpod("two")
+	portIs(t, nb, "two.le", "created by b after a died", present)
+	t.Logf("leader killed: b wrote after %s (lease duration 3s)", time.Since(start).Round(time.Millisecond))
+	if got := b.metric("ovn_sync_leader"); got != 1 {
+		t.Errorf("b: ovn_sync_leader = %v, want 1", got)
+	}
+
+	// A graceful stop releases the lease: a new process takes over at once.
+	c := startRun(t, k.Kubeconfig, nbs.Addr(), append(le, "--identity", "c")...)
+	waitFor(t, 10*time.Second, "c ready as a standby", func() error { _, err := c.get("/readyz"); return err })
+	start = time.Now()
+	b.stop(syscall.SIGTERM)
+	waitFor(t, 10*time.Second, "c leads", func() error {
+		if c.metric("ovn_sync_leader") != 1 {
+			return fmt.Errorf("not leader")
+		}
+		return nil
+	})
+	t.Logf("leader stopped with SIGTERM: c led after %s", time.Since(start).Round(time.Millisecond))
+	mkpod("three")
+	portIs(t, nb, "three.le", "created by c", present)
+	if !strings.Contains(b.logTail(1<<20), "leading") {
+		t.Errorf("b never logged that it led")
+	}
+}

@@ -1,0 +1,92 @@
+package main
+
+import (
+	"github.com/go-logr/logr"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/kubernetes/scheme"
+	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
+	"k8s.io/client-go/tools/record"
+
+	"github.com/ovn-sync/ovn-sync/desired"
+)
+
+// problemEvents turns Problems into Kubernetes Events on the objects they
+// name, once per distinct problem: a problem that stays from pass to pass is
+// reported when it first appears, and again only after it went away and
+// came back.
+type problemEvents struct {
+	log      logr.Logger
+	recorder record.EventRecorder
+	onEmit   func(reason string)
+	// seen holds the problems of the previous pass.
+	seen map[desired.Problem]bool
+}
+
+// newProblemEvents starts an event broadcaster writing to the API server
+// (a goroutine client-go runs until stop is called).
+func newProblemEvents(kube kubernetes.Interface, log logr.Logger, onEmit func(string)) (*problemEvents, func()) {
+	b := record.NewBroadcaster()
+	b.StartRecordingToSink(&typedcorev1.EventSinkImpl{Interface: kube.CoreV1().Events("")})
+	rec := b.NewRecorder(scheme.Scheme, corev1.EventSource{Component: "ovn-sync"})
+	return &problemEvents{log: log, recorder: rec, onEmit: onEmit, seen: map[desired.Problem]bool{}}, b.Shutdown
+}
+
+// objectRefs indexes the inputs' objects for event references (the UID ties
+// an Event to one incarnation of an object).
+type objectRefs map[string]*corev1.ObjectReference
+
+func refKey(kind, ns, name string) string { return kind + "/" + ns + "/" + name }
+
+func indexRefs(in desired.Inputs) objectRefs {
+	refs := objectRefs{}
+	add := func(kind, apiVersion string, m metav1.Object) {
+		refs[refKey(kind, m.GetNamespace(), m.GetName())] = &corev1.ObjectReference{
+			Kind: kind, APIVersion: apiVersion, Namespace: m.GetNamespace(), Name: m.GetName(),
+			UID: m.GetUID(), ResourceVersion: m.GetResourceVersion(),
+		}
+	}
+	for _, o := range in.Pods {
+		add("Pod", "v1", o)
+	}
+	for _, o := range in.VirtualMachines {
+		add("VirtualMachine", "kubevirt.io/v1", o)
+	}
+	for _, o := range in.VirtualMachineInstances {
+		add("VirtualMachineInstance", "kubevirt.io/v1", o)
+	}
+	for _, o := range in.Migrations {
+		add("VirtualMachineInstanceMigration", "kubevirt.io/v1", o)
+	}
+	for _, o := range in.NetworkAttachmentDefinitions {
+		add("NetworkAttachmentDefinition", "k8s.cni.cncf.io/v1", o)
+	}
+	return refs
+}
+
+// report emits events for the problems not reported by the previous pass.
+// Problems on objects that are not in the inputs (the config) are only logged.
+func (e *problemEvents) report(problems []desired.Problem, in desired.Inputs) {
+	now := make(map[desired.Problem]bool, len(problems))
+	var refs objectRefs
+	for _, p := range problems {
+		now[p] = true
+		if e.seen[p] {
+			continue
+		}
+		e.log.Info("problem", "kind", p.Kind, "namespace", p.Namespace, "name", p.Name, "reason", p.Reason, "message", p.Message)
+		if refs == nil {
+			refs = indexRefs(in)
+		}
+		ref, ok := refs[refKey(p.Kind, p.Namespace, p.Name)]
+		if !ok {
+			continue
+		}
+		e.recorder.Event(ref, corev1.EventTypeWarning, p.Reason, p.Message)
+		if e.onEmit != nil {
+			e.onEmit(p.Reason)
+		}
+	}
+	e.seen = now
+}

@@ -1,0 +1,164 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"net"
+	"net/http"
+	"time"
+
+	"github.com/go-logr/logr"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"github.com/ovn-sync/ovn-sync/apply"
+	"github.com/ovn-sync/ovn-sync/diff"
+)
+
+// metrics are run mode's Prometheus metrics, all prefixed ovn_sync_. The
+// README lists them.
+type metrics struct {
+	reg *prometheus.Registry
+
+	passes        *prometheus.CounterVec   // kind, result
+	passDuration  *prometheus.HistogramVec // kind
+	changes       *prometheus.CounterVec   // object, action
+	operations    prometheus.Counter
+	transactions  prometheus.Counter
+	txnDuration   prometheus.Histogram
+	planSize      prometheus.Histogram
+	withheld      prometheus.Gauge
+	problems      *prometheus.GaugeVec // reason
+	driftEvents   *prometheus.CounterVec
+	driftRepairs  prometheus.Counter
+	synced        *prometheus.GaugeVec // source
+	leader        prometheus.Gauge
+	nbConnected   prometheus.Gauge
+	nbReconnects  prometheus.Counter
+	ownedPorts    prometheus.Gauge
+	informerEvent *prometheus.CounterVec // kind
+	patches       *prometheus.CounterVec // result
+	kubeEvents    *prometheus.CounterVec // reason
+	lastSuccess   prometheus.Gauge
+}
+
+func newMetrics() *metrics {
+	m := &metrics{reg: prometheus.NewRegistry()}
+	f := func(c prometheus.Collector) { m.reg.MustRegister(c) }
+	m.passes = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "ovn_sync_passes_total",
+		Help: "Reconciliation passes by kind (full: startup, resync, reconnect; change: informer events or NB drift) and result (success, error, refused, stale)."},
+		[]string{"kind", "result"})
+	m.passDuration = prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: "ovn_sync_pass_duration_seconds",
+		Help: "Duration of a pass: read the informers and the NB cache, build, diff, apply, publish.", Buckets: prometheus.ExponentialBuckets(0.001, 2, 16)},
+		[]string{"kind"})
+	m.changes = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "ovn_sync_changes_total",
+		Help: "Plan changes carried out, by object (port, switch) and action (create, update, delete)."},
+		[]string{"object", "action"})
+	m.operations = prometheus.NewCounter(prometheus.CounterOpts{Name: "ovn_sync_ovsdb_operations_total", Help: "OVSDB operations in committed transactions."})
+	m.transactions = prometheus.NewCounter(prometheus.CounterOpts{Name: "ovn_sync_transactions_total", Help: "OVSDB transactions sent."})
+	m.txnDuration = prometheus.NewHistogram(prometheus.HistogramOpts{Name: "ovn_sync_transaction_duration_seconds",
+		Help: "Round trip of one OVSDB transaction (its last attempt).", Buckets: prometheus.ExponentialBuckets(0.0005, 2, 16)})
+	m.planSize = prometheus.NewHistogram(prometheus.HistogramOpts{Name: "ovn_sync_plan_changes",
+		Help: "Changes in each pass's plan (0 for a pass that found nothing to do).", Buckets: []float64{0, 1, 10, 100, 1000, 10000, 100000}})
+	m.withheld = prometheus.NewGauge(prometheus.GaugeOpts{Name: "ovn_sync_withheld_deletes", Help: "Port deletes the last pass withheld because a source had not synced."})
+	m.problems = prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "ovn_sync_problems",
+		Help: "Problems (bad or conflicting input) found by the last pass, by reason."}, []string{"reason"})
+	m.driftEvents = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "ovn_sync_drift_events_total",
+		Help: "NB changes to rows ovn-sync owns that it did not make, by table."}, []string{"table"})
+	m.driftRepairs = prometheus.NewCounter(prometheus.CounterOpts{Name: "ovn_sync_drift_repairs_total",
+		Help: "Changes carried out by passes that no Kubernetes change triggered (NB drift, resync, reconnect): each repairs drift."})
+	m.synced = prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "ovn_sync_synced",
+		Help: "1 when a source has synced (an informer per kind, absent CRDs count as synced; nb: connected with its cache loaded)."}, []string{"source"})
+	m.leader = prometheus.NewGauge(prometheus.GaugeOpts{Name: "ovn_sync_leader", Help: "1 while this process holds the lease and writes."})
+	m.nbConnected = prometheus.NewGauge(prometheus.GaugeOpts{Name: "ovn_sync_nb_connected", Help: "1 while connected to the NB."})
+	m.nbReconnects = prometheus.NewCounter(prometheus.CounterOpts{Name: "ovn_sync_nb_reconnects_total", Help: "NB reconnections (each followed by a full pass)."})
+	m.ownedPorts = prometheus.NewGauge(prometheus.GaugeOpts{Name: "ovn_sync_owned_ports", Help: "Ports ovn-sync owns in the NB, as of the last pass."})
+	m.informerEvent = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "ovn_sync_informer_events_total",
+		Help: "Informer events by kind (each only schedules a pass)."}, []string{"kind"})
+	m.patches = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "ovn_sync_annotation_patches_total",
+		Help: "Pod annotation patches publishing addresses, by result (patched, gone, error)."}, []string{"result"})
+	m.kubeEvents = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "ovn_sync_problem_events_total",
+		Help: "Kubernetes Events emitted for new problems, by reason."}, []string{"reason"})
+	m.lastSuccess = prometheus.NewGauge(prometheus.GaugeOpts{Name: "ovn_sync_last_success_timestamp_seconds", Help: "Unix time of the last successful pass."})
+	for _, c := range []prometheus.Collector{m.passes, m.passDuration, m.changes, m.operations, m.transactions, m.txnDuration,
+		m.planSize, m.withheld, m.problems, m.driftEvents, m.driftRepairs, m.synced, m.leader, m.nbConnected, m.nbReconnects,
+		m.ownedPorts, m.informerEvent, m.patches, m.kubeEvents, m.lastSuccess,
+		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{})} {
+		f(c)
+	}
+	for _, a := range []string{"create", "update", "delete"} {
+		for _, o := range []string{"port", "switch"} {
+			m.changes.WithLabelValues(o, a)
+		}
+	}
+	return m
+}
+
+// observeApply records what one apply did.
+func (m *metrics) observeApply(plan diff.Plan, res apply.Result) {
+	m.operations.Add(float64(res.Ops))
+	m.transactions.Add(float64(len(res.Txns)))
+	for _, t := range res.Txns {
+		m.txnDuration.Observe(t.Latency.Seconds())
+	}
+	// Result counts what was carried out; split it by object as the plan
+	// does, in proportion when a pass stopped part way.
+	var planned [2][3]int
+	for i := range plan.Changes {
+		c := &plan.Changes[i]
+		o := 0
+		if c.Kind == diff.KindSwitch {
+			o = 1
+		}
+		switch c.Action {
+		case diff.Create:
+			planned[o][0]++
+		case diff.Update:
+			planned[o][1]++
+		case diff.Delete:
+			planned[o][2]++
+		}
+	}
+	done := [3]int{res.Created, res.Updated, res.Deleted}
+	for a, name := range []string{"create", "update", "delete"} {
+		ports := min(done[a], planned[0][a])
+		m.changes.WithLabelValues("port", name).Add(float64(ports))
+		m.changes.WithLabelValues("switch", name).Add(float64(done[a] - ports))
+	}
+}
+
+// serve runs the metrics and health endpoints on addr until ctx is done.
+// ready reports readiness with a reason when not ready.
+func serveHTTP(log logr.Logger, addr string, m *metrics, ready func() (bool, string)) (func(), error) {
+	mux := http.NewServeMux()
+	mux.Handle("/metrics", promhttp.HandlerFor(m.reg, promhttp.HandlerOpts{Registry: m.reg}))
+	mux.HandleFunc("/healthz", func(w http.ResponseWriter, _ *http.Request) { _, _ = w.Write([]byte("ok")) })
+	mux.HandleFunc("/readyz", func(w http.ResponseWriter, _ *http.Request) {
+		if ok, why := ready(); !ok {
+			w.WriteHeader(http.StatusServiceUnavailable)
+			_, _ = w.Write([]byte(why))
+			return
+		}
+		_, _ = w.Write([]byte("ok"))
+	})
+	l, err := net.Listen("tcp", addr)
+	if err != nil {
+		return nil, err
+	}
+	log.Info("serving metrics and health", "addr", l.Addr().String())
+	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		if err := srv.Serve(l); err != nil && !errors.Is(err, http.ErrServerClosed) {
+			log.Error(err, "metrics server")
+		}
+	}()
+	return func() {
+		sctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+		defer cancel()
+		_ = srv.Shutdown(sctx)
+		<-done
+	}, nil
+}

@@ -1,0 +1,378 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"net/netip"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/go-logr/logr"
+	nadv1 "github.com/k8snetworkplumbingwg/network-attachment-definition-client/pkg/apis/k8s.cni.cncf.io/v1"
+	"github.com/prometheus/client_golang/prometheus/testutil"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
+	dynamicfake "k8s.io/client-go/dynamic/fake"
+	kubefake "k8s.io/client-go/kubernetes/fake"
+	"k8s.io/client-go/tools/record"
+	kubevirtv1 "kubevirt.io/api/core/v1"
+
+	"github.com/ovn-sync/ovn-sync/desired"
+	"github.com/ovn-sync/ovn-sync/nbdb"
+	"github.com/ovn-sync/ovn-sync/observed"
+	"github.com/ovn-sync/ovn-sync/sources"
+	"github.com/ovn-sync/ovn-sync/state"
+)
+
+func TestProviderOf(t *testing.T) {
+	for _, tc := range []struct {
+		name, owner, want string
+		ok                bool
+	}{
+		{"web.default", "Pod/default/web", "ovn", true},
+		{"db.tenant.blue.tenant.ovn", "VirtualMachine/tenant/db", "blue.tenant.ovn", true},
+		{"db.tenant.blue.tenant.ovn.net2", "VirtualMachine/tenant/db", "blue.tenant.ovn.net2", true},
+		{"other.default", "Pod/default/web", "", false},
+		{"web.default", "garbage", "", false},
+	} {
+		got, ok := providerOf(&state.Port{Name: tc.name, Owner: tc.owner})
+		if got != tc.want || ok != tc.ok {
+			t.Errorf("providerOf(%s, %s) = %q, %v; want %q, %v", tc.name, tc.owner, got, ok, tc.want, tc.ok)
+		}
+	}
+}
+
+func TestAnnotationPatches(t *testing.T) {
+	cfg, err := desired.NewConfig("ovn-default", []string{"10.16.0.0/16", "fd00:10:16::/64"}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := state.New(3)
+	for _, p := range []*state.Port{
+		{Name: "web.default", Owner: "Pod/default/web", Network: "default", Switch: "ovn-default", Addresses: []string{"0a:58:0a:10:00:05 10.16.0.5 fd00:10:16::5"}},
+		{Name: "done.default", Owner: "Pod/default/done", Network: "default", Switch: "ovn-default", Addresses: []string{"0a:58:0a:10:00:06 10.16.0.6"}},
+		{Name: "db.tenant", Owner: "VirtualMachine/tenant/db", Network: "default", Switch: "ovn-default", Addresses: []string{"0a:58:0a:10:00:07 10.16.0.7"}},
+		{Name: "db.tenant.blue.tenant.ovn", Owner: "VirtualMachine/tenant/db", Network: "tenant/blue", Switch: "blue.tenant", Addresses: []string{"02:00:00:00:00:01 192.168.1.2"}},
+	} {
+		want.Ports[p.Name] = p
+	}
+	pods := []*corev1.Pod{
+		{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "web", UID: "u1",
+			// Already published, except the gateway.
+			Annotations: map[string]string{"ovn.kubernetes.io/allocated": "true", "ovn.kubernetes.io/ip_address": "10.16.0.5,fd00:10:16::5",
+				"ovn.kubernetes.io/mac_address": "0a:58:0a:10:00:05", "ovn.kubernetes.io/cidr": "10.16.0.0/16,fd00:10:16::/64",
+				"ovn.kubernetes.io/logical_switch": "ovn-default"}}},
+		{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "done", UID: "u2"}, Status: corev1.PodStatus{Phase: corev1.PodSucceeded}},
+		{ObjectMeta: metav1.ObjectMeta{Namespace: "tenant", Name: "virt-launcher-db-x", UID: "u3",
+			Labels:          map[string]string{"kubevirt.io": "virt-launcher"},
+			OwnerReferences: []metav1.OwnerReference{{APIVersion: "kubevirt.io/v1", Kind: "VirtualMachineInstance", Name: "db"}}}},
+		{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "nobody", UID: "u4"}},
+	}
+	vms := []*kubevirtv1.VirtualMachine{{ObjectMeta: metav1.ObjectMeta{Namespace: "tenant", Name: "db"}}}
+	nads := publishNets(cfg, "10.16.0.1, fd00:10:16::1", nil)
+	nads["tenant/blue"] = netInfo{cidr: "192.168.1.0/24"}
+	got := annotationPatches(want, desired.Inputs{Pods: pods, VirtualMachines: vms}, nads)
+	if len(got) != 2 {
+		t.Fatalf("annotationPatches = %+v, want patches for web and the launcher", got)
+	}
+	if g := got[0]; g.Name != "web" || len(g.Set) != 1 || g.Set["ovn.kubernetes.io/gateway"] != "10.16.0.1,fd00:10:16::1" {
+		t.Errorf("patch for web = %v, want only the gateway", g.Set)
+	}
+	l := got[1]
+	for k, v := range map[string]string{
+		"ovn.kubernetes.io/ip_address":                 "10.16.0.7",
+		"ovn.kubernetes.io/mac_address":                "0a:58:0a:10:00:07",
+		"blue.tenant.ovn.kubernetes.io/allocated":      "true",
+		"blue.tenant.ovn.kubernetes.io/ip_address":     "192.168.1.2",
+		"blue.tenant.ovn.kubernetes.io/cidr":           "192.168.1.0/24",
+		"blue.tenant.ovn.kubernetes.io/logical_switch": "blue.tenant",
+	} {
+		if l.Set[k] != v {
+			t.Errorf("launcher annotation %s = %q, want %q", k, l.Set[k], v)
+		}
+	}
+	if _, ok := l.Set["blue.tenant.ovn.kubernetes.io/gateway"]; ok {
+		t.Errorf("gateway published for a network that names none")
+	}
+}
+
+func TestPublishNetsFromNAD(t *testing.T) {
+	cfg, _ := desired.NewConfig("ovn-default", []string{"10.16.0.0/16"}, nil)
+	got := publishNets(cfg, "", nadList(`{"type":"kube-ovn","subnets":"192.168.5.7/24","gateway":"192.168.5.1"}`))
+	if n := got["ns/blue"]; n.cidr != "192.168.5.0/24" || n.gateway != "192.168.5.1" {
+		t.Errorf("publishNets(NAD) = %+v, want cidr 192.168.5.0/24 gateway 192.168.5.1", n)
+	}
+	if n := got["default"]; n.cidr != "10.16.0.0/16" || n.gateway != "" {
+		t.Errorf("publishNets(default) = %+v", n)
+	}
+}
+
+func TestPortDrift(t *testing.T) {
+	want := state.New(1)
+	want.Ports["a.ns"] = &state.Port{Name: "a.ns", Owner: "Pod/ns/a", Network: "default", Switch: "ovn-default",
+		Addresses: []string{"0a:58:0a:10:00:05 10.16.0.5"}, PortSecurity: []string{"0a:58:0a:10:00:05 10.16.0.5"}, RequestedChassis: "n1"}
+	ours := func(mut func(*nbdb.LogicalSwitchPort)) *nbdb.LogicalSwitchPort {
+		r := &nbdb.LogicalSwitchPort{Name: "a.ns", Addresses: []string{"0a:58:0a:10:00:05 10.16.0.5"}, PortSecurity: []string{"0a:58:0a:10:00:05 10.16.0.5"},
+			ExternalIDs: map[string]string{state.KeyOwner: "Pod/ns/a", state.KeyNetwork: "default", state.KeySwitch: "ovn-default"},
+			Options:     map[string]string{state.OptRequestedChassis: "n1", "foreign": "x"}}
+		if mut != nil {
+			mut(r)
+		}
+		return r
+	}
+	foreign := &nbdb.LogicalSwitchPort{Name: "x", ExternalIDs: map[string]string{}}
+	for _, tc := range []struct {
+		name     string
+		old, cur *nbdb.LogicalSwitchPort
+		want     bool
+	}{
+		{"our insert as planned", nil, ours(nil), false},
+		{"our update as planned", ours(func(r *nbdb.LogicalSwitchPort) { r.Options[state.OptRequestedChassis] = "n0" }), ours(nil), false},
+		{"someone else's key changed", ours(nil), ours(func(r *nbdb.LogicalSwitchPort) { r.Options["foreign"] = "y" }), false},
+		{"chassis edited", ours(nil), ours(func(r *nbdb.LogicalSwitchPort) { r.Options[state.OptRequestedChassis] = "n9" }), true},
+		{"addresses edited", ours(nil), ours(func(r *nbdb.LogicalSwitchPort) { r.Addresses = []string{"dynamic"} }), true},
+		{"owner key removed", ours(nil), ours(func(r *nbdb.LogicalSwitchPort) { delete(r.ExternalIDs, state.KeyOwner) }), true},
+		{"wanted port deleted", ours(nil), nil, true},
+		{"unwanted port deleted", ours(func(r *nbdb.LogicalSwitchPort) { r.Name = "gone.ns" }), nil, false},
+		{"foreign port", nil, foreign, false},
+		{"foreign port deleted", foreign, nil, false},
+	} {
+		if got := portDrift(want, tc.old, tc.cur); got != tc.want {
+			t.Errorf("portDrift(%s) = %v, want %v", tc.name, got, tc.want)
+		}
+	}
+}
+
+func TestTriggerKind(t *testing.T) {
+	for tr, want := range map[trigger]string{
+		trigStartup: "full", trigKube: "change", trigDrift: "change", trigKube | trigResync: "full", trigReconnect: "full",
+	} {
+		if got := tr.kind(); got != want {
+			t.Errorf("(%s).kind() = %s, want %s", tr, got, want)
+		}
+	}
+	if got := retryDelay(1, time.Minute); got != 200*time.Millisecond {
+		t.Errorf("retryDelay(1) = %s", got)
+	}
+	if got := retryDelay(20, time.Minute); got != 30*time.Second {
+		t.Errorf("retryDelay(20) = %s", got)
+	}
+	if got := retryDelay(20, 5*time.Second); got != 5*time.Second {
+		t.Errorf("retryDelay(20, resync 5s) = %s", got)
+	}
+}
+
+func TestProblemEventsDeduplicated(t *testing.T) {
+	rec := record.NewFakeRecorder(10)
+	e := &problemEvents{log: logr.Discard(), recorder: rec, seen: map[desired.Problem]bool{}}
+	in := desired.Inputs{Pods: []*corev1.Pod{{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "bad", UID: "u"}}}}
+	p := desired.Problem{Kind: "Pod", Namespace: "ns", Name: "bad", Reason: "InvalidAddressRequest", Message: `ovn.kubernetes.io/ip_address "x": not an IP address`}
+	cfgProblem := desired.Problem{Kind: "Config", Name: "defaultNetwork", Reason: "X", Message: "y"}
+	e.report([]desired.Problem{p, cfgProblem}, in)
+	e.report([]desired.Problem{p}, in)
+	e.report(nil, in)
+	e.report([]desired.Problem{p}, in)
+	close(rec.Events)
+	var got []string
+	for ev := range rec.Events {
+		got = append(got, ev)
+	}
+	if len(got) != 2 || !strings.HasPrefix(got[0], "Warning InvalidAddressRequest") {
+		t.Errorf("events = %q, want the problem twice (it went away in between), the config problem never", got)
+	}
+}
+
+// testRunner runs the reconcile loop in-process on fake Kubernetes clients
+// and the embedded NB.
+type testRunner struct {
+	r    *runner
+	kube *kubefake.Clientset
+	dyn  *dynamicfake.FakeDynamicClient
+	nb   *observed.NB
+}
+
+func newTestRunner(t testing.TB, dynObjs ...runtime.Object) *testRunner {
+	return startTestRunner(t, testRunnerOptions{dynObjs: dynObjs, publish: true})
+}
+
+type testRunnerOptions struct {
+	dynObjs  []runtime.Object
+	kubeObjs []runtime.Object
+	// nbAddr is a real NB; empty means the embedded one.
+	nbAddr  string
+	publish bool
+	// coalesce overrides the 5ms window of the tests (20ms is the default).
+	coalesce time.Duration
+}
+
+func startTestRunner(t testing.TB, o testRunnerOptions) *testRunner {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	kube := kubefake.NewClientset(o.kubeObjs...)
+	dyn := dynamicfake.NewSimpleDynamicClientWithCustomListKinds(runtime.NewScheme(), map[schema.GroupVersionResource]string{
+		sources.GVRVirtualMachine: "VirtualMachineList", sources.GVRVirtualMachineInstance: "VirtualMachineInstanceList",
+		sources.GVRVirtualMachineInstanceMigration: "VirtualMachineInstanceMigrationList", sources.GVRNetworkAttachmentDefinition: "NetworkAttachmentDefinitionList",
+	}, o.dynObjs...)
+	kube.Resources = []*metav1.APIResourceList{{GroupVersion: "kubevirt.io/v1", APIResources: []metav1.APIResource{
+		{Name: "virtualmachines", Kind: "VirtualMachine", Namespaced: true},
+		{Name: "virtualmachineinstances", Kind: "VirtualMachineInstance", Namespaced: true},
+		{Name: "virtualmachineinstancemigrations", Kind: "VirtualMachineInstanceMigration", Namespaced: true},
+	}}}
+	addr, closeNB := o.nbAddr, func() {}
+	if addr == "" {
+		emb, err := observed.StartEmbedded()
+		if err != nil {
+			t.Fatal(err)
+		}
+		addr, closeNB = emb.Endpoint, emb.Close
+	}
+	nb, err := observed.Dial(ctx, observed.Options{Endpoints: []string{addr}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rf := newRunFlags(io.Discard)
+	rf.coalesce = 5 * time.Millisecond
+	if o.coalesce != 0 {
+		rf.coalesce = o.coalesce
+	}
+	cfg, err := desired.NewConfig("ovn-default", []string{"10.16.0.0/12"}, []string{"10.16.0.1"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := newMetrics()
+	src := sources.NewInformers(sources.InformerOptions{Kube: kube, Dynamic: dyn, Logger: logr.Discard()})
+	if err := src.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	r := newRunner(logr.Discard(), cfg, rf, src, m)
+	if o.publish {
+		r.pub = newPublisher(kube, logr.Discard(), func(res string) { m.patches.WithLabelValues(res).Inc() })
+	}
+	r.attach(nb)
+	done := make(chan struct{}, 2)
+	go func() { defer func() { done <- struct{}{} }(); r.watchNB(ctx) }()
+	go func() { defer func() { done <- struct{}{} }(); r.lead(ctx, ctx.Done()) }()
+	t.Cleanup(func() { cancel(); <-done; <-done; nb.Close(); closeNB() })
+	return &testRunner{r: r, kube: kube, dyn: dyn, nb: nb}
+}
+
+func testPod(name string) *corev1.Pod {
+	return &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: name, UID: types.UID("uid-" + name)},
+		Spec:       corev1.PodSpec{NodeName: "n1"}}
+}
+
+func (tr *testRunner) pods(t testing.TB, from, to int) {
+	t.Helper()
+	for i := from; i < to; i++ {
+		if _, err := tr.kube.CoreV1().Pods("ns").Create(context.Background(), testPod(fmt.Sprintf("p%d", i)), metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+func (tr *testRunner) waitPorts(t *testing.T, what string, want int) {
+	t.Helper()
+	waitFor(t, 5*time.Second, what, func() error {
+		if n := tr.nb.State().OwnedPorts(); n != want {
+			return fmt.Errorf("%d ports, want %d", n, want)
+		}
+		return nil
+	})
+}
+
+func TestRunnerMassDeleteGuard(t *testing.T) {
+	tr := newTestRunner(t)
+	tr.pods(t, 0, 40)
+	tr.waitPorts(t, "a port per pod", 40)
+	waitFor(t, 5*time.Second, "pods annotated", func() error {
+		p, err := tr.kube.CoreV1().Pods("ns").Get(context.Background(), "p39", metav1.GetOptions{})
+		if err != nil {
+			return err
+		}
+		if a, err := netip.ParseAddr(p.Annotations["ovn.kubernetes.io/ip_address"]); err != nil || !a.Is4() {
+			return fmt.Errorf("annotations %v", p.Annotations)
+		}
+		return nil
+	})
+	for i := range 30 {
+		if err := tr.kube.CoreV1().Pods("ns").Delete(context.Background(), fmt.Sprintf("p%d", i), metav1.DeleteOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	waitFor(t, 5*time.Second, "pass refused", func() error {
+		if n := testutil.ToFloat64(tr.r.m.passes.WithLabelValues("change", "refused")); n < 1 {
+			return fmt.Errorf("refused passes %v", n)
+		}
+		return nil
+	})
+	if n := tr.nb.State().OwnedPorts(); n != 40 {
+		t.Errorf("after a refused mass delete: %d ports, want all 40 kept", n)
+	}
+	if ok, why := tr.r.ready(); ok || !strings.Contains(why, "refusing mass delete") {
+		t.Errorf("ready() = %v, %q; want not ready naming the refusal", ok, why)
+	}
+}
+
+func TestRunnerUnreadableWithholdsDeletes(t *testing.T) {
+	broken := &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": "kubevirt.io/v1", "kind": "VirtualMachine",
+		"metadata": map[string]any{"namespace": "ns", "name": "broken"},
+		"spec":     map[string]any{"running": "yes"},
+	}}
+	tr := newTestRunner(t, broken)
+	tr.pods(t, 0, 3)
+	tr.waitPorts(t, "a port per pod", 3)
+	if err := tr.kube.CoreV1().Pods("ns").Delete(context.Background(), "p0", metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, 5*time.Second, "delete withheld", func() error {
+		if n := testutil.ToFloat64(tr.r.m.withheld); n != 1 {
+			return fmt.Errorf("withheld %v", n)
+		}
+		return nil
+	})
+	if n := tr.nb.State().OwnedPorts(); n != 3 {
+		t.Errorf("with an unreadable VM: %d ports, want 3 (no deletes)", n)
+	}
+	// Once the object is readable again, the delete goes through.
+	if err := tr.dyn.Resource(sources.GVRVirtualMachine).Namespace("ns").Delete(context.Background(), "broken", metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	tr.waitPorts(t, "withheld delete carried out", 2)
+}
+
+func nadList(config string) []*nadv1.NetworkAttachmentDefinition {
+	return []*nadv1.NetworkAttachmentDefinition{{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "blue"},
+		Spec: nadv1.NetworkAttachmentDefinitionSpec{Config: config}}}
+}
+
+func TestPublisherSkipsOnlyUntilTheInformerCatchesUp(t *testing.T) {
+	kube := kubefake.NewClientset(testPod("a"))
+	var results []string
+	p := newPublisher(kube, logr.Discard(), func(r string) { results = append(results, r) })
+	live := map[types.UID]bool{"uid-a": true}
+	pp := podPatch{Namespace: "ns", Name: "a", UID: "uid-a", ResourceVersion: "1", Set: map[string]string{"ovn.kubernetes.io/ip_address": "10.16.0.2"}}
+	ctx := context.Background()
+	p.publish(ctx, []podPatch{pp}, live)
+	p.publish(ctx, []podPatch{pp}, live) // the informer still shows version 1
+	pp.ResourceVersion = "3"             // someone removed the annotation since
+	p.publish(ctx, []podPatch{pp}, live)
+	gone := pp
+	gone.Name, gone.UID = "b", "uid-b"
+	p.publish(ctx, []podPatch{gone}, map[types.UID]bool{"uid-b": true})
+	if want := []string{"patched", "patched", "gone"}; !slices.Equal(results, want) {
+		t.Errorf("publish results = %v, want %v", results, want)
+	}
+	got, err := kube.CoreV1().Pods("ns").Get(ctx, "a", metav1.GetOptions{})
+	if err != nil || got.Annotations["ovn.kubernetes.io/ip_address"] != "10.16.0.2" {
+		t.Errorf("pod a = %v, %v; want annotated", got, err)
+	}
+}

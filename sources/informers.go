@@ -1,0 +1,429 @@
+package sources
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"sync"
+
+	"github.com/go-logr/logr"
+	nadv1 "github.com/k8snetworkplumbingwg/network-attachment-definition-client/pkg/apis/k8s.cni.cncf.io/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/discovery"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/dynamic/dynamicinformer"
+	"k8s.io/client-go/informers"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/cache"
+	kubevirtv1 "kubevirt.io/api/core/v1"
+
+	"github.com/ovn-sync/ovn-sync/desired"
+)
+
+// Kind names one of the five kinds of object the informers watch, as
+// Kubernetes spells it.
+type Kind string
+
+// The kinds, in the order Informers lists them.
+const (
+	KindPod                             Kind = "Pod"
+	KindVirtualMachine                  Kind = "VirtualMachine"
+	KindVirtualMachineInstance          Kind = "VirtualMachineInstance"
+	KindVirtualMachineInstanceMigration Kind = "VirtualMachineInstanceMigration"
+	KindNetworkAttachmentDefinition     Kind = "NetworkAttachmentDefinition"
+)
+
+// Kinds lists every kind the informers watch.
+var Kinds = []Kind{KindPod, KindVirtualMachine, KindVirtualMachineInstance, KindVirtualMachineInstanceMigration, KindNetworkAttachmentDefinition}
+
+// GroupVersionResources of the custom resources, which may not be installed.
+var (
+	GVRVirtualMachine                  = kubevirtv1.SchemeGroupVersion.WithResource("virtualmachines")
+	GVRVirtualMachineInstance          = kubevirtv1.SchemeGroupVersion.WithResource("virtualmachineinstances")
+	GVRVirtualMachineInstanceMigration = kubevirtv1.SchemeGroupVersion.WithResource("virtualmachineinstancemigrations")
+	GVRNetworkAttachmentDefinition     = nadv1.SchemeGroupVersion.WithResource("network-attachment-definitions")
+)
+
+// crdKinds maps each custom kind to its resource.
+var crdKinds = map[Kind]schema.GroupVersionResource{
+	KindVirtualMachine:                  GVRVirtualMachine,
+	KindVirtualMachineInstance:          GVRVirtualMachineInstance,
+	KindVirtualMachineInstanceMigration: GVRVirtualMachineInstanceMigration,
+	KindNetworkAttachmentDefinition:     GVRNetworkAttachmentDefinition,
+}
+
+// InformerOptions configures NewInformers.
+type InformerOptions struct {
+	// Kube reads Pods; its Discovery() tells which custom resources exist
+	// unless Discovery is set.
+	Kube kubernetes.Interface
+	// Dynamic reads the custom kinds: KubeVirt's and Multus's.
+	Dynamic dynamic.Interface
+	// Discovery overrides Kube.Discovery(), for tests.
+	Discovery discovery.DiscoveryInterface
+	// Logger receives one line per kind found missing or appearing.
+	Logger logr.Logger
+	// OnEvent, when set, is called for every informer event with the kind
+	// of the object, before the change notification is sent. It must not
+	// block (a metrics counter, say).
+	OnEvent func(Kind)
+}
+
+// Informers watches the objects desired.Build reads and hands them out as
+// desired.Inputs. It is level-triggered: an event only says "something
+// changed"; Inputs re-reads every informer's store, so no event payload is
+// ever trusted and a missed event costs nothing but latency.
+//
+// A custom resource that is not installed (KubeVirt or Multus absent) is
+// logged once and counts as an empty, synced source. Call Discover again
+// (say at every resync) to pick it up once it is installed.
+type Informers struct {
+	opts    InformerOptions
+	disco   discovery.DiscoveryInterface
+	changes chan struct{}
+
+	mu      sync.Mutex
+	started bool
+	ctx     context.Context
+	inf     map[Kind]cache.SharedIndexInformer // started informers
+	absent  map[Kind]bool                      // discovered missing
+	dyn     dynamicinformer.DynamicSharedInformerFactory
+	podf    informers.SharedInformerFactory
+}
+
+// NewInformers returns informers that are not started yet.
+func NewInformers(opts InformerOptions) *Informers {
+	d := opts.Discovery
+	if d == nil && opts.Kube != nil {
+		d = opts.Kube.Discovery()
+	}
+	return &Informers{
+		opts:    opts,
+		disco:   d,
+		changes: make(chan struct{}, 1),
+		inf:     map[Kind]cache.SharedIndexInformer{},
+		absent:  map[Kind]bool{},
+	}
+}
+
+// Changes returns the change notification channel. It holds at most one
+// pending notification: many events between two reads are one notification,
+// which is what coalesces a burst of events into one pass.
+func (s *Informers) Changes() <-chan struct{} { return s.changes }
+
+// Start discovers which custom resources exist and starts an informer for
+// Pods and for each that does. Informers run (in goroutines client-go
+// starts) until ctx is done. Start returns an error only when discovery
+// fails for a reason other than the resources being absent; the caller may
+// call Start again.
+func (s *Informers) Start(ctx context.Context) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if !s.started {
+		s.ctx = ctx
+		s.podf = informers.NewSharedInformerFactoryWithOptions(s.opts.Kube, 0,
+			informers.WithTransform(stripPod))
+		pods := s.podf.Core().V1().Pods().Informer()
+		s.watch(KindPod, pods)
+		s.podf.Start(ctx.Done())
+		s.dyn = dynamicinformer.NewDynamicSharedInformerFactory(s.opts.Dynamic, 0)
+		s.started = true
+	}
+	return s.discoverLocked(ctx)
+}
+
+// Discover checks again for custom resources found missing before and
+// starts informers for those installed since. It is a no-op before Start.
+func (s *Informers) Discover(ctx context.Context) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if !s.started {
+		return nil
+	}
+	return s.discoverLocked(ctx)
+}
+
+func (s *Informers) discoverLocked(ctx context.Context) error {
+	var missing []Kind
+	for _, k := range Kinds {
+		if _, ok := s.inf[k]; !ok && k != KindPod {
+			missing = append(missing, k)
+		}
+	}
+	if len(missing) == 0 {
+		return nil
+	}
+	present, err := s.served(ctx, missing)
+	if err != nil {
+		return err
+	}
+	for _, k := range missing {
+		if !present[k] {
+			if !s.absent[k] {
+				s.opts.Logger.Info("custom resource not installed: treating it as empty", "kind", k, "resource", crdKinds[k].String())
+				s.absent[k] = true
+			}
+			continue
+		}
+		if s.absent[k] {
+			s.opts.Logger.Info("custom resource installed: watching it", "kind", k, "resource", crdKinds[k].String())
+			delete(s.absent, k)
+		}
+		inf := s.dyn.ForResource(crdKinds[k]).Informer()
+		_ = inf.SetTransform(typedTransform(k))
+		s.watch(k, inf)
+	}
+	s.dyn.Start(s.ctx.Done())
+	// A kind that appeared changes the inputs.
+	s.notify()
+	return nil
+}
+
+// served reports which of kinds the API server serves.
+func (s *Informers) served(ctx context.Context, kinds []Kind) (map[Kind]bool, error) {
+	byGV := map[string][]Kind{}
+	for _, k := range kinds {
+		gv := crdKinds[k].GroupVersion().String()
+		byGV[gv] = append(byGV[gv], k)
+	}
+	present := map[Kind]bool{}
+	gvs := make([]string, 0, len(byGV))
+	for gv := range byGV {
+		gvs = append(gvs, gv)
+	}
+	sort.Strings(gvs)
+	for _, gv := range gvs {
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
+		list, err := s.disco.ServerResourcesForGroupVersion(gv)
+		if apierrors.IsNotFound(err) {
+			continue
+		}
+		if err != nil {
+			return nil, fmt.Errorf("discover %s: %w", gv, err)
+		}
+		for _, r := range list.APIResources {
+			for _, k := range byGV[gv] {
+				if r.Name == crdKinds[k].Resource {
+					present[k] = true
+				}
+			}
+		}
+	}
+	return present, nil
+}
+
+// watch registers the event handlers of one informer. Handlers never look
+// at the objects beyond counting them: they only say that a pass is due.
+func (s *Informers) watch(k Kind, inf cache.SharedIndexInformer) {
+	event := func() {
+		if s.opts.OnEvent != nil {
+			s.opts.OnEvent(k)
+		}
+		s.notify()
+	}
+	_, _ = inf.AddEventHandler(cache.ResourceEventHandlerFuncs{
+		AddFunc: func(any) { event() },
+		UpdateFunc: func(old, cur any) {
+			// Periodic relists deliver unchanged objects; they change nothing.
+			if sameVersion(old, cur) {
+				return
+			}
+			event()
+		},
+		DeleteFunc: func(any) { event() },
+	})
+	s.inf[k] = inf
+}
+
+func (s *Informers) notify() {
+	select {
+	case s.changes <- struct{}{}:
+	default:
+	}
+}
+
+func sameVersion(a, b any) bool {
+	ma, err1 := meta.Accessor(Unwrap(a))
+	mb, err2 := meta.Accessor(Unwrap(b))
+	return err1 == nil && err2 == nil && ma.GetResourceVersion() != "" && ma.GetResourceVersion() == mb.GetResourceVersion()
+}
+
+// Unwrap returns the object inside a delete tombstone
+// (cache.DeletedFinalStateUnknown), or obj itself.
+func Unwrap(obj any) any {
+	if t, ok := obj.(cache.DeletedFinalStateUnknown); ok {
+		return t.Obj
+	}
+	if t, ok := obj.(*cache.DeletedFinalStateUnknown); ok && t != nil {
+		return t.Obj
+	}
+	return obj
+}
+
+// HasSynced reports whether every started informer has listed its kind
+// once. Missing custom resources count as synced; nothing counts before
+// Start.
+func (s *Informers) HasSynced() bool {
+	for _, ok := range s.Synced() {
+		if !ok {
+			return false
+		}
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.started
+}
+
+// Synced reports, per kind, whether it has synced (or is absent).
+func (s *Informers) Synced() map[Kind]bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	out := make(map[Kind]bool, len(Kinds))
+	for _, k := range Kinds {
+		if inf, ok := s.inf[k]; ok {
+			out[k] = inf.HasSynced()
+		} else {
+			out[k] = s.absent[k]
+		}
+	}
+	return out
+}
+
+// Absent lists the custom kinds found not installed.
+func (s *Informers) Absent() []Kind {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var out []Kind
+	for _, k := range Kinds {
+		if s.absent[k] {
+			out = append(out, k)
+		}
+	}
+	return out
+}
+
+// Unreadable is an object an informer holds that could not be converted into
+// its typed form. Its owner is unknown, and unknown is not absent: a pass
+// that has any must not delete.
+type Unreadable struct {
+	Kind      Kind
+	Namespace string
+	Name      string
+	Err       string
+}
+
+func (u Unreadable) String() string {
+	return fmt.Sprintf("%s %s/%s: %s", u.Kind, u.Namespace, u.Name, u.Err)
+}
+
+// Snapshot is what the informers held at one moment.
+type Snapshot struct {
+	Inputs     desired.Inputs
+	Unreadable []Unreadable
+}
+
+// Inputs reads every store. The objects are the informers' own: they are
+// shared and must not be modified.
+func (s *Informers) Inputs() Snapshot {
+	s.mu.Lock()
+	inf := make(map[Kind]cache.SharedIndexInformer, len(s.inf))
+	for k, v := range s.inf {
+		inf[k] = v
+	}
+	s.mu.Unlock()
+	var snap Snapshot
+	list := func(k Kind) []any {
+		if i, ok := inf[k]; ok {
+			return i.GetStore().List()
+		}
+		return nil
+	}
+	in := &snap.Inputs
+	in.Pods = collect[*corev1.Pod](KindPod, list(KindPod), &snap.Unreadable)
+	in.VirtualMachines = collect[*kubevirtv1.VirtualMachine](KindVirtualMachine, list(KindVirtualMachine), &snap.Unreadable)
+	in.VirtualMachineInstances = collect[*kubevirtv1.VirtualMachineInstance](KindVirtualMachineInstance, list(KindVirtualMachineInstance), &snap.Unreadable)
+	in.Migrations = collect[*kubevirtv1.VirtualMachineInstanceMigration](KindVirtualMachineInstanceMigration, list(KindVirtualMachineInstanceMigration), &snap.Unreadable)
+	in.NetworkAttachmentDefinitions = collect[*nadv1.NetworkAttachmentDefinition](KindNetworkAttachmentDefinition, list(KindNetworkAttachmentDefinition), &snap.Unreadable)
+	return snap
+}
+
+func collect[T any](k Kind, objs []any, bad *[]Unreadable) []T {
+	out := make([]T, 0, len(objs))
+	for _, o := range objs {
+		switch v := o.(type) {
+		case T:
+			out = append(out, v)
+		case *unconvertible:
+			*bad = append(*bad, Unreadable{Kind: k, Namespace: v.GetNamespace(), Name: v.GetName(), Err: v.err})
+		default:
+			*bad = append(*bad, Unreadable{Kind: k, Err: fmt.Sprintf("unexpected %T in the store", o)})
+		}
+	}
+	return out
+}
+
+// unconvertible is an object kept in a store as read because it does not
+// decode into its typed form.
+type unconvertible struct {
+	*unstructured.Unstructured
+	err string
+}
+
+// typedTransform converts the dynamic informer's unstructured objects into
+// their typed form (kubevirt.io/api, the NAD client's API types) as they
+// enter the store, so a pass does not convert every object again. It is
+// idempotent, as client-go requires: typed objects pass through.
+func typedTransform(k Kind) cache.TransformFunc {
+	newObj := func() runtime.Object {
+		switch k {
+		case KindVirtualMachine:
+			return &kubevirtv1.VirtualMachine{}
+		case KindVirtualMachineInstance:
+			return &kubevirtv1.VirtualMachineInstance{}
+		case KindVirtualMachineInstanceMigration:
+			return &kubevirtv1.VirtualMachineInstanceMigration{}
+		default:
+			return &nadv1.NetworkAttachmentDefinition{}
+		}
+	}
+	var convert func(any) any
+	convert = func(obj any) any {
+		switch v := obj.(type) {
+		case cache.DeletedFinalStateUnknown:
+			v.Obj = convert(v.Obj)
+			return v
+		case *unstructured.Unstructured:
+			v.SetManagedFields(nil)
+			typed := newObj()
+			if err := runtime.DefaultUnstructuredConverter.FromUnstructured(v.Object, typed); err != nil {
+				return &unconvertible{Unstructured: v, err: err.Error()}
+			}
+			return typed
+		}
+		return obj
+	}
+	return func(obj any) (any, error) { return convert(obj), nil }
+}
+
+// stripPod drops managed fields, which ovn-sync never reads and which are
+// often the larger part of a pod object.
+func stripPod(obj any) (any, error) { return stripManagedFields(obj) }
+
+func stripManagedFields(obj any) (any, error) {
+	if t, ok := obj.(cache.DeletedFinalStateUnknown); ok {
+		o, err := stripManagedFields(t.Obj)
+		t.Obj = o
+		return t, err
+	}
+	if m, err := meta.Accessor(obj); err == nil {
+		m.SetManagedFields(nil)
+	}
+	return obj, nil
+}

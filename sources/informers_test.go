@@ -1,0 +1,296 @@
+package sources
+
+import (
+	"context"
+	"fmt"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/go-logr/logr"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	fakediscovery "k8s.io/client-go/discovery/fake"
+	dynamicfake "k8s.io/client-go/dynamic/fake"
+	kubefake "k8s.io/client-go/kubernetes/fake"
+	"k8s.io/client-go/tools/cache"
+)
+
+var listKinds = map[schema.GroupVersionResource]string{
+	GVRVirtualMachine:                  "VirtualMachineList",
+	GVRVirtualMachineInstance:          "VirtualMachineInstanceList",
+	GVRVirtualMachineInstanceMigration: "VirtualMachineInstanceMigrationList",
+	GVRNetworkAttachmentDefinition:     "NetworkAttachmentDefinitionList",
+}
+
+type fakes struct {
+	kube  *kubefake.Clientset
+	dyn   *dynamicfake.FakeDynamicClient
+	disco *fakediscovery.FakeDiscovery
+	inf   *Informers
+}
+
+func newFakes(t *testing.T, kubevirt, multus bool, objs ...runtime.Object) *fakes {
+	t.Helper()
+	var kubeObjs, dynObjs []runtime.Object
+	for _, o := range objs {
+		switch o.(type) {
+		case *corev1.Pod:
+			kubeObjs = append(kubeObjs, o)
+		default:
+			dynObjs = append(dynObjs, o)
+		}
+	}
+	f := &fakes{
+		kube: kubefake.NewClientset(kubeObjs...),
+		dyn:  dynamicfake.NewSimpleDynamicClientWithCustomListKinds(runtime.NewScheme(), listKinds, dynObjs...),
+	}
+	f.disco = f.kube.Discovery().(*fakediscovery.FakeDiscovery)
+	f.install(kubevirt, multus)
+	f.inf = NewInformers(InformerOptions{Kube: f.kube, Dynamic: f.dyn, Logger: logr.Discard()})
+	return f
+}
+
+func (f *fakes) install(kubevirt, multus bool) {
+	f.disco.Resources = nil
+	if kubevirt {
+		f.disco.Resources = append(f.disco.Resources, &metav1.APIResourceList{GroupVersion: "kubevirt.io/v1", APIResources: []metav1.APIResource{
+			{Name: "virtualmachines", Kind: "VirtualMachine", Namespaced: true},
+			{Name: "virtualmachineinstances", Kind: "VirtualMachineInstance", Namespaced: true},
+			{Name: "virtualmachineinstancemigrations", Kind: "VirtualMachineInstanceMigration", Namespaced: true},
+		}})
+	}
+	if multus {
+		f.disco.Resources = append(f.disco.Resources, &metav1.APIResourceList{GroupVersion: "k8s.cni.cncf.io/v1", APIResources: []metav1.APIResource{
+			{Name: "network-attachment-definitions", Kind: "NetworkAttachmentDefinition", Namespaced: true},
+		}})
+	}
+}
+
+func start(t *testing.T, f *fakes) context.Context {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	t.Cleanup(cancel)
+	if err := f.inf.Start(ctx); err != nil {
+		t.Fatalf("Start: %v", err)
+	}
+	waitSynced(t, f.inf)
+	return ctx
+}
+
+func waitSynced(t *testing.T, inf *Informers) {
+	t.Helper()
+	if !cache.WaitForCacheSync(timeout(t, 5*time.Second), inf.HasSynced) {
+		t.Fatalf("HasSynced() still false: %v", inf.Synced())
+	}
+}
+
+func timeout(t *testing.T, d time.Duration) <-chan struct{} {
+	ctx, cancel := context.WithTimeout(context.Background(), d)
+	t.Cleanup(cancel)
+	return ctx.Done()
+}
+
+func eventually(t *testing.T, what string, f func() error) {
+	t.Helper()
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		err := f()
+		if err == nil {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%s: %v", what, err)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+func pod(ns, name string) *corev1.Pod {
+	return &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name, ResourceVersion: "1",
+		ManagedFields: []metav1.ManagedFieldsEntry{{Manager: "kubectl"}}}}
+}
+
+func vm(ns, name string, spec map[string]any) *unstructured.Unstructured {
+	return &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": "kubevirt.io/v1", "kind": "VirtualMachine",
+		"metadata": map[string]any{"namespace": ns, "name": name},
+		"spec":     spec,
+	}}
+}
+
+func TestInformersMissingCRDs(t *testing.T) {
+	f := newFakes(t, false, false, pod("default", "a"))
+	ctx := start(t, f)
+	if got := f.inf.Absent(); len(got) != 4 {
+		t.Errorf("Absent() = %v, want the 4 custom kinds", got)
+	}
+	snap := f.inf.Inputs()
+	if len(snap.Inputs.Pods) != 1 || len(snap.Inputs.VirtualMachines) != 0 {
+		t.Errorf("Inputs() = %d pods %d VMs, want 1 and 0", len(snap.Inputs.Pods), len(snap.Inputs.VirtualMachines))
+	}
+	// Discovery again while still absent changes nothing (and logs nothing).
+	if err := f.inf.Discover(ctx); err != nil || len(f.inf.Absent()) != 4 {
+		t.Fatalf("Discover() = %v, Absent() = %v", err, f.inf.Absent())
+	}
+
+	// KubeVirt gets installed: Discover picks it up.
+	if _, err := f.dyn.Resource(GVRVirtualMachine).Namespace("default").Create(ctx,
+		vm("default", "db", map[string]any{"runStrategy": "Halted"}), metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	f.install(true, false)
+	drain(f.inf)
+	if err := f.inf.Discover(ctx); err != nil {
+		t.Fatal(err)
+	}
+	waitSynced(t, f.inf)
+	if got := f.inf.Absent(); len(got) != 1 || got[0] != KindNetworkAttachmentDefinition {
+		t.Errorf("Absent() after installing KubeVirt = %v, want [NetworkAttachmentDefinition]", got)
+	}
+	eventually(t, "VM read after Discover", func() error {
+		if n := len(f.inf.Inputs().Inputs.VirtualMachines); n != 1 {
+			return fmt.Errorf("%d VMs", n)
+		}
+		return nil
+	})
+	select {
+	case <-f.inf.Changes():
+	default:
+		t.Error("no change notification after a kind appeared")
+	}
+}
+
+func drain(inf *Informers) {
+	select {
+	case <-inf.Changes():
+	default:
+	}
+}
+
+func TestInformersConvert(t *testing.T) {
+	good := vm("ns", "db", map[string]any{
+		"runStrategy": "Halted",
+		"template": map[string]any{"spec": map[string]any{
+			"networks": []any{
+				map[string]any{"name": "default", "pod": map[string]any{}},
+				map[string]any{"name": "blue", "multus": map[string]any{"networkName": "blue"}},
+			},
+		}},
+	})
+	good.SetManagedFields([]metav1.ManagedFieldsEntry{{Manager: "virtctl"}})
+	// A string where a boolean belongs: stored (the CRD does not validate)
+	// but not a VirtualMachine.
+	bad := vm("ns", "broken", map[string]any{"running": "yes"})
+	nad := &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": "k8s.cni.cncf.io/v1", "kind": "NetworkAttachmentDefinition",
+		"metadata": map[string]any{"namespace": "ns", "name": "blue"},
+		"spec":     map[string]any{"config": `{"type":"ovn-k8s-cni-overlay","subnets":"192.168.0.0/24"}`},
+	}}
+	f := newFakes(t, true, true, good, bad, pod("ns", "p"))
+	// Seeded objects are tracked under a resource guessed from the kind
+	// ("networkattachmentdefinitions"); create the NAD under its real one.
+	if _, err := f.dyn.Resource(GVRNetworkAttachmentDefinition).Namespace("ns").Create(context.Background(), nad, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	start(t, f)
+	snap := f.inf.Inputs()
+	if len(snap.Inputs.VirtualMachines) != 1 {
+		t.Fatalf("Inputs().VirtualMachines = %d, want 1", len(snap.Inputs.VirtualMachines))
+	}
+	v := snap.Inputs.VirtualMachines[0]
+	if v.Name != "db" || v.Spec.Template == nil || len(v.Spec.Template.Spec.Networks) != 2 ||
+		v.Spec.Template.Spec.Networks[1].Multus == nil || v.Spec.Template.Spec.Networks[1].Multus.NetworkName != "blue" {
+		t.Errorf("converted VM = %+v, want db with networks default and multus blue", v.Spec.Template)
+	}
+	if len(v.ManagedFields) != 0 || len(snap.Inputs.Pods[0].ManagedFields) != 0 {
+		t.Errorf("managed fields kept: VM %v pod %v", v.ManagedFields, snap.Inputs.Pods[0].ManagedFields)
+	}
+	if len(snap.Unreadable) != 1 || snap.Unreadable[0].Name != "broken" || snap.Unreadable[0].Kind != KindVirtualMachine {
+		t.Errorf("Unreadable = %v, want VirtualMachine ns/broken", snap.Unreadable)
+	}
+	if n := snap.Inputs.NetworkAttachmentDefinitions; len(n) != 1 || n[0].Spec.Config == "" {
+		t.Errorf("Inputs().NetworkAttachmentDefinitions = %v, want blue with its config", n)
+	}
+}
+
+func TestInformersCoalesce(t *testing.T) {
+	var events atomic.Int64
+	f := newFakes(t, false, false)
+	f.inf.opts.OnEvent = func(Kind) { events.Add(1) }
+	ctx := start(t, f)
+	drain(f.inf)
+	const n = 50
+	for i := range n {
+		if _, err := f.kube.CoreV1().Pods("default").Create(ctx, pod("default", fmt.Sprintf("p%d", i)), metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	eventually(t, "every pod listed and its event handled", func() error {
+		if got := len(f.inf.Inputs().Inputs.Pods); got != n {
+			return fmt.Errorf("%d pods", got)
+		}
+		if got := events.Load(); got < n {
+			return fmt.Errorf("OnEvent called %d times, want >= %d", got, n)
+		}
+		return nil
+	})
+	// Many events, at most one pending notification.
+	select {
+	case <-f.inf.Changes():
+	default:
+		t.Fatal("no change notification")
+	}
+	select {
+	case <-f.inf.Changes():
+		t.Error("a second notification was pending: not coalesced")
+	default:
+	}
+	// A delete notifies too.
+	if err := f.kube.CoreV1().Pods("default").Delete(ctx, "p0", metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-f.inf.Changes():
+	case <-timeout(t, 5*time.Second):
+		t.Fatal("no notification after a delete")
+	}
+}
+
+func TestUnwrap(t *testing.T) {
+	p := pod("ns", "a")
+	for _, tc := range []struct {
+		name string
+		in   any
+	}{
+		{"object", p},
+		{"tombstone", cache.DeletedFinalStateUnknown{Key: "ns/a", Obj: p}},
+		{"tombstone pointer", &cache.DeletedFinalStateUnknown{Key: "ns/a", Obj: p}},
+	} {
+		if got := Unwrap(tc.in); got != p {
+			t.Errorf("Unwrap(%s) = %v, want the pod", tc.name, got)
+		}
+	}
+}
+
+func TestTransformIdempotent(t *testing.T) {
+	tr := typedTransform(KindVirtualMachine)
+	u := vm("ns", "db", map[string]any{"runStrategy": "Always"})
+	once, err := tr(u)
+	if err != nil {
+		t.Fatal(err)
+	}
+	twice, _ := tr(once)
+	if once != twice {
+		t.Errorf("transform(transform(x)) = %T, want the same object", twice)
+	}
+	ts, _ := tr(cache.DeletedFinalStateUnknown{Key: "ns/db", Obj: vm("ns", "db", nil)})
+	if d, ok := ts.(cache.DeletedFinalStateUnknown); !ok || d.Obj == nil {
+		t.Errorf("transform(tombstone) = %#v", ts)
+	} else if _, ok := d.Obj.(*unstructured.Unstructured); ok {
+		t.Errorf("tombstone's object not converted: %T", d.Obj)
+	}
+}
