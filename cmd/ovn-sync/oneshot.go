@@ -227,8 +227,10 @@ func (o *oneShot) prepare(ctx context.Context, stderr io.Writer) (pass, func(), 
 	return pass{in: in, cfg: cfg, nb: nb}, stop, nil
 }
 
-func cmdPlan(args []string, stdout, stderr io.Writer) error {
-	o := newOneShot("plan", stderr)
+// oneShotCommand parses a plan or apply command line, reads the manifests,
+// connects to the NB and hands the pass to body.
+func oneShotCommand(name string, args []string, stderr io.Writer, body func(context.Context, *oneShot, pass) error) error {
+	o := newOneShot(name, stderr)
 	if err := o.parse(args); err != nil {
 		return err
 	}
@@ -239,6 +241,22 @@ func cmdPlan(args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	defer stop()
+	return body(ctx, o, p)
+}
+
+func cmdPlan(args []string, stdout, stderr io.Writer) error {
+	return oneShotCommand("plan", args, stderr, func(_ context.Context, o *oneShot, p pass) error {
+		return planOnce(o, p, stdout, stderr)
+	})
+}
+
+func cmdApply(args []string, stdout, stderr io.Writer) error {
+	return oneShotCommand("apply", args, stderr, func(ctx context.Context, o *oneShot, p pass) error {
+		return applyOnce(ctx, o, p, stdout, stderr)
+	})
+}
+
+func planOnce(o *oneShot, p pass, stdout, stderr io.Writer) error {
 	plan, problems, _ := p.compute()
 	if o.output == "json" {
 		printProblems(stderr, problems)
@@ -255,18 +273,7 @@ func cmdPlan(args []string, stdout, stderr io.Writer) error {
 	return nil
 }
 
-func cmdApply(args []string, stdout, stderr io.Writer) error {
-	o := newOneShot("apply", stderr)
-	if err := o.parse(args); err != nil {
-		return err
-	}
-	ctx, cancel := signalContext()
-	defer cancel()
-	p, stop, err := o.prepare(ctx, stderr)
-	if err != nil {
-		return err
-	}
-	defer stop()
+func applyOnce(ctx context.Context, o *oneShot, p pass, stdout, stderr io.Writer) error {
 	plan, problems, res, err := applyPass(ctx, p, o.nb)
 	if o.output == "json" {
 		printProblems(stderr, problems)
