@@ -4,7 +4,7 @@ PKGS    := ./...
 VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 LDFLAGS := -X main.version=$(VERSION)
 
-.PHONY: all build test test-unit lint generate demo bench bench-e2e clean
+.PHONY: all build test test-unit lint generate demo bench bench-e2e fuzz clean
 
 all: build
 
@@ -35,6 +35,10 @@ demo:
 
 bench:
 	$(GO) test -run '^$$' -bench . -benchmem -timeout 60m ./bench/
+
+# fuzz searches for hostile input that breaks Build's guarantees (make test runs the seeds).
+fuzz:
+	$(GO) test -run '^$$' -fuzz FuzzBuildHostileInput -fuzztime 60s ./desired/
 
 bench-e2e:
 	$(GO) run ./bench/cmd/ovn-sync-bench
