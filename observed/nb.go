@@ -193,13 +193,9 @@ func (nb *NB) State() state.State {
 		s.Index = append(s.Index, m.entry)
 	}
 	nb.ports = ports
-	if len(s.Index) != len(s.Ports) {
-		// Two rows share a name (the NB does not forbid it): index what the
-		// map kept, so that Index describes Ports exactly.
-		s.Index = state.IndexPorts(s.Ports)
-	} else {
-		s.Index.Sort()
-	}
+	// Logical_Switch_Port.name is a unique index in the NB schema, so every
+	// row has its own entry in s.Ports and s.Index lists each once.
+	s.Index.Sort()
 	switches := make(map[string]memoSwitch, len(switchRows))
 	for uuid, row := range switchRows {
 		m, ok := nb.switches[uuid]
