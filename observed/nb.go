@@ -65,6 +65,8 @@ type NB struct {
 	// stays clear, State returns last unchanged.
 	dirty atomic.Bool
 	last  state.State
+	// version counts the snapshots State has built; see StateVersion.
+	version uint64
 
 	mu       sync.Mutex
 	ports    map[string]memoPort   // by row UUID
@@ -169,11 +171,20 @@ func (nb *NB) Close() { nb.client.Close() }
 // event handlers; a pass computed from a snapshot that trails the NB fails
 // its transaction (apply.ErrStale) and is computed again.
 func (nb *NB) State() state.State {
+	s, _ := nb.StateVersion()
+	return s
+}
+
+// StateVersion is State with the snapshot's version: two calls return the
+// same version only if they return the same snapshot, so the version can
+// key a desired.Memo.
+func (nb *NB) StateVersion() (state.State, uint64) {
 	nb.mu.Lock()
 	defer nb.mu.Unlock()
 	if !nb.dirty.Swap(false) {
-		return nb.last
+		return nb.last, nb.version
 	}
+	nb.version++
 	tc := nb.client.Cache()
 	portRows := tc.Table(nbdb.LogicalSwitchPortTable).RowsShallow()
 	switchRows := tc.Table(nbdb.LogicalSwitchTable).RowsShallow()
@@ -207,7 +218,7 @@ func (nb *NB) State() state.State {
 	}
 	nb.switches = switches
 	nb.last = s
-	return s
+	return s, nb.version
 }
 
 // PortFromRow converts an NB row into a state.Port.

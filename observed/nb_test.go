@@ -107,12 +107,20 @@ func TestStateFromRealNB(t *testing.T) {
 	if s2.Ports["a.default"] != a {
 		t.Errorf("State() converted an unchanged row again")
 	}
-	// With no change in between, State hands out the same snapshot.
-	if s3 := nb.State(); reflect.ValueOf(s3.Ports).UnsafePointer() != reflect.ValueOf(s2.Ports).UnsafePointer() {
+	// With no change in between, State hands out the same snapshot, and
+	// StateVersion the same version with it.
+	s3, v3 := nb.StateVersion()
+	if reflect.ValueOf(s3.Ports).UnsafePointer() != reflect.ValueOf(s2.Ports).UnsafePointer() {
 		t.Errorf("State() rebuilt its snapshot with nothing changed")
+	}
+	if _, v := nb.StateVersion(); v != v3 {
+		t.Errorf("StateVersion() = %d, then %d with nothing changed", v3, v)
 	}
 	srv.NBCtl("lsp-del", "foreign")
 	waitFor(t, nb, "foreign port deleted", func(s state.State) bool { return s.Ports["foreign"] == nil && len(s.Index) == 1 })
+	if _, v := nb.StateVersion(); v == v3 {
+		t.Errorf("StateVersion() = %d before and after a port was deleted", v)
+	}
 }
 
 func TestEmbedded(t *testing.T) {

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"sort"
 	"sync"
+	"sync/atomic"
 
 	"github.com/go-logr/logr"
 	nadv1 "github.com/k8snetworkplumbingwg/network-attachment-definition-client/pkg/apis/k8s.cni.cncf.io/v1"
@@ -86,6 +87,8 @@ type Informers struct {
 	opts    InformerOptions
 	disco   discovery.DiscoveryInterface
 	changes chan struct{}
+	// version counts informer events and informer starts; see Snapshot.Version.
+	version atomic.Uint64
 
 	mu      sync.Mutex
 	started bool
@@ -223,6 +226,7 @@ func (s *Informers) served(ctx context.Context, kinds []Kind) (map[Kind]bool, er
 // at the objects beyond counting them: they only say that a pass is due.
 func (s *Informers) watch(k Kind, inf cache.SharedIndexInformer) {
 	event := func() {
+		s.version.Add(1)
 		if s.opts.OnEvent != nil {
 			s.opts.OnEvent(k)
 		}
@@ -240,6 +244,7 @@ func (s *Informers) watch(k Kind, inf cache.SharedIndexInformer) {
 		DeleteFunc: func(any) { event() },
 	})
 	s.inf[k] = inf
+	s.version.Add(1)
 }
 
 func (s *Informers) notify() {
@@ -327,18 +332,24 @@ func (u Unreadable) String() string {
 type Snapshot struct {
 	Inputs     desired.Inputs
 	Unreadable []Unreadable
+	// Version changes whenever an informer reports an event or a new
+	// informer starts: two snapshots with the same Version hold the same
+	// objects (it is read before the stores, so a change that races with
+	// Inputs gives the next snapshot a new Version). It keys a desired.Memo.
+	Version uint64
 }
 
 // Inputs reads every store. The objects are the informers' own: they are
 // shared and must not be modified.
 func (s *Informers) Inputs() Snapshot {
 	s.mu.Lock()
+	version := s.version.Load()
 	inf := make(map[Kind]cache.SharedIndexInformer, len(s.inf))
 	for k, v := range s.inf {
 		inf[k] = v
 	}
 	s.mu.Unlock()
-	var snap Snapshot
+	snap := Snapshot{Version: version}
 	list := func(k Kind) []any {
 		if i, ok := inf[k]; ok {
 			return i.GetStore().List()

@@ -294,3 +294,38 @@ func TestTransformIdempotent(t *testing.T) {
 		t.Errorf("tombstone's object not converted: %T", d.Obj)
 	}
 }
+
+// Snapshot.Version stays while nothing changes and moves with every event,
+// so a snapshot whose Version equals an earlier one's holds the same objects.
+func TestInformersVersion(t *testing.T) {
+	f := newFakes(t, false, false)
+	ctx := start(t, f)
+	if _, err := f.kube.CoreV1().Pods("default").Create(ctx, pod("default", "a"), metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	var v1 uint64
+	eventually(t, "the pod listed", func() error {
+		snap := f.inf.Inputs()
+		if len(snap.Inputs.Pods) != 1 {
+			return fmt.Errorf("%d pods", len(snap.Inputs.Pods))
+		}
+		// The store can hold the pod before its event is handled.
+		if v := f.inf.Inputs().Version; v != snap.Version {
+			return fmt.Errorf("version moved from %d to %d", snap.Version, v)
+		}
+		v1 = snap.Version
+		return nil
+	})
+	if v := f.inf.Inputs().Version; v != v1 {
+		t.Errorf("Inputs().Version = %d, then %d with nothing changed", v1, v)
+	}
+	if _, err := f.kube.CoreV1().Pods("default").Create(ctx, pod("default", "b"), metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "a new version", func() error {
+		if v := f.inf.Inputs().Version; v == v1 {
+			return fmt.Errorf("version still %d after a pod was created", v)
+		}
+		return nil
+	})
+}

@@ -159,6 +159,11 @@ type pass struct {
 	// beforeApply, when set, sees every want right before its plan is sent
 	// (run mode records it to tell its own NB changes from someone else's).
 	beforeApply func(want state.State)
+	// memo, when set, reuses the previous pass's want while neither the
+	// inputs (inVersion) nor the NB snapshot changed: run mode's periodic
+	// full pass over a quiet cluster then only diffs.
+	memo      *desired.Memo
+	inVersion uint64
 }
 
 // compute builds want from the inputs and the NB as it is now, and diffs.
@@ -176,8 +181,14 @@ type computed struct {
 }
 
 func (p pass) computeAll() computed {
-	have := p.nb.State()
-	want, problems := desired.Build(p.in, p.cfg, have)
+	have, haveVersion := p.nb.StateVersion()
+	var want state.State
+	var problems []desired.Problem
+	if p.memo != nil {
+		want, problems = p.memo.Build(p.in, p.cfg, have, desired.Versions{Inputs: p.inVersion, Have: haveVersion})
+	} else {
+		want, problems = desired.Build(p.in, p.cfg, have)
+	}
 	return computed{want: want, plan: diff.Compute(want, have, p.policy), problems: problems, owned: have.OwnedPorts()}
 }
 

@@ -75,6 +75,10 @@ type runner struct {
 	// want is what the last pass sent to the NB, nil while not leading: NB
 	// events that leave our rows as want has them are our own.
 	want atomic.Pointer[state.State]
+	// memo keeps the last pass's want; only the goroutine running passes
+	// uses it. It is keyed by versions of r.src and r.nb, which are never
+	// replaced.
+	memo desired.Memo
 
 	mu       sync.Mutex
 	leading  bool
@@ -396,6 +400,8 @@ func (r *runner) pass(ctx context.Context, t trigger) error {
 		in: snap.Inputs, cfg: r.cfg, nb: r.nb,
 		policy:      diff.Policy{WithholdDeletes: !synced},
 		beforeApply: func(w state.State) { r.want.Store(&w) },
+		memo:        &r.memo,
+		inVersion:   snap.Version,
 	}
 	c, res, err := reconcile(ctx, p, r.flags.nb)
 	r.m.observeApply(c.plan, res)
