@@ -3,6 +3,7 @@ package sources
 import (
 	"context"
 	"fmt"
+	"maps"
 	"sort"
 	"sync"
 	"sync/atomic"
@@ -423,9 +424,35 @@ func typedTransform(k Kind) cache.TransformFunc {
 	return func(obj any) (any, error) { return convert(obj), nil }
 }
 
-// stripPod drops managed fields, which ovn-sync never reads and which are
-// often the larger part of a pod object.
-func stripPod(obj any) (any, error) { return stripManagedFields(obj) }
+// stripPod keeps of a pod only what ovn-sync reads: its metadata, without
+// managed fields and kubectl's last-applied copy of the object, and of its
+// spec and status the node, host networking and phase. Containers, volumes
+// and container statuses are most of a real pod's size, and pods are most
+// of the objects: this is what bounds the informers' memory on a big
+// cluster. The store's pod is never written back (annotations are
+// published with a merge patch), so nothing dropped here can be lost.
+func stripPod(obj any) (any, error) {
+	switch p := obj.(type) {
+	case cache.DeletedFinalStateUnknown:
+		o, err := stripPod(p.Obj)
+		p.Obj = o
+		return p, err
+	case *corev1.Pod:
+		lean := &corev1.Pod{
+			TypeMeta:   p.TypeMeta,
+			ObjectMeta: p.ObjectMeta,
+			Spec:       corev1.PodSpec{NodeName: p.Spec.NodeName, HostNetwork: p.Spec.HostNetwork},
+			Status:     corev1.PodStatus{Phase: p.Status.Phase},
+		}
+		lean.ManagedFields = nil
+		if _, ok := p.Annotations[corev1.LastAppliedConfigAnnotation]; ok {
+			lean.Annotations = maps.Clone(p.Annotations)
+			delete(lean.Annotations, corev1.LastAppliedConfigAnnotation)
+		}
+		return lean, nil
+	}
+	return stripManagedFields(obj)
+}
 
 func stripManagedFields(obj any) (any, error) {
 	if t, ok := obj.(cache.DeletedFinalStateUnknown); ok {

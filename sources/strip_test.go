@@ -1,0 +1,107 @@
+package sources
+
+import (
+	"reflect"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/tools/cache"
+
+	"github.com/ovn-sync/ovn-sync/desired"
+	"github.com/ovn-sync/ovn-sync/state"
+)
+
+// fatPod is a pod as the API server serves it: managed fields, kubectl's
+// last-applied copy, containers, volumes and statuses.
+func fatPod(name string, ann map[string]string) *corev1.Pod {
+	now := metav1.Now()
+	a := map[string]string{corev1.LastAppliedConfigAnnotation: `{"apiVersion":"v1","kind":"Pod","metadata":{}}`}
+	for k, v := range ann {
+		a[k] = v
+	}
+	return &corev1.Pod{
+		TypeMeta: metav1.TypeMeta{Kind: "Pod", APIVersion: "v1"},
+		ObjectMeta: metav1.ObjectMeta{
+			Namespace: "default", Name: name, UID: types.UID("uid-" + name), ResourceVersion: "42",
+			CreationTimestamp: now,
+			Labels:            map[string]string{"app": "web"},
+			Annotations:       a,
+			OwnerReferences:   []metav1.OwnerReference{{Kind: "ReplicaSet", Name: "web-5d8f", UID: "rs-uid"}},
+			ManagedFields:     []metav1.ManagedFieldsEntry{{Manager: "kubectl", Operation: "Update"}},
+		},
+		Spec: corev1.PodSpec{
+			NodeName: "node-1", HostNetwork: false,
+			Containers: []corev1.Container{{Name: "compute", Image: "quay.io/kubevirt/virt-launcher:v1.7.1",
+				Env:       []corev1.EnvVar{{Name: "POD_NAME", Value: name}},
+				Resources: corev1.ResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceMemory: resource.MustParse("1Gi")}}}},
+			Volumes: []corev1.Volume{{Name: "private", VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}}},
+		},
+		Status: corev1.PodStatus{
+			Phase:             corev1.PodRunning,
+			PodIP:             "10.16.0.5",
+			Conditions:        []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionTrue}},
+			ContainerStatuses: []corev1.ContainerStatus{{Name: "compute", Ready: true}},
+		},
+	}
+}
+
+// stripPod keeps every field ovn-sync reads, so Build cannot tell a
+// stripped pod from the one the API server served; it drops the rest.
+func TestStripPod(t *testing.T) {
+	fat := []*corev1.Pod{
+		fatPod("a", map[string]string{"ovn.kubernetes.io/ip_address": "10.16.0.9", "ovn.kubernetes.io/mac_address": "0a:58:0a:10:00:09"}),
+		fatPod("b", map[string]string{"k8s.v1.cni.cncf.io/networks": "default/red"}),
+		fatPod("c", nil),
+	}
+	fat[2].Spec.HostNetwork = true
+	fat[1].Status.Phase = corev1.PodSucceeded
+	fat = append(fat, fatPod("d", nil))
+	fat[3].DeletionTimestamp = &fat[3].CreationTimestamp
+	var lean []*corev1.Pod
+	for _, p := range fat {
+		before := p.DeepCopy()
+		o, err := stripPod(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		l := o.(*corev1.Pod)
+		if !reflect.DeepEqual(p, before) {
+			t.Errorf("stripPod(%s) modified its argument", p.Name)
+		}
+		if len(l.Spec.Containers) != 0 || len(l.Spec.Volumes) != 0 || len(l.Status.ContainerStatuses) != 0 || l.ManagedFields != nil {
+			t.Errorf("stripPod(%s) kept containers, volumes, statuses or managed fields: %+v", p.Name, l)
+		}
+		if _, ok := l.Annotations[corev1.LastAppliedConfigAnnotation]; ok {
+			t.Errorf("stripPod(%s) kept %s", p.Name, corev1.LastAppliedConfigAnnotation)
+		}
+		if l.Spec.NodeName != p.Spec.NodeName || l.Spec.HostNetwork != p.Spec.HostNetwork || l.Status.Phase != p.Status.Phase ||
+			l.UID != p.UID || l.ResourceVersion != p.ResourceVersion || !reflect.DeepEqual(l.OwnerReferences, p.OwnerReferences) ||
+			!reflect.DeepEqual(l.Labels, p.Labels) || !l.CreationTimestamp.Equal(&p.CreationTimestamp) || !reflect.DeepEqual(l.DeletionTimestamp, p.DeletionTimestamp) {
+			t.Errorf("stripPod(%s) lost a field ovn-sync reads: %+v", p.Name, l)
+		}
+		if again, _ := stripPod(l); !reflect.DeepEqual(again, l) {
+			t.Errorf("stripPod(stripPod(%s)) = %+v, want %+v", p.Name, again, l)
+		}
+		lean = append(lean, l)
+	}
+	cfg, err := desired.NewConfig("ovn-default", []string{"10.16.0.0/16"}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	wantFat, probFat := desired.Build(desired.Inputs{Pods: fat}, cfg, state.New(0))
+	wantLean, probLean := desired.Build(desired.Inputs{Pods: lean}, cfg, state.New(0))
+	if !reflect.DeepEqual(wantFat, wantLean) || !reflect.DeepEqual(probFat, probLean) {
+		t.Errorf("Build(stripped pods) = %v %v, want Build(pods) = %v %v", wantLean.Ports, probLean, wantFat.Ports, probFat)
+	}
+	if len(wantFat.Ports) == 0 {
+		t.Errorf("Build(pods) made no ports: the comparison shows nothing")
+	}
+
+	ts, _ := stripPod(cache.DeletedFinalStateUnknown{Key: "default/a", Obj: fatPod("a", nil)})
+	if d, ok := ts.(cache.DeletedFinalStateUnknown); !ok || len(d.Obj.(*corev1.Pod).Spec.Containers) != 0 {
+		t.Errorf("stripPod(tombstone) = %#v, want the tombstone of a stripped pod", ts)
+	}
+}
