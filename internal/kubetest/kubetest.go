@@ -10,6 +10,7 @@ import (
 	"encoding/hex"
 	"encoding/pem"
 	"fmt"
+	"io"
 	"io/fs"
 	"net"
 	"os"
@@ -59,6 +60,11 @@ type Server struct {
 
 	t     testing.TB
 	procs []*exec.Cmd
+	// api is the running kube-apiserver (also in procs), nil while stopped;
+	// apiArgs start it again with the same port, certificates and tokens.
+	api     *exec.Cmd
+	apiBin  string
+	apiArgs []string
 }
 
 var (
@@ -191,16 +197,17 @@ func Start(t testing.TB) *Server {
 	writeFile(t, saKey, rsaKeyPEM(t))
 	certDir := filepath.Join(dir, "certs")
 	s.URL = fmt.Sprintf("https://127.0.0.1:%d", ports[2])
-	s.spawn(filepath.Join(bin, "kube-apiserver"), "kube-apiserver",
-		"--etcd-servers="+etcdURL,
+	s.apiBin = filepath.Join(bin, "kube-apiserver")
+	s.apiArgs = []string{"--etcd-servers=" + etcdURL,
 		"--bind-address=127.0.0.1", "--advertise-address=127.0.0.1",
 		"--endpoint-reconciler-type=none",
-		fmt.Sprintf("--secure-port=%d", ports[2]), "--cert-dir="+certDir,
-		"--token-auth-file="+tokens, "--authorization-mode=RBAC",
+		fmt.Sprintf("--secure-port=%d", ports[2]), "--cert-dir=" + certDir,
+		"--token-auth-file=" + tokens, "--authorization-mode=RBAC",
 		"--disable-admission-plugins=ServiceAccount",
 		"--service-account-issuer=https://kubernetes.default.svc.cluster.local",
-		"--service-account-key-file="+saKey, "--service-account-signing-key-file="+saKey,
-		"--service-cluster-ip-range=10.0.0.0/24")
+		"--service-account-key-file=" + saKey, "--service-account-signing-key-file=" + saKey,
+		"--service-cluster-ip-range=10.0.0.0/24"}
+	s.api = s.spawn(s.apiBin, "kube-apiserver", s.apiArgs...)
 
 	s.Config = &rest.Config{
 		Host:            s.URL,
@@ -244,9 +251,11 @@ current-context: kubetest
 `, s.URL, s.Config.TLSClientConfig.CAFile, user, token, user)
 }
 
-func (s *Server) spawn(bin, name string, args ...string) {
+// spawn starts a process logging to DIR/NAME.log (appending, so a restarted
+// process keeps the earlier log) and adds it to procs.
+func (s *Server) spawn(bin, name string, args ...string) *exec.Cmd {
 	s.t.Helper()
-	logf, err := os.Create(filepath.Join(s.Dir, name+".log"))
+	logf, err := os.OpenFile(filepath.Join(s.Dir, name+".log"), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
 	if err != nil {
 		s.t.Fatal(err)
 	}
@@ -260,22 +269,81 @@ func (s *Server) spawn(bin, name string, args ...string) {
 	}
 	logf.Close()
 	s.procs = append(s.procs, cmd)
+	return cmd
 }
 
 func (s *Server) stop() {
 	for i := len(s.procs) - 1; i >= 0; i-- {
-		p := s.procs[i]
-		_ = p.Process.Signal(syscall.SIGTERM)
-		done := make(chan struct{})
-		go func() { _ = p.Wait(); close(done) }()
-		select {
-		case <-done:
-		case <-time.After(5 * time.Second):
-			_ = p.Process.Kill()
-			<-done
-		}
+		terminate(s.procs[i])
 	}
 	s.procs = nil
+	s.api = nil
+}
+
+// terminate sends SIGTERM and waits for the process to exit, killing it
+// after 5s.
+func terminate(p *exec.Cmd) {
+	_ = p.Process.Signal(syscall.SIGTERM)
+	done := make(chan struct{})
+	go func() { _ = p.Wait(); close(done) }()
+	select {
+	case <-done:
+	case <-time.After(5 * time.Second):
+		_ = p.Process.Kill()
+		<-done
+	}
+}
+
+// StopAPIServer stops kube-apiserver (SIGTERM, then SIGKILL after 5s) and
+// returns once it has exited; etcd keeps running, so no object is lost.
+// Clients see their connections close and new ones refused.
+func (s *Server) StopAPIServer() {
+	s.t.Helper()
+	if s.api == nil {
+		s.t.Fatal("kubetest: StopAPIServer: kube-apiserver is not running")
+	}
+	terminate(s.api)
+	for i, p := range s.procs {
+		if p == s.api {
+			s.procs = append(s.procs[:i], s.procs[i+1:]...)
+			break
+		}
+	}
+	s.api = nil
+}
+
+// StartAPIServer starts kube-apiserver again after StopAPIServer, on the
+// same port with the same serving certificate and tokens, so clients
+// reconnect with the credentials they have, and returns once it is ready.
+func (s *Server) StartAPIServer() {
+	s.t.Helper()
+	if s.api != nil {
+		s.t.Fatal("kubetest: StartAPIServer: kube-apiserver is already running")
+	}
+	s.api = s.spawn(s.apiBin, "kube-apiserver", s.apiArgs...)
+	s.waitReady(60 * time.Second)
+}
+
+// Restart is StopAPIServer then StartAPIServer.
+func (s *Server) Restart() {
+	s.t.Helper()
+	s.StopAPIServer()
+	s.StartAPIServer()
+}
+
+// KubeconfigFor writes a kubeconfig file that authenticates as the cluster
+// admin but reaches the API server at url (e.g. a Proxy's), and returns its
+// path. The serving certificate is valid for 127.0.0.1 on any port.
+func (s *Server) KubeconfigFor(url string) string {
+	s.t.Helper()
+	f, err := os.CreateTemp(s.Dir, "kubeconfig-*")
+	if err != nil {
+		s.t.Fatal(err)
+	}
+	f.Close()
+	data := strings.Replace(s.kubeconfig("admin", s.Config.BearerToken), "server: "+s.URL, "server: "+url, 1)
+	writeFile(s.t, f.Name(), data)
+	return f.Name()
 }
 
 func (s *Server) waitReady(timeout time.Duration) {
@@ -512,4 +580,110 @@ func tail(s string, n int) string {
 		return "..." + s[len(s)-n:]
 	}
 	return s
+}
+
+// Proxy forwards TCP connections on loopback to the API server, and can cut
+// them: it stands for the network between a client and the API server, so
+// a test can break a client's watches while the API server keeps serving
+// everyone else.
+type Proxy struct {
+	// URL is the proxy's https://127.0.0.1:PORT.
+	URL string
+	// Kubeconfig authenticates as the cluster admin through the proxy.
+	Kubeconfig string
+
+	l      net.Listener
+	target string
+	mu     sync.Mutex
+	cut    bool
+	conns  map[net.Conn]struct{}
+}
+
+// Proxy starts a Proxy to the API server until the test ends.
+func (s *Server) Proxy() *Proxy {
+	s.t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		s.t.Fatal(err)
+	}
+	p := &Proxy{URL: "https://" + l.Addr().String(), l: l, target: strings.TrimPrefix(s.URL, "https://"), conns: map[net.Conn]struct{}{}}
+	p.Kubeconfig = s.KubeconfigFor(p.URL)
+	s.t.Cleanup(func() { l.Close(); p.Cut() })
+	go p.serve()
+	return p
+}
+
+func (p *Proxy) serve() {
+	for {
+		c, err := p.l.Accept()
+		if err != nil {
+			return
+		}
+		go p.forward(c)
+	}
+}
+
+func (p *Proxy) forward(c net.Conn) {
+	if !p.track(c) {
+		c.Close()
+		return
+	}
+	u, err := net.DialTimeout("tcp", p.target, 5*time.Second)
+	if err != nil || !p.track(u) {
+		if u != nil {
+			u.Close()
+		}
+		c.Close()
+		p.untrack(c)
+		return
+	}
+	done := make(chan struct{}, 2)
+	pipe := func(dst, src net.Conn) {
+		_, _ = io.Copy(dst, src)
+		done <- struct{}{}
+	}
+	go pipe(u, c)
+	go pipe(c, u)
+	<-done
+	c.Close()
+	u.Close()
+	<-done
+	p.untrack(c)
+	p.untrack(u)
+}
+
+// track records an open connection; it reports false while cut.
+func (p *Proxy) track(c net.Conn) bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.cut {
+		return false
+	}
+	p.conns[c] = struct{}{}
+	return true
+}
+
+func (p *Proxy) untrack(c net.Conn) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	delete(p.conns, c)
+}
+
+// Cut closes every forwarded connection and, until Restore, closes new
+// ones as soon as they are accepted: clients through the proxy see their
+// watches end and every request fail.
+func (p *Proxy) Cut() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.cut = true
+	for c := range p.conns {
+		c.Close()
+	}
+}
+
+// Restore forwards new connections again.
+func (p *Proxy) Restore() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.cut = false
 }

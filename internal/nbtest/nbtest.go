@@ -23,6 +23,9 @@ type Server struct {
 	ctl    string
 	cmd    *exec.Cmd
 	t      testing.TB
+	// args are more ovsdb-server arguments, given at every start (StartSSL's
+	// remote and PKI files).
+	args []string
 }
 
 // Addr is the server's address in the form ovn-sync's --nb flag takes.
@@ -50,6 +53,12 @@ func Require(t testing.TB) {
 // Start creates a fresh NB database and serves it until the test ends.
 func Start(t testing.TB) *Server {
 	t.Helper()
+	return startWith(t, nil)
+}
+
+// startWith is Start with more ovsdb-server arguments.
+func startWith(t testing.TB, args []string) *Server {
+	t.Helper()
 	Require(t)
 	// Unix socket paths are limited to ~107 bytes; t.TempDir can be longer.
 	dir, err := os.MkdirTemp("", "nbtest")
@@ -57,7 +66,7 @@ func Start(t testing.TB) *Server {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { os.RemoveAll(dir) })
-	s := &Server{Dir: dir, Sock: filepath.Join(dir, "nb.sock"), DBFile: filepath.Join(dir, "nb.db"), ctl: filepath.Join(dir, "nb.ctl"), t: t}
+	s := &Server{Dir: dir, Sock: filepath.Join(dir, "nb.sock"), DBFile: filepath.Join(dir, "nb.db"), ctl: filepath.Join(dir, "nb.ctl"), t: t, args: args}
 	if out, err := exec.Command("ovsdb-tool", "create", s.DBFile, SchemaPath).CombinedOutput(); err != nil {
 		t.Fatalf("ovsdb-tool create: %v: %s", err, out)
 	}
@@ -71,6 +80,7 @@ func (s *Server) start() {
 	s.cmd = exec.Command("ovsdb-server", s.DBFile, "--no-chdir",
 		"--unixctl="+s.ctl, "--log-file="+filepath.Join(s.Dir, "nb.log"), "-vconsole:off",
 		"--remote=punix:"+s.Sock)
+	s.cmd.Args = append(s.cmd.Args, s.args...)
 	if err := s.cmd.Start(); err != nil {
 		s.t.Fatalf("ovsdb-server: %v", err)
 	}
