@@ -12,10 +12,13 @@ build:
 	$(GO) build -ldflags "$(LDFLAGS)" -o bin/ovn-sync ./cmd/ovn-sync
 
 # test runs everything: unit, data-driven, property and fuzz seeds, integration
-# against a real ovsdb-server (Debian's ovn-central), and each benchmark once.
+# against a real ovsdb-server (Debian's ovn-central), each benchmark once, and
+# each fuzz target for 10s.
 test: lint
 	$(GO) test -count=1 -timeout 30m $(PKGS)
 	$(GO) test -count=1 -short -run '^$$' -bench . -benchtime=1x ./bench/
+	$(GO) test -run '^$$' -fuzz '^FuzzBuildHostileInput$$' -fuzztime 10s ./desired/
+	$(GO) test -run '^$$' -fuzz '^FuzzComputeApply$$' -fuzztime 10s ./diff/
 
 # test-unit skips the tests that need ovsdb-server.
 test-unit:
@@ -36,9 +39,13 @@ demo:
 bench:
 	$(GO) test -run '^$$' -bench . -benchmem -timeout 60m ./bench/
 
-# fuzz searches for hostile input that breaks Build's guarantees (make test runs the seeds).
+# fuzz searches longer for input that breaks Build's or Compute's guarantees
+# (make test runs the seeds, then each target for 10s). One -fuzz target per
+# invocation: go test allows no more.
+FUZZTIME ?= 60s
 fuzz:
-	$(GO) test -run '^$$' -fuzz FuzzBuildHostileInput -fuzztime 60s ./desired/
+	$(GO) test -run '^$$' -fuzz '^FuzzBuildHostileInput$$' -fuzztime $(FUZZTIME) ./desired/
+	$(GO) test -run '^$$' -fuzz '^FuzzComputeApply$$' -fuzztime $(FUZZTIME) ./diff/
 
 bench-e2e:
 	$(GO) run ./bench/cmd/ovn-sync-bench

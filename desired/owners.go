@@ -4,12 +4,16 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/netip"
+	"slices"
 	"strconv"
 	"strings"
+	"unicode/utf8"
 
 	nadv1 "github.com/k8snetworkplumbingwg/network-attachment-definition-client/pkg/apis/k8s.cni.cncf.io/v1"
 	corev1 "k8s.io/api/core/v1"
 	kubevirtv1 "kubevirt.io/api/core/v1"
+
+	"github.com/ovn-sync/ovn-sync/state"
 )
 
 // Annotations ovn-sync reads requests from (kube-ovn compatible).
@@ -54,6 +58,9 @@ func (b *builder) addPods(in Inputs) {
 			continue
 		}
 		o := b.newOwner(kindPod, p.Namespace, p.Name, p.CreationTimestamp.Time)
+		if !b.validNames(o, "metadata.name") {
+			continue
+		}
 		o.chassis = p.Spec.NodeName
 		atts := append(b.atts[:0], attachment{isDefault: true, iface: "eth0"})
 		atts, ok := b.annotationAttachments(o, p.Annotations, atts)
@@ -72,6 +79,9 @@ func (b *builder) addVirtualMachines(in Inputs) {
 			continue // a duplicate
 		}
 		o := b.newOwner(kindVirtualMachine, vm.Namespace, vm.Name, vm.CreationTimestamp.Time)
+		if !b.validNames(o, "metadata.name") {
+			continue
+		}
 		o.chassis, o.activationStrategy = b.chassis(e.vmi, b.vmiEntry(e.vmi, e, vm.Name))
 		var spec *kubevirtv1.VirtualMachineInstanceSpec
 		var ann map[string]string
@@ -94,11 +104,16 @@ func (b *builder) addVirtualMachineInstances(in Inputs) {
 			continue
 		}
 		var o *owner
+		field := "metadata.name"
 		if r := vmOwnerRef(vmi.OwnerReferences); r != nil && r.Name != "" {
 			o = b.newOwner(kindVirtualMachine, vmi.Namespace, r.Name, vmi.CreationTimestamp.Time)
 			o.vmi = vmi.Name
+			field = "metadata.ownerReferences[VirtualMachine].name"
 		} else {
 			o = b.newOwner(kindVirtualMachineInst, vmi.Namespace, vmi.Name, vmi.CreationTimestamp.Time)
+		}
+		if !b.validNames(o, field) {
+			continue
 		}
 		o.chassis, o.activationStrategy = b.chassis(vmi, b.vmiEntry(vmi, nil, ""))
 		atts, ok := b.kubevirtAttachments(o, &vmi.Spec, vmi.Annotations, "spec")
@@ -134,6 +149,12 @@ func (b *builder) kubevirtAttachments(o *owner, spec *kubevirtv1.VirtualMachineI
 	}
 	for i := range nets {
 		n := &nets[i]
+		if slices.ContainsFunc(nets[:i], func(m kubevirtv1.Network) bool { return m.Name == n.Name }) {
+			// KubeVirt rejects this; objects read from files are not checked.
+			b.ownerProblem(o, "InvalidNetwork", fmt.Sprintf("%s.networks[%s]: network name used more than once", field, n.Name))
+			ok = false
+			continue
+		}
 		var ifc *kubevirtv1.Interface
 		for j := range ifaces {
 			if ifaces[j].Name == n.Name {
@@ -262,6 +283,16 @@ func (b *builder) addOwner(o *owner, atts []attachment, ann map[string]string, k
 			b.keepPort(o, name)
 			continue
 		}
+		if len(name) > MaxPortName {
+			netKey := state.DefaultNetwork
+			if !at.isDefault {
+				netKey = at.ref.String()
+			}
+			b.ownerProblem(o, "NameTooLong", fmt.Sprintf("metadata.name: port name %s on network %q is longer than %d bytes",
+				abbreviate(name), netKey, MaxPortName))
+			b.keepPort(o, name)
+			continue
+		}
 		s := b.newSpec(o, name)
 		s.net = n
 		if !b.readRequests(s, at, ann, provider) {
@@ -273,6 +304,47 @@ func (b *builder) addOwner(o *owner, atts []attachment, ann map[string]string, k
 	if keepOthers {
 		b.keepOwnerPorts(o, names)
 	}
+}
+
+// MaxPortName is the longest logical switch port name ovn-sync creates, in
+// bytes: the longest name Kubernetes gives an object (an RFC 1123
+// subdomain), so that tools which name an object after the port, as
+// kube-ovn does its IP resources, can. Each part of a port name is within
+// Kubernetes' limits, but together they may not be (DESIGN.md, "Port
+// names"): an owner whose port name would be longer gets a NameTooLong
+// Problem and no new port, and keeps any port it has.
+const MaxPortName = 253
+
+// validNames reports whether o's namespace and name are ones Kubernetes
+// accepts (an RFC 1123 label and subdomain), recording an InvalidName
+// Problem when not. Objects read from files are not validated by an API
+// server; a name that is not a Kubernetes name cannot be a CNI's iface-id.
+// An owner with an invalid name keeps whatever ports it has.
+func (b *builder) validNames(o *owner, field string) bool {
+	switch {
+	case !isDNSLabel(o.ns):
+		b.ownerProblem(o, "InvalidName", fmt.Sprintf("metadata.namespace %s: not a valid namespace (RFC 1123 label, at most 63 characters)", abbreviate(o.ns)))
+	case !isDNSSubdomain(o.name):
+		b.ownerProblem(o, "InvalidName", fmt.Sprintf("%s %s: not a valid object name (RFC 1123 subdomain, at most 253 characters)", field, abbreviate(o.name)))
+	default:
+		return true
+	}
+	b.keepOwnerPorts(o, nil)
+	return false
+}
+
+// abbreviate quotes s, cut to its first 64 bytes and followed by its length
+// when longer, so that a hostile name does not make a Problem unreadable.
+func abbreviate(s string) string {
+	const n = 64
+	if len(s) <= n {
+		return strconv.Quote(s)
+	}
+	cut := n
+	for cut > 0 && !utf8.RuneStart(s[cut]) {
+		cut--
+	}
+	return strconv.Quote(s[:cut]) + "... (" + strconv.Itoa(len(s)) + " bytes)"
 }
 
 // readRequests fills s's requested addresses from the kube-ovn annotations
@@ -474,10 +546,12 @@ func isDNSSubdomain(s string) bool {
 	if len(s) == 0 || len(s) > 253 {
 		return false
 	}
-	for _, l := range strings.Split(s, ".") {
-		if !isDNSLabel(l) {
+	for s != "" {
+		label, rest, dot := strings.Cut(s, ".")
+		if !isDNSLabel(label) || dot && rest == "" {
 			return false
 		}
+		s = rest
 	}
 	return true
 }

@@ -7,6 +7,7 @@ import (
 	"net/netip"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -21,10 +22,12 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	dynamicfake "k8s.io/client-go/dynamic/fake"
 	kubefake "k8s.io/client-go/kubernetes/fake"
+	clienttesting "k8s.io/client-go/testing"
 	"k8s.io/client-go/tools/record"
 	kubevirtv1 "kubevirt.io/api/core/v1"
 
 	"github.com/ovn-sync/ovn-sync/desired"
+	"github.com/ovn-sync/ovn-sync/internal/nbtest"
 	"github.com/ovn-sync/ovn-sync/nbdb"
 	"github.com/ovn-sync/ovn-sync/observed"
 	"github.com/ovn-sync/ovn-sync/sources"
@@ -210,6 +213,11 @@ type testRunnerOptions struct {
 	publish bool
 	// coalesce overrides the 5ms window of the tests (20ms is the default).
 	coalesce time.Duration
+	// resources, when set, is what discovery serves instead of every KubeVirt kind.
+	resources []*metav1.APIResourceList
+	// beforeStart, when set, is called before the informers start (to add
+	// reactors to the fake clients, say).
+	beforeStart func(*kubefake.Clientset, *dynamicfake.FakeDynamicClient)
 }
 
 func startTestRunner(t testing.TB, o testRunnerOptions) *testRunner {
@@ -225,6 +233,12 @@ func startTestRunner(t testing.TB, o testRunnerOptions) *testRunner {
 		{Name: "virtualmachineinstances", Kind: "VirtualMachineInstance", Namespaced: true},
 		{Name: "virtualmachineinstancemigrations", Kind: "VirtualMachineInstanceMigration", Namespaced: true},
 	}}}
+	if o.resources != nil {
+		kube.Resources = o.resources
+	}
+	if o.beforeStart != nil {
+		o.beforeStart(kube, dyn)
+	}
 	addr, closeNB := o.nbAddr, func() {}
 	if addr == "" {
 		emb, err := observed.StartEmbedded()
@@ -374,5 +388,157 @@ func TestPublisherSkipsOnlyUntilTheInformerCatchesUp(t *testing.T) {
 	got, err := kube.CoreV1().Pods("ns").Get(ctx, "a", metav1.GetOptions{})
 	if err != nil || got.Annotations["ovn.kubernetes.io/ip_address"] != "10.16.0.2" {
 		t.Errorf("pod a = %v, %v; want annotated", got, err)
+	}
+}
+
+// failList makes the fake dynamic client's lists of resource fail until
+// the returned function is called, so that its informer stays unsynced
+// meanwhile (its reflector retries with backoff). The reactor must not
+// block: the fake client holds its lock while reactors run.
+func failList(dyn *dynamicfake.FakeDynamicClient, resource string) (release func()) {
+	var released atomic.Bool
+	dyn.PrependReactor("list", resource, func(clienttesting.Action) (bool, runtime.Object, error) {
+		if released.Load() {
+			return false, nil, nil // on to the tracker
+		}
+		return true, nil, fmt.Errorf("list %s: unavailable", resource)
+	})
+	return func() { released.Store(true) }
+}
+
+// seedPort creates, with ovn-nbctl, a port of ours on ovn-default (created
+// as ovn-sync creates it) and returns its UUID.
+func seedPort(t *testing.T, s *nbtest.Server, name, owner, addrs string) string {
+	t.Helper()
+	s.NBCtl("--may-exist", "ls-add", "ovn-default", "--", "set", "Logical_Switch", "ovn-default",
+		"external_ids:ovn-sync/owner=ovn-sync", "external_ids:ovn-sync/network=default", "other_config:subnet=10.16.0.0/12")
+	s.NBCtl("lsp-add", "ovn-default", name, "--", "lsp-set-addresses", name, addrs, "--", "lsp-set-port-security", name, addrs,
+		"--", "set", "Logical_Switch_Port", name, "external_ids:ovn-sync/owner="+owner,
+		"external_ids:ovn-sync/network=default", "external_ids:ovn-sync/switch=ovn-default")
+	return get(t, s, "Logical_Switch_Port", name, "_uuid")
+}
+
+func unstructuredVM(ns, name string) *unstructured.Unstructured {
+	return &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": "kubevirt.io/v1", "kind": "VirtualMachine",
+		"metadata": map[string]any{"namespace": ns, "name": name},
+		"spec":     map[string]any{"runStrategy": "Halted"},
+	}}
+}
+
+// TestRunnerNoPassBeforeSync: while one informer cannot list its kind,
+// run mode writes nothing, so the ports of objects it has not seen yet (a
+// VM) and of objects that are gone (a pod) both stay; once it has, the pass
+// deletes only the latter.
+func TestRunnerNoPassBeforeSync(t *testing.T) {
+	s := nbtest.Start(t)
+	vmUUID := seedPort(t, s, "vm1.ns", "VirtualMachine/ns/vm1", "0a:58:0a:10:00:02 10.16.0.2")
+	seedPort(t, s, "gone.ns", "Pod/ns/gone", "0a:58:0a:10:00:03 10.16.0.3")
+	var release func()
+	tr := startTestRunner(t, testRunnerOptions{
+		nbAddr: s.Addr(), dynObjs: []runtime.Object{unstructuredVM("ns", "vm1")}, kubeObjs: []runtime.Object{testPod("p0")},
+		beforeStart: func(_ *kubefake.Clientset, dyn *dynamicfake.FakeDynamicClient) {
+			release = failList(dyn, "virtualmachines")
+		},
+	})
+	before := s.Commits()
+	waitFor(t, 5*time.Second, "NB cache loaded", func() error {
+		if ok, why := tr.r.synced(); ok || why != "not synced: VirtualMachine" {
+			return fmt.Errorf("synced() = %v, %q; want only the VMs unsynced", ok, why)
+		}
+		return nil
+	})
+	time.Sleep(500 * time.Millisecond) // passes would have run by now
+	if n := s.Commits() - before; n != 0 {
+		t.Errorf("%d transactions committed before every informer synced", n)
+	}
+	for _, name := range []string{"vm1.ns", "gone.ns"} {
+		if get(t, s, "Logical_Switch_Port", name, "_uuid") == "" {
+			t.Errorf("port %s deleted before every informer synced", name)
+		}
+	}
+	release()
+	waitFor(t, 15*time.Second, "the first pass", func() error {
+		st := tr.nb.State()
+		if st.Ports["p0.ns"] == nil || st.Ports["gone.ns"] != nil {
+			return fmt.Errorf("p0.ns %v, gone.ns %v", st.Ports["p0.ns"] != nil, st.Ports["gone.ns"] != nil)
+		}
+		return nil
+	})
+	if u := get(t, s, "Logical_Switch_Port", "vm1.ns", "_uuid"); u != vmUUID {
+		t.Errorf("vm1.ns uuid %q, want %q: the VM's port was deleted", u, vmUUID)
+	}
+}
+
+// TestRunnerWithholdsDeletesUntilNewInformerSynced: a kind that appears
+// after startup (its CRD installed, found at a resync) gets an informer
+// that has not listed yet; passes meanwhile must delete nothing, or the
+// ports of that kind's objects would go as if the objects were gone.
+func TestRunnerWithholdsDeletesUntilNewInformerSynced(t *testing.T) {
+	s := nbtest.Start(t)
+	soloUUID := seedPort(t, s, "solo.ns", "VirtualMachineInstance/ns/solo", "0a:58:0a:10:00:09 10.16.0.9")
+	solo := &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": "kubevirt.io/v1", "kind": "VirtualMachineInstance",
+		"metadata": map[string]any{"namespace": "ns", "name": "solo"},
+		"spec":     map[string]any{"domain": map[string]any{"devices": map[string]any{}}},
+		"status":   map[string]any{"phase": "Running"},
+	}}
+	// A VM that cannot be read withholds deletes until it goes, so the VMI's
+	// port survives the passes before VMIs are served.
+	broken := unstructuredVM("ns", "broken")
+	broken.Object["spec"] = map[string]any{"running": "yes"}
+	vmOnly := []*metav1.APIResourceList{{GroupVersion: "kubevirt.io/v1", APIResources: []metav1.APIResource{
+		{Name: "virtualmachines", Kind: "VirtualMachine", Namespaced: true},
+	}}}
+	var release func()
+	tr := startTestRunner(t, testRunnerOptions{
+		nbAddr: s.Addr(), dynObjs: []runtime.Object{broken, solo}, kubeObjs: []runtime.Object{testPod("p0")}, resources: vmOnly,
+		beforeStart: func(_ *kubefake.Clientset, dyn *dynamicfake.FakeDynamicClient) {
+			release = failList(dyn, "virtualmachineinstances")
+		},
+	})
+	waitFor(t, 5*time.Second, "p0's port, and the delete withheld", func() error {
+		if tr.nb.State().Ports["p0.ns"] == nil || testutil.ToFloat64(tr.r.m.withheld) != 1 {
+			return fmt.Errorf("p0.ns %v, withheld %v", tr.nb.State().Ports["p0.ns"] != nil, testutil.ToFloat64(tr.r.m.withheld))
+		}
+		return nil
+	})
+
+	// VMIs are served now; their informer starts and its lists fail.
+	tr.kube.Resources = []*metav1.APIResourceList{{GroupVersion: "kubevirt.io/v1", APIResources: []metav1.APIResource{
+		{Name: "virtualmachines", Kind: "VirtualMachine", Namespaced: true},
+		{Name: "virtualmachineinstances", Kind: "VirtualMachineInstance", Namespaced: true},
+	}}}
+	if err := tr.r.src.Discover(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if tr.r.src.HasSynced() {
+		t.Fatal("the new VMI informer is synced already: the list did not block")
+	}
+	// Every object is readable now: only the unsynced informer withholds.
+	if err := tr.dyn.Resource(sources.GVRVirtualMachine).Namespace("ns").Delete(context.Background(), "broken", metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	tr.pods(t, 1, 2)
+	waitFor(t, 5*time.Second, "a pass after the VM went", func() error {
+		if tr.nb.State().Ports["p1.ns"] == nil {
+			return fmt.Errorf("no p1.ns")
+		}
+		return nil
+	})
+	if u := get(t, s, "Logical_Switch_Port", "solo.ns", "_uuid"); u != soloUUID {
+		t.Errorf("solo.ns uuid %q, want %q: deleted while VMIs were not synced", u, soloUUID)
+	}
+	release()
+	waitConvergedTo(t, tr, s, "solo.ns", soloUUID)
+}
+
+// waitConvergedTo waits until a pass plans nothing and checks that port
+// name is still the row with uuid.
+func waitConvergedTo(t *testing.T, tr *testRunner, s *nbtest.Server, name, uuid string) {
+	t.Helper()
+	waitConverged(t, tr)
+	if u := get(t, s, "Logical_Switch_Port", name, "_uuid"); u != uuid {
+		t.Errorf("%s uuid %q, want %q", name, u, uuid)
 	}
 }
