@@ -5,6 +5,8 @@ import (
 	"crypto/tls"
 	"errors"
 	"fmt"
+	"io"
+	"net"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -15,6 +17,7 @@ import (
 	"github.com/ovn-org/libovsdb/cache"
 	"github.com/ovn-org/libovsdb/client"
 	"github.com/ovn-org/libovsdb/model"
+	"github.com/ovn-org/libovsdb/ovsdb"
 
 	"github.com/ovn-sync/ovn-sync/nbdb"
 	"github.com/ovn-sync/ovn-sync/state"
@@ -65,6 +68,11 @@ type NB struct {
 	// stays clear, State returns last unchanged.
 	dirty atomic.Bool
 	last  state.State
+	// lastPorts and lastSwitches are the cache tables last was read from.
+	// A reconnect that purges the cache replaces the tables and fills the
+	// new ones before any transaction can be sent again, but their events
+	// reach the handler later: a replaced table alone makes State read anew.
+	lastPorts, lastSwitches *cache.RowCache
 	// version counts the snapshots State has built; see StateVersion.
 	version uint64
 
@@ -111,7 +119,7 @@ func Dial(ctx context.Context, opts Options) (*NB, error) {
 		return nil, err
 	}
 	if err := c.Connect(ctx); err != nil {
-		return nil, fmt.Errorf("connect to NB %s: %w", strings.Join(opts.Endpoints, ","), err)
+		return nil, fmt.Errorf("connect to NB %s: %w%s", strings.Join(opts.Endpoints, ","), err, tlsRefusal(ctx, opts))
 	}
 	// Monitor only what the diff reads. Logical_Switch.ports is deliberately
 	// left out: every port transaction would ship the whole set back and the
@@ -145,6 +153,38 @@ func Dial(ctx context.Context, opts Options) (*NB, error) {
 	return nb, nil
 }
 
+// tlsRefusal explains a failed connection to an ssl: endpoint whose server
+// refused the client's certificate. With TLS 1.3 the client's handshake
+// completes before the server checks the client's certificate, so the
+// server's alert only reaches whatever reads next, and libovsdb, which
+// writes first, often reports a broken pipe or "not connected" instead. A
+// fresh handshake followed by a read, with nothing written, gets the alert
+// itself. It returns "" when no ssl: endpoint shows such a refusal.
+func tlsRefusal(ctx context.Context, opts Options) string {
+	for _, e := range opts.Endpoints {
+		addr, ok := strings.CutPrefix(e, "ssl:")
+		if !ok {
+			continue
+		}
+		ctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+		d := tls.Dialer{Config: opts.TLS}
+		conn, err := d.DialContext(ctx, "tcp", addr)
+		cancel()
+		if err != nil {
+			continue // the handshake error is the one Connect reported
+		}
+		_ = conn.SetReadDeadline(time.Now().Add(time.Second))
+		_, err = conn.Read(make([]byte, 1))
+		conn.Close()
+		// The alert is a *net.OpError with Op "remote error" around an
+		// unexported type: its text is all there is to match.
+		if err != nil && strings.Contains(err.Error(), "remote error: tls:") {
+			return fmt.Sprintf(" (%s refused the client certificate: %v)", e, err)
+		}
+	}
+	return ""
+}
+
 func reconnectBackoff() backoff.BackOff {
 	b := backoff.NewExponentialBackOff()
 	b.InitialInterval = 100 * time.Millisecond
@@ -155,6 +195,28 @@ func reconnectBackoff() backoff.BackOff {
 
 // Client is the underlying libovsdb client, for transactions.
 func (nb *NB) Client() client.Client { return nb.client }
+
+// Transact sends ops on the client. It reports a connection lost while the
+// call was in flight as client.ErrNotConnected, as libovsdb does for a
+// connection closed from this side: libovsdb passes the read error on as it
+// is (io.ErrUnexpectedEOF when the server exits, a *net.OpError when it
+// resets the connection), and callers retry only on ErrNotConnected. Either
+// way the transaction may have committed; a retry then fails on the names
+// it creates, which callers treat as a stale plan.
+func (nb *NB) Transact(ctx context.Context, ops ...ovsdb.Operation) ([]ovsdb.OperationResult, error) {
+	res, err := nb.client.Transact(ctx, ops...)
+	if err != nil && connectionLost(err) {
+		return nil, fmt.Errorf("%w: %w", client.ErrNotConnected, err)
+	}
+	return res, err
+}
+
+// connectionLost reports whether err is the connection failing under a
+// call, rather than the server or the client refusing it.
+func connectionLost(err error) bool {
+	var opErr *net.OpError
+	return errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) || errors.As(err, &opErr)
+}
 
 // Connected reports whether the client is connected now.
 func (nb *NB) Connected() bool { return nb.client.Connected() }
@@ -181,13 +243,15 @@ func (nb *NB) State() state.State {
 func (nb *NB) StateVersion() (state.State, uint64) {
 	nb.mu.Lock()
 	defer nb.mu.Unlock()
-	if !nb.dirty.Swap(false) {
+	tc := nb.client.Cache()
+	portTable, switchTable := tc.Table(nbdb.LogicalSwitchPortTable), tc.Table(nbdb.LogicalSwitchTable)
+	if !nb.dirty.Swap(false) && portTable == nb.lastPorts && switchTable == nb.lastSwitches {
 		return nb.last, nb.version
 	}
 	nb.version++
-	tc := nb.client.Cache()
-	portRows := tc.Table(nbdb.LogicalSwitchPortTable).RowsShallow()
-	switchRows := tc.Table(nbdb.LogicalSwitchTable).RowsShallow()
+	nb.lastPorts, nb.lastSwitches = portTable, switchTable
+	portRows := portTable.RowsShallow()
+	switchRows := switchTable.RowsShallow()
 
 	s := state.State{Switches: make(map[string]*state.Switch, len(switchRows)), Ports: make(map[string]*state.Port, len(portRows))}
 	// The cache replaces a row's model (it clones before updating), so an

@@ -328,7 +328,7 @@ func reconcile(ctx context.Context, p pass, nf nbFlags) (computed, apply.Result,
 		if p.beforeApply != nil {
 			p.beforeApply(c.want)
 		}
-		res, err := apply.Apply(ctx, p.nb.Client(), c.plan, apply.Options{MaxOpsPerTxn: nf.maxOps})
+		res, err := apply.Apply(ctx, p.nb, c.plan, apply.Options{MaxOpsPerTxn: nf.maxOps})
 		total.Add(res)
 		if err == nil || !errors.Is(err, apply.ErrStale) || attempt >= 4 {
 			return c, total, err

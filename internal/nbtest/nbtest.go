@@ -8,6 +8,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 )
@@ -81,6 +82,8 @@ func (s *Server) start() {
 		"--unixctl="+s.ctl, "--log-file="+filepath.Join(s.Dir, "nb.log"), "-vconsole:off",
 		"--remote=punix:"+s.Sock)
 	s.cmd.Args = append(s.cmd.Args, s.args...)
+	// A test binary killed before its cleanups run takes its servers along.
+	s.cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
 	if err := s.cmd.Start(); err != nil {
 		s.t.Fatalf("ovsdb-server: %v", err)
 	}
