@@ -1,10 +1,15 @@
 package apply
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
+	"iter"
+	"slices"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/cenkalti/backoff/v4"
@@ -17,12 +22,21 @@ import (
 // DefaultMaxOpsPerTxn is the default of Options.MaxOpsPerTxn.
 const DefaultMaxOpsPerTxn = 1000
 
+// DefaultInFlight is the default of Options.InFlight.
+const DefaultInFlight = 2
+
 // Options tunes Apply. The zero value is ready to use.
 type Options struct {
 	// MaxOpsPerTxn bounds each transaction's operations; a ports delete
 	// counts once per port it removes. At least 2; 0 means
 	// DefaultMaxOpsPerTxn.
 	MaxOpsPerTxn int
+	// InFlight bounds the transactions sent and not yet answered, so that
+	// the server commits one while the client encodes the next and decodes
+	// the updates of the last. Only transactions of one phase are ever in
+	// flight together; the next phase starts once every one of them has
+	// been answered. At least 1 (one at a time); 0 means DefaultInFlight.
+	InFlight int
 	// NewBackOff returns the pacing of the retries of one transaction
 	// after client.ErrNotConnected; it must stop eventually. nil means
 	// exponential from 100ms, at most 8 retries and 30s.
@@ -54,7 +68,8 @@ type Result struct {
 	Deleted int `json:"deleted"`
 	// Ops counts the operations of the transactions that succeeded.
 	Ops int `json:"operations"`
-	// Txns describes every transaction sent, in order.
+	// Txns describes every transaction sent, in the order Apply issued
+	// them (several in flight may reach the server in another order).
 	Txns []Txn `json:"transactions"`
 	// Refused names the switches not deleted because ports remain on them
 	// (or because they vanished).
@@ -86,13 +101,24 @@ type Txn struct {
 // operations: switch creates and updates; port deletes; port updates and
 // creates; then each switch delete on its own. An empty plan sends nothing.
 //
+// Up to opts.InFlight transactions of a phase are in flight at once, and a
+// phase starts only once every transaction of the one before has been
+// answered. The transactions of one phase do not depend on each other:
+// they address distinct rows, except a switch's ports, which all of them
+// only insert into or all only delete from, in any order. That barrier is
+// what orders a moved port's delete before its create, which reuses the
+// name, and a new switch's insert before the ports put on it.
+//
 // A transaction that fails with client.ErrNotConnected is sent again
 // after a backoff; that is safe, as a repeated transaction either does the
 // same again or fails on the names and values it expects. Any other
-// failure stops Apply: an operation error or a row not found is ErrStale,
-// and the caller must recompute. A switch that still has ports is not
-// deleted (ErrSwitchInUse) and Apply goes on with the other switches. The
-// Result counts what was done up to the error.
+// failure stops Apply: it sends no further transaction, waits for the
+// answers to those in flight, and returns the failure of the first
+// transaction, in the order issued, that failed. An operation error or a row
+// not found is ErrStale, and the caller must recompute. A switch that
+// still has ports is not deleted (ErrSwitchInUse) and Apply goes on with
+// the other switches. The Result counts what was done, which includes the
+// transactions in flight with the failed one that succeeded.
 func Apply(ctx context.Context, c Transactor, plan diff.Plan, opts Options) (Result, error) {
 	var res Result
 	if opts.MaxOpsPerTxn == 0 {
@@ -100,6 +126,12 @@ func Apply(ctx context.Context, c Transactor, plan diff.Plan, opts Options) (Res
 	}
 	if opts.MaxOpsPerTxn < 2 {
 		return res, fmt.Errorf("apply: MaxOpsPerTxn %d: a port create takes 2 operations", opts.MaxOpsPerTxn)
+	}
+	if opts.InFlight == 0 {
+		opts.InFlight = DefaultInFlight
+	}
+	if opts.InFlight < 1 {
+		return res, fmt.Errorf("apply: InFlight %d: at least one transaction must be sent", opts.InFlight)
 	}
 	if plan.Empty() {
 		return res, nil
@@ -110,32 +142,39 @@ func Apply(ctx context.Context, c Transactor, plan diff.Plan, opts Options) (Res
 	a := applier{c: c, opts: opts, res: &res}
 
 	created := map[string]string{}
-	for _, t := range switchTxns(plan, opts.MaxOpsPerTxn) {
-		results, err := a.send(ctx, &t)
-		if err != nil {
-			return res, err
+	err := a.phase(ctx, slices.Values(switchTxns(plan, opts.MaxOpsPerTxn)), func(t *txn, results []ovsdb.OperationResult, err error) error {
+		if err == nil {
+			for i, name := range t.inserted {
+				created[name] = results[i].UUID.GoUUID
+			}
 		}
-		for i, name := range t.inserted {
-			created[name] = results[i].UUID.GoUUID
-		}
+		return err
+	})
+	if err != nil {
+		return res, err
 	}
 
-	txns, err := portTxns(plan, created, opts.MaxOpsPerTxn)
+	deletes, upserts, err := portTxns(plan, created, opts.MaxOpsPerTxn)
 	if err != nil {
 		return res, fmt.Errorf("apply: %w", err)
 	}
-	for _, t := range txns {
-		if _, err := a.send(ctx, &t); err != nil {
+	// Deletes and creates are separate phases: a moved port's create
+	// reuses the name its delete frees.
+	for _, txns := range []iter.Seq[txn]{deletes, upserts} {
+		if err := a.phase(ctx, txns, nil); err != nil {
 			return res, err
 		}
 	}
 
-	for _, t := range switchDeleteTxns(plan) {
-		if _, err := a.send(ctx, &t); errors.Is(err, errRefused) {
+	err = a.phase(ctx, slices.Values(switchDeleteTxns(plan)), func(t *txn, _ []ovsdb.OperationResult, err error) error {
+		if errors.Is(err, errRefused) {
 			res.Refused = append(res.Refused, t.sw)
-		} else if err != nil {
-			return res, err
+			return nil
 		}
+		return err
+	})
+	if err != nil {
+		return res, err
 	}
 	if len(res.Refused) > 0 {
 		return res, fmt.Errorf("apply: %w: not deleted: %s", ErrSwitchInUse, strings.Join(res.Refused, ", "))
@@ -184,10 +223,84 @@ func (a *applier) newBackOff() backoff.BackOff {
 	), 8)
 }
 
-// send transacts t, retrying on client.ErrNotConnected, and checks every
-// result.
-func (a *applier) send(ctx context.Context, t *txn) ([]ovsdb.OperationResult, error) {
-	n := len(a.res.Txns) + 1
+// sent is what became of one transaction. Once it has been answered, its
+// operations are dropped, and so are its results unless it created
+// switches, whose UUIDs they give.
+type sent struct {
+	t       txn
+	stat    Txn
+	results []ovsdb.OperationResult
+	err     error
+}
+
+// phase sends the transactions of txns, which must not depend on each
+// other, keeping up to a.opts.InFlight of them in flight, and returns once
+// every one sent has been answered. It takes each from txns only when it
+// can send it, and sends no more once one has failed with an error other
+// than errRefused, or ctx is done. It then accounts for the transactions
+// sent in the order it issued them: each is added to a.res, passed to done
+// (if not nil) with its error, and counted if done returns nil; the first
+// error done returns (by default, the transaction's own) is phase's.
+func (a *applier) phase(ctx context.Context, txns iter.Seq[txn], done func(t *txn, results []ovsdb.OperationResult, err error) error) error {
+	if done == nil {
+		done = func(_ *txn, _ []ovsdb.OperationResult, err error) error { return err }
+	}
+	first := len(a.res.Txns) + 1 // the number of the phase's first transaction in errors
+	slots := make(chan struct{}, a.opts.InFlight)
+	var (
+		out    []*sent
+		wg     sync.WaitGroup
+		failed atomic.Bool
+		unsent error
+	)
+	for t := range txns {
+		slots <- struct{}{}
+		if failed.Load() {
+			break
+		}
+		n := first + len(out)
+		if err := ctx.Err(); err != nil {
+			unsent = fmt.Errorf("apply: transaction %d and any after it not sent: %w", n, err)
+			break
+		}
+		s := &sent{t: t}
+		out = append(out, s)
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			s.stat, s.results, s.err = a.send(ctx, n, &s.t)
+			if s.err != nil && !errors.Is(s.err, errRefused) {
+				failed.Store(true)
+			}
+			s.t.ops, s.t.expect = nil, nil
+			if s.t.inserted == nil {
+				s.results = nil
+			}
+			<-slots
+		}()
+	}
+	wg.Wait()
+
+	var err error
+	for _, s := range out {
+		a.res.Txns = append(a.res.Txns, s.stat)
+		if e := done(&s.t, s.results, s.err); e != nil {
+			err = cmp.Or(err, e)
+			continue
+		}
+		if s.err == nil {
+			a.res.Ops += s.stat.Ops
+			a.res.Created += s.t.created
+			a.res.Updated += s.t.updated
+			a.res.Deleted += s.t.deleted
+		}
+	}
+	return cmp.Or(err, unsent)
+}
+
+// send transacts t, the n-th transaction of Apply, retrying on
+// client.ErrNotConnected, and checks every result.
+func (a *applier) send(ctx context.Context, n int, t *txn) (Txn, []ovsdb.OperationResult, error) {
 	stat := Txn{Ops: len(t.ops)}
 	var results []ovsdb.OperationResult
 	err := backoff.Retry(func() error {
@@ -204,21 +317,16 @@ func (a *applier) send(ctx context.Context, t *txn) ([]ovsdb.OperationResult, er
 		results = r
 		return nil
 	}, backoff.WithContext(a.newBackOff(), ctx))
-	a.res.Txns = append(a.res.Txns, stat)
 	if err != nil {
-		return nil, fmt.Errorf("apply: transaction %d (%d ops, %d attempts): %w", n, len(t.ops), stat.Attempts, err)
+		return stat, nil, fmt.Errorf("apply: transaction %d (%d ops, %d attempts): %w", n, len(t.ops), stat.Attempts, err)
 	}
 	if err := t.check(results); err != nil {
 		if errors.Is(err, errRefused) {
-			return nil, err
+			return stat, results, err
 		}
-		return nil, fmt.Errorf("apply: transaction %d (%d ops): %w", n, len(t.ops), err)
+		return stat, results, fmt.Errorf("apply: transaction %d (%d ops): %w", n, len(t.ops), err)
 	}
-	a.res.Ops += len(t.ops)
-	a.res.Created += t.created
-	a.res.Updated += t.updated
-	a.res.Deleted += t.deleted
-	return results, nil
+	return stat, results, nil
 }
 
 // check returns nil if every operation of t succeeded as expected, errRefused

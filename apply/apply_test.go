@@ -7,6 +7,7 @@ import (
 	"maps"
 	"reflect"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -344,12 +345,16 @@ func testApplyStale(t *testing.T, c client.Client) {
 // flaky fails its first fails calls with client.ErrNotConnected.
 type flaky struct {
 	Transactor
+	mu           sync.Mutex
 	fails, calls int
 }
 
 func (f *flaky) Transact(ctx context.Context, ops ...ovsdb.Operation) ([]ovsdb.OperationResult, error) {
+	f.mu.Lock()
 	f.calls++
-	if f.calls <= f.fails {
+	fail := f.calls <= f.fails
+	f.mu.Unlock()
+	if fail {
 		return nil, client.ErrNotConnected
 	}
 	return f.Transactor.Transact(ctx, ops...)

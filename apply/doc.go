@@ -20,6 +20,15 @@
 // holds more than Options.MaxOpsPerTxn operations. Map columns are written
 // key by key, so keys ovn-sync does not own are never touched.
 //
+// Within a phase, up to Options.InFlight transactions are in flight at
+// once, so that the server works on one while the client encodes the next
+// and decodes the updates of the last; libovsdb orders nothing among
+// concurrent transactions, and none is needed, as the transactions of a
+// phase are independent of each other. Between phases Apply waits for every
+// answer: that is what puts a moved port's delete before the create that
+// reuses its name, a new switch before the ports put on it, and the moves
+// off a switch before its delete.
+//
 // The op builders are pure and are tested without a server; Apply is the
 // one place that transacts, and it always checks every operation's result
 // (libovsdb's Transact returns no error when one of them fails). A lost

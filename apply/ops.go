@@ -1,6 +1,8 @@
 package apply
 
 import (
+	"cmp"
+	"iter"
 	"strconv"
 
 	"github.com/ovn-org/libovsdb/ovsdb"
@@ -236,9 +238,12 @@ type batcher struct {
 	// mutate removes counts as one row (deletes).
 	countMutates bool
 
-	txns []txn
-	t    txn
-	size int // rows of t so far; never less than its operations
+	// yield receives each transaction as it is closed; once it returns
+	// false, stopped is set and no more are passed to it.
+	yield   func(txn) bool
+	stopped bool
+	t       txn
+	size    int // rows of t so far; never less than its operations
 	// ports holds the port UUIDs (or named UUIDs) to add to or remove from
 	// each switch t mutates, in order; order lists those switches as first
 	// used; named counts t's named UUIDs.
@@ -247,8 +252,8 @@ type batcher struct {
 	named int
 }
 
-func newBatcher(max int, m ovsdb.Mutator, countMutates bool) *batcher {
-	return &batcher{max: max, mutator: m, countMutates: countMutates, ports: map[string][]string{}}
+func newBatcher(max int, m ovsdb.Mutator, countMutates bool, yield func(txn) bool) *batcher {
+	return &batcher{max: max, mutator: m, countMutates: countMutates, yield: yield, ports: map[string][]string{}}
 }
 
 // reserve makes room in the current transaction for rows more rows, plus,
@@ -286,81 +291,98 @@ func (b *batcher) flush() {
 			Mutations: []ovsdb.Mutation{{Column: colPorts, Mutator: b.mutator, Value: uuidSet(b.ports[sw])}},
 		}, oneRow)
 	}
-	if len(b.t.ops) > 0 {
-		b.txns = append(b.txns, b.t)
+	if len(b.t.ops) > 0 && !b.stopped && !b.yield(b.t) {
+		b.stopped = true
 	}
 	b.t, b.size, b.order, b.named = txn{}, 0, b.order[:0], 0
 	clear(b.ports)
 }
 
-// portTxns returns the second and third phases. First the deletes, as one
-// ports delete per switch per transaction; then, in later transactions,
-// the updates and creates: one mutate per updated port, one insert per new
-// port and one ports insert per switch per transaction. A delete and a
-// create never share a transaction: they may touch the same switch, and a
-// moved port's name must be gone before it is inserted again. Each port a
-// delete removes counts as one toward max, as it deletes a row.
+// portTxns returns the second and third phases, each built one transaction
+// at a time as it is iterated, so that only the transactions in flight are
+// held. First the deletes, as one ports delete per switch per transaction;
+// then the updates and creates: one mutate per updated port, one insert
+// per new port and one ports insert per switch per transaction. A delete
+// and a create never share a transaction, nor a phase: they may touch the
+// same switch, and a moved port's name must be gone before it is inserted
+// again. Each port a delete removes counts as one toward max, as it
+// deletes a row.
 //
-// switches gives the UUIDs of the switches the first phase created, by name.
-func portTxns(plan diff.Plan, switches map[string]string, max int) ([]txn, error) {
-	del := newBatcher(max, ovsdb.MutateOperationDelete, false)
+// switches gives the UUIDs of the switches the first phase created, by
+// name; a port to create on a switch with no UUID is an error, returned
+// before anything is built.
+func portTxns(plan diff.Plan, switches map[string]string, max int) (deletes, upserts iter.Seq[txn], err error) {
 	for i := range plan.Changes {
 		c := &plan.Changes[i]
-		if c.Kind != diff.KindPort || c.Action != diff.Delete {
-			continue
+		if c.Kind == diff.KindPort && c.Action == diff.Create && c.SwitchUUID == "" && switches[c.After.Switch] == "" {
+			return nil, nil, errNoSwitch(c)
 		}
-		if c.SwitchUUID != "" {
-			del.reserve(1, c.SwitchUUID)
-			del.addPort(c.SwitchUUID, c.Before.UUID)
-		} else {
-			// No switch of the recorded name is observed: remove the port
-			// from whichever switch holds it. This is the one operation
-			// found by content rather than by UUID, so it may reach a
-			// switch another operation of the transaction mutates too,
-			// which OVSDB applies in order.
-			del.reserve(1, "")
-			uuid := ovsdb.OvsSet{GoSet: []any{ovsdb.UUID{GoUUID: c.Before.UUID}}}
-			del.t.add(ovsdb.Operation{
-				Op: ovsdb.OperationMutate, Table: nbdb.LogicalSwitchTable,
-				Where:     []ovsdb.Condition{ovsdb.NewCondition(colPorts, ovsdb.ConditionIncludes, uuid)},
-				Mutations: []ovsdb.Mutation{{Column: colPorts, Mutator: ovsdb.MutateOperationDelete, Value: uuid}},
-			}, anyCount)
-		}
-		del.t.deleted++
 	}
-	del.flush()
+	deletes = func(yield func(txn) bool) {
+		del := newBatcher(max, ovsdb.MutateOperationDelete, false, yield)
+		for i := range plan.Changes {
+			c := &plan.Changes[i]
+			if c.Kind != diff.KindPort || c.Action != diff.Delete {
+				continue
+			}
+			if del.stopped {
+				return
+			}
+			if c.SwitchUUID != "" {
+				del.reserve(1, c.SwitchUUID)
+				del.addPort(c.SwitchUUID, c.Before.UUID)
+			} else {
+				// No switch of the recorded name is observed: remove the
+				// port from whichever switch holds it. This is the one
+				// operation found by content rather than by UUID, so it may
+				// reach a switch another operation of the transaction
+				// mutates too, which OVSDB applies in order.
+				del.reserve(1, "")
+				uuid := ovsdb.OvsSet{GoSet: []any{ovsdb.UUID{GoUUID: c.Before.UUID}}}
+				del.t.add(ovsdb.Operation{
+					Op: ovsdb.OperationMutate, Table: nbdb.LogicalSwitchTable,
+					Where:     []ovsdb.Condition{ovsdb.NewCondition(colPorts, ovsdb.ConditionIncludes, uuid)},
+					Mutations: []ovsdb.Mutation{{Column: colPorts, Mutator: ovsdb.MutateOperationDelete, Value: uuid}},
+				}, anyCount)
+			}
+			del.t.deleted++
+		}
+		del.flush()
+	}
 
-	up := newBatcher(max, ovsdb.MutateOperationInsert, true)
-	for i := range plan.Changes {
-		c := &plan.Changes[i]
-		if c.Kind != diff.KindPort || c.Action != diff.Update {
-			continue
+	upserts = func(yield func(txn) bool) {
+		up := newBatcher(max, ovsdb.MutateOperationInsert, true, yield)
+		for i := range plan.Changes {
+			c := &plan.Changes[i]
+			if c.Kind != diff.KindPort || c.Action != diff.Update {
+				continue
+			}
+			if up.stopped {
+				return
+			}
+			up.reserve(1, "")
+			up.t.add(portUpdate(c), oneRow)
+			up.t.updated++
 		}
-		up.reserve(1, "")
-		up.t.add(portUpdate(c), oneRow)
-		up.t.updated++
+		for i := range plan.Changes {
+			c := &plan.Changes[i]
+			if c.Kind != diff.KindPort || c.Action != diff.Create {
+				continue
+			}
+			if up.stopped {
+				return
+			}
+			sw := cmp.Or(c.SwitchUUID, switches[c.After.Switch])
+			up.reserve(1, sw)
+			name := "lsp" + strconv.Itoa(up.named)
+			up.named++
+			up.t.add(portInsert(c.After, name), anyCount)
+			up.addPort(sw, name)
+			up.t.created++
+		}
+		up.flush()
 	}
-	for i := range plan.Changes {
-		c := &plan.Changes[i]
-		if c.Kind != diff.KindPort || c.Action != diff.Create {
-			continue
-		}
-		sw := c.SwitchUUID
-		if sw == "" {
-			sw = switches[c.After.Switch]
-		}
-		if sw == "" {
-			return nil, errNoSwitch(c)
-		}
-		up.reserve(1, sw)
-		name := "lsp" + strconv.Itoa(up.named)
-		up.named++
-		up.t.add(portInsert(c.After, name), anyCount)
-		up.addPort(sw, name)
-		up.t.created++
-	}
-	up.flush()
-	return append(del.txns, up.txns...), nil
+	return deletes, upserts, nil
 }
 
 // switchDeleteTxns returns the last phase: one transaction per switch

@@ -2,6 +2,7 @@ package apply
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 
@@ -16,11 +17,11 @@ import (
 func allTxns(t *testing.T, plan diff.Plan, created map[string]string, max int) []txn {
 	t.Helper()
 	txns := switchTxns(plan, max)
-	ports, err := portTxns(plan, created, max)
+	deletes, upserts, err := portTxns(plan, created, max)
 	if err != nil {
 		t.Fatalf("portTxns: %v", err)
 	}
-	txns = append(txns, ports...)
+	txns = append(append(txns, slices.Collect(deletes)...), slices.Collect(upserts)...)
 	return append(txns, switchDeleteTxns(plan)...)
 }
 
@@ -285,7 +286,7 @@ func TestPortTxnsUnknownSwitch(t *testing.T) {
 	plan := diff.Plan{Changes: []diff.Change{{
 		Action: diff.Create, Kind: diff.KindPort, Name: "p", After: &state.Port{Name: "p", Switch: "nowhere"},
 	}}}
-	_, err := portTxns(plan, nil, 1000)
+	_, _, err := portTxns(plan, nil, 1000)
 	if err == nil || !strings.Contains(err.Error(), `switch "nowhere" has no UUID`) {
 		t.Errorf("portTxns(create on a switch without UUID) = %v, want an error naming the switch", err)
 	}

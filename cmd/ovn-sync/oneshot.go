@@ -27,6 +27,7 @@ type nbFlags struct {
 	addr            string
 	cert, key, ca   string
 	maxOps          int
+	txnsInFlight    int
 	maxDeleteFrac   float64
 	allowMassDelete bool
 	connectTimeout  time.Duration
@@ -38,6 +39,7 @@ func (n *nbFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&n.key, "nb-key", "", "client private key `file` for ssl: endpoints")
 	fs.StringVar(&n.ca, "nb-ca", "", "CA certificate `file` that signed the NB server's certificate")
 	fs.IntVar(&n.maxOps, "max-ops-per-txn", 1000, "most operations in one NB transaction")
+	fs.IntVar(&n.txnsInFlight, "txns-in-flight", apply.DefaultInFlight, "most NB transactions sent and not yet answered")
 	fs.Float64Var(&n.maxDeleteFrac, "max-delete-fraction", 0.5, "refuse a pass deleting more than this fraction of our ports (and more than 20)")
 	fs.BoolVar(&n.allowMassDelete, "allow-mass-delete", false, "allow a pass past --max-delete-fraction")
 	fs.DurationVar(&n.connectTimeout, "connect-timeout", 30*time.Second, "how long to wait for the NB")
@@ -328,7 +330,7 @@ func reconcile(ctx context.Context, p pass, nf nbFlags) (computed, apply.Result,
 		if p.beforeApply != nil {
 			p.beforeApply(c.want)
 		}
-		res, err := apply.Apply(ctx, p.nb, c.plan, apply.Options{MaxOpsPerTxn: nf.maxOps})
+		res, err := apply.Apply(ctx, p.nb, c.plan, apply.Options{MaxOpsPerTxn: nf.maxOps, InFlight: nf.txnsInFlight})
 		total.Add(res)
 		if err == nil || !errors.Is(err, apply.ErrStale) || attempt >= 4 {
 			return c, total, err

@@ -6,10 +6,12 @@
 // cluster of bench.Cluster and, each on a fresh server, measures:
 //
 //	(a) ovn-sync's cold start: dial, build, diff against the empty NB and
-//	    apply in 1000-operation transactions, until the last is committed;
+//	    apply in transactions of -max-ops-per-txn operations, -in-flight at
+//	    a time, until the last is committed;
 //	(b) the per-object pattern on the same ports: one libovsdb transaction
 //	    per port, through a client monitoring the same columns (and, with
-//	    -full-monitor, one monitoring Logical_Switch.ports too). When it
+//	    -full-monitor, one monitoring Logical_Switch.ports too; -skip-per-object
+//	    skips both). When it
 //	    outlasts -per-object-budget it is sampled and extrapolated, and the
 //	    output says so;
 //	(c) no-op passes over the warm cache, checking in the NB file that no
@@ -41,6 +43,8 @@ import (
 	"strings"
 	"syscall"
 	"time"
+
+	"github.com/ovn-sync/ovn-sync/apply"
 )
 
 // options are the command's flags.
@@ -53,8 +57,11 @@ type options struct {
 	fullMonitorBudget time.Duration
 	fullMonitorSample int
 	noopPasses        int
-	profileDir        string
-	inProcess         bool
+	skipPerObject     bool
+	// maxOps and inFlight are ovn-sync's apply.Options in every pass.
+	maxOps, inFlight int
+	profileDir       string
+	inProcess        bool
 	// jsonOut, if set, receives the whole report as JSON; render, if set,
 	// names such a file to render again instead of measuring.
 	jsonOut, render string
@@ -74,6 +81,9 @@ func parseFlags(args []string) (options, error) {
 	fs.BoolVar(&o.fullMonitor, "full-monitor", true, "also run the per-object pattern with a client monitoring Logical_Switch.ports")
 	fs.DurationVar(&o.fullMonitorBudget, "full-monitor-budget", 2*time.Minute, "-per-object-budget for the full-monitor client")
 	fs.IntVar(&o.fullMonitorSample, "full-monitor-sample", 1000, "-sample for the full-monitor client")
+	fs.BoolVar(&o.skipPerObject, "skip-per-object", false, "measure ovn-sync alone, not the per-object pattern, to iterate quickly")
+	fs.IntVar(&o.maxOps, "max-ops-per-txn", maxOpsPerTxn, "ovn-sync's apply.Options.MaxOpsPerTxn")
+	fs.IntVar(&o.inFlight, "in-flight", apply.DefaultInFlight, "ovn-sync's apply.Options.InFlight")
 	fs.IntVar(&o.noopPasses, "noop-passes", 5, "no-op passes to run (at least 2: the first converts every row)")
 	fs.StringVar(&o.profileDir, "profile", "", "write CPU profiles of the cold, no-op and churn phases and a heap profile to this `directory`")
 	fs.BoolVar(&o.inProcess, "in-process", false, "measure every size in this process (peak RSS is then not per size)")
@@ -107,6 +117,8 @@ func (o options) childArgs(size int, out string) []string {
 		"-full-monitor=" + strconv.FormatBool(o.fullMonitor),
 		"-full-monitor-budget", o.fullMonitorBudget.String(), "-full-monitor-sample", strconv.Itoa(o.fullMonitorSample),
 		"-noop-passes", strconv.Itoa(o.noopPasses), "-profile", o.profileDir,
+		"-skip-per-object=" + strconv.FormatBool(o.skipPerObject),
+		"-max-ops-per-txn", strconv.Itoa(o.maxOps), "-in-flight", strconv.Itoa(o.inFlight),
 	}
 }
 
@@ -146,7 +158,8 @@ func run(ctx context.Context, opts options, command string) error {
 			return err
 		}
 	}
-	rep := report{Command: strings.TrimSpace(command), Machine: machineInfo(ctx), Date: time.Now().UTC(), Profiled: opts.profileDir != "", LoadBefore: loadAverage()}
+	rep := report{Command: strings.TrimSpace(command), Machine: machineInfo(ctx), Date: time.Now().UTC(), Profiled: opts.profileDir != "", LoadBefore: loadAverage(),
+		MaxOpsPerTxn: opts.maxOps, InFlight: opts.inFlight}
 	for _, size := range opts.sizes {
 		r, err := measureOne(ctx, opts, size)
 		if err != nil {

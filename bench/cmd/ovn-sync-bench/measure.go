@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"runtime/pprof"
 	"slices"
+	"sync"
 	"time"
 
 	"github.com/ovn-org/libovsdb/ovsdb"
@@ -19,7 +20,8 @@ import (
 	"github.com/ovn-sync/ovn-sync/state"
 )
 
-// maxOpsPerTxn is ovn-sync's batch size in every measurement.
+// maxOpsPerTxn is the default of -max-ops-per-txn, and the batch size of
+// the preloads of the per-object measurement.
 const maxOpsPerTxn = 1000
 
 // sizeResult is everything measured for one cluster size.
@@ -48,6 +50,9 @@ type pass struct {
 	Plan    diff.Counts   `json:"plan"`
 	Txns    int           `json:"txns"` // transactions Apply sent
 	Ops     int           `json:"ops"`
+	// Rebuilt is false when the memo answered: neither the inputs nor the
+	// NB snapshot had changed since the previous pass.
+	Rebuilt bool `json:"rebuilt"`
 }
 
 // coldResult is measurement (a), with (e): ovn-sync writing every port
@@ -114,6 +119,9 @@ func measureSize(ctx context.Context, opts options, size int) (sizeResult, error
 	if err != nil {
 		return r, err
 	}
+	if opts.skipPerObject {
+		return r, nil
+	}
 	logf("%d: per-object pattern, monitoring Logical_Switch names only", size)
 	if r.PerObject, err = runPerObject(ctx, want, perObjectOptions{monitor: monitorNames, budget: opts.perObjectBudget, sample: opts.sample}); err != nil {
 		return r, fmt.Errorf("per-object: %w", err)
@@ -139,8 +147,11 @@ func measureOvnSync(ctx context.Context, opts options, r *sizeResult, in desired
 	}
 	defer srv.stop()
 
+	// One memo for every pass, as run mode keeps one: a pass over inputs
+	// and an NB snapshot that did not change does not build again.
+	src := source{in: in, version: 1, memo: new(desired.Memo)}
 	logf("%d: ovn-sync cold start", r.Size)
-	nb, want, err := coldStart(ctx, opts, srv, r, in, cfg)
+	nb, want, err := coldStart(ctx, opts, srv, r, src, cfg)
 	if err != nil {
 		return want, err
 	}
@@ -155,11 +166,11 @@ func measureOvnSync(ctx context.Context, opts options, r *sizeResult, in desired
 	}
 
 	logf("%d: ovn-sync no-op passes", r.Size)
-	if r.Noop, err = noopPasses(ctx, opts, srv, nb, r.Size, in, cfg); err != nil {
+	if r.Noop, err = noopPasses(ctx, opts, srv, nb, r.Size, src, cfg); err != nil {
 		return want, err
 	}
 	logf("%d: ovn-sync 1%% churn", r.Size)
-	if r.Churn, err = churnPass(ctx, opts, srv, nb, r.Size, in, cfg); err != nil {
+	if r.Churn, err = churnPass(ctx, opts, srv, nb, r.Size, src, cfg); err != nil {
 		return want, err
 	}
 	if r.Mem.PeakRSS, err = peakRSS(); err != nil {
@@ -170,7 +181,7 @@ func measureOvnSync(ctx context.Context, opts options, r *sizeResult, in desired
 
 // coldStart dials the empty NB and writes the whole cluster, timing from
 // the dial until the last transaction is committed.
-func coldStart(ctx context.Context, opts options, srv *server, r *sizeResult, in desired.Inputs, cfg desired.Config) (*observed.NB, state.State, error) {
+func coldStart(ctx context.Context, opts options, srv *server, r *sizeResult, src source, cfg desired.Config) (*observed.NB, state.State, error) {
 	commits0, err := srv.commits()
 	if err != nil {
 		return nil, state.State{}, err
@@ -188,7 +199,7 @@ func coldStart(ctx context.Context, opts options, srv *server, r *sizeResult, in
 		return nil, state.State{}, err
 	}
 	r.Cold.Dial = time.Since(start)
-	p, want, err := reconcile(ctx, nb, in, cfg, newProgress(fmt.Sprintf("%d: cold start, ops", r.Size), 0))
+	p, want, err := reconcile(ctx, opts, nb, src, cfg, newProgress(fmt.Sprintf("%d: cold start, ops", r.Size), 0))
 	wall := time.Since(start)
 	r.Cold.ClientCPU = selfCPU() - client0
 	server1, _ := srv.cpu()
@@ -206,7 +217,7 @@ func coldStart(ctx context.Context, opts options, srv *server, r *sizeResult, in
 
 // noopPasses runs opts.noopPasses full passes over the warm cache and
 // checks that none of them committed anything.
-func noopPasses(ctx context.Context, opts options, srv *server, nb *observed.NB, size int, in desired.Inputs, cfg desired.Config) (noopResult, error) {
+func noopPasses(ctx context.Context, opts options, srv *server, nb *observed.NB, size int, src source, cfg desired.Config) (noopResult, error) {
 	var res noopResult
 	commits0, err := srv.commits()
 	if err != nil {
@@ -218,7 +229,7 @@ func noopPasses(ctx context.Context, opts options, srv *server, nb *observed.NB,
 	}
 	server0, _ := srv.cpu()
 	for range max(opts.noopPasses, 2) {
-		p, _, err := reconcile(ctx, nb, in, cfg, nil)
+		p, _, err := reconcile(ctx, opts, nb, src, cfg, nil)
 		if err != nil {
 			stop()
 			return res, err
@@ -235,9 +246,9 @@ func noopPasses(ctx context.Context, opts options, srv *server, nb *observed.NB,
 
 // churnPass changes about 1% of the ports through their owners and times
 // the one pass that follows.
-func churnPass(ctx context.Context, opts options, srv *server, nb *observed.NB, size int, in desired.Inputs, cfg desired.Config) (churnResult, error) {
+func churnPass(ctx context.Context, opts options, srv *server, nb *observed.NB, size int, src source, cfg desired.Config) (churnResult, error) {
 	var res churnResult
-	changed, counts := churnInputs(in, size)
+	changed, counts := churnInputs(src.in, size)
 	res.Inputs = counts
 	commits0, err := srv.commits()
 	if err != nil {
@@ -248,7 +259,7 @@ func churnPass(ctx context.Context, opts options, srv *server, nb *observed.NB, 
 		return res, err
 	}
 	server0, _ := srv.cpu()
-	p, want, err := reconcile(ctx, nb, changed, cfg, nil)
+	p, want, err := reconcile(ctx, opts, nb, source{in: changed, version: src.version + 1, memo: src.memo}, cfg, nil)
 	server1, _ := srv.cpu()
 	stop()
 	res.pass, res.ServerCPU = p, server1-server0
@@ -263,17 +274,26 @@ func churnPass(ctx context.Context, opts options, srv *server, nb *observed.NB, 
 	return res, waitCache(ctx, nb, len(want.Ports))
 }
 
+// source is what a pass builds from: the inputs, a version that changes
+// whenever they do, and the memo kept between passes.
+type source struct {
+	in      desired.Inputs
+	version uint64
+	memo    *desired.Memo
+}
+
 // reconcile is one ovn-sync pass, as the run loop does it: snapshot the
-// cache, build the desired state, diff, and apply in batches. bar, if not
-// nil, follows the operations committed.
-func reconcile(ctx context.Context, nb *observed.NB, in desired.Inputs, cfg desired.Config, bar *progress) (pass, state.State, error) {
+// cache, build the desired state, diff, and apply in batches as opts say.
+// bar, if not nil, follows the operations committed.
+func reconcile(ctx context.Context, opts options, nb *observed.NB, src source, cfg desired.Config, bar *progress) (pass, state.State, error) {
 	var p pass
 	start := time.Now()
-	have := nb.State()
+	have, haveVersion := nb.StateVersion()
 	p.State = time.Since(start)
 
 	t := time.Now()
-	want, problems := desired.Build(in, cfg, have)
+	p.Rebuilt = !src.memo.Hit(cfg, desired.Versions{Inputs: src.version, Have: haveVersion})
+	want, problems := src.memo.Build(src.in, cfg, have, desired.Versions{Inputs: src.version, Have: haveVersion})
 	p.Build = time.Since(t)
 	if len(problems) > 0 {
 		return p, want, fmt.Errorf("generated cluster has %d problems, first: %s", len(problems), problems[0])
@@ -291,7 +311,7 @@ func reconcile(ctx context.Context, nb *observed.NB, in desired.Inputs, cfg desi
 		defer bar.finish()
 	}
 	t = time.Now()
-	res, err := apply.Apply(ctx, tx, plan, apply.Options{MaxOpsPerTxn: maxOpsPerTxn})
+	res, err := apply.Apply(ctx, tx, plan, apply.Options{MaxOpsPerTxn: opts.maxOps, InFlight: opts.inFlight})
 	p.Apply = time.Since(t)
 	p.Wall = time.Since(start)
 	p.Txns, p.Ops = len(res.Txns), res.Ops
@@ -301,15 +321,19 @@ func reconcile(ctx context.Context, nb *observed.NB, in desired.Inputs, cfg desi
 	return p, want, nil
 }
 
-// watchedTransactor moves a progress bar on as transactions return.
+// watchedTransactor moves a progress bar on as transactions return, of
+// which several may be in flight.
 type watchedTransactor struct {
 	apply.Transactor
 	bar  *progress
+	mu   sync.Mutex
 	done int
 }
 
 func (w *watchedTransactor) Transact(ctx context.Context, ops ...ovsdb.Operation) ([]ovsdb.OperationResult, error) {
 	res, err := w.Transactor.Transact(ctx, ops...)
+	w.mu.Lock()
+	defer w.mu.Unlock()
 	w.done += len(ops)
 	w.bar.set(w.done)
 	return res, err

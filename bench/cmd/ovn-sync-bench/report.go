@@ -2,6 +2,7 @@ package main
 
 import (
 	"bufio"
+	"cmp"
 	"context"
 	"fmt"
 	"os"
@@ -19,7 +20,10 @@ type report struct {
 	Machine  machine
 	Date     time.Time
 	Profiled bool // timings include the CPU profiler's overhead
-	Results  []sizeResult
+	// MaxOpsPerTxn and InFlight are the apply.Options of ovn-sync's passes
+	// (zero in reports from before they were recorded: 1000 and 1).
+	MaxOpsPerTxn, InFlight int
+	Results                []sizeResult
 	// LoadBefore and LoadAfter are /proc/loadavg at the start and the end
 	// of the run: other work on the host inflates wall times.
 	LoadBefore, LoadAfter string
@@ -140,7 +144,19 @@ func (rep report) rows() [][]string {
 		p := r.Noop.steady()
 		return fmt.Sprintf("%s / %s / %s / %s", millis(p.State), millis(p.Build), millis(p.Compute), millis(p.Apply))
 	})
-	add("    first pass after the cold start", func(r sizeResult) string { return millis(r.Noop.first().Wall) })
+	add("    build ran (memo answered)", func(r sizeResult) string {
+		rebuilt := 0
+		for _, p := range r.Noop.Passes[1:] {
+			if p.Rebuilt {
+				rebuilt++
+			}
+		}
+		return fmt.Sprintf("%d of %d (%d)", rebuilt, len(r.Noop.Passes)-1, len(r.Noop.Passes)-1-rebuilt)
+	})
+	add("    first pass after the cold start (builds)", func(r sizeResult) string {
+		p := r.Noop.first()
+		return fmt.Sprintf("%s (build %s)", millis(p.Wall), millis(p.Build))
+	})
 	add("    transactions (NB file records)", func(r sizeResult) string {
 		txns, changes := 0, 0
 		for _, p := range r.Noop.Passes {
@@ -248,7 +264,7 @@ func (rep report) markdown(chart, results string) string {
 		}
 		fmt.Fprintf(&b, "\n![time vs N](%s)\n", filepath.ToSlash(rel))
 	}
-	b.WriteString(methodNotes)
+	b.WriteString(strings.Replace(methodNotes, "{apply}", rep.applyOptions(), 1))
 	return b.String()
 }
 
@@ -301,7 +317,14 @@ func (rep report) writeTargets(b *strings.Builder) {
 	b.WriteString("\n")
 }
 
-// methodNotes explains, once, what each figure is.
+// applyOptions describes the apply.Options of ovn-sync's passes.
+func (rep report) applyOptions() string {
+	ops, inFlight := cmp.Or(rep.MaxOpsPerTxn, 1000), cmp.Or(rep.InFlight, 1)
+	return fmt.Sprintf("%d operations per transaction, up to %d in flight", ops, inFlight)
+}
+
+// methodNotes explains, once, what each figure is; {apply} stands for
+// applyOptions.
 const methodNotes = `
 ## Method
 
@@ -309,7 +332,7 @@ const methodNotes = `
   ` + "`ovsdb-tool create`" + ` from /usr/share/ovn/ovn-nb.ovsschema, unix socket). Each size runs in a child
   process of its own, so peak RSS is per size.
 - (a) Cold start: ` + "`observed.Dial`" + ` on the empty NB, ` + "`desired.Build`" + `, ` + "`diff.Compute`" + `, ` + "`apply.Apply`" + ` with
-  1000 operations per transaction; wall time from the dial until the last transaction's reply.
+  {apply}; wall time from the dial until the last transaction's reply.
 - (b) Per-object: the same desired ports (addresses computed in advance, so the per-object side's IPAM
   is free), in name order, one transaction each (insert the Logical_Switch_Port and mutate its switch's
   ports, built with libovsdb's model API), waiting for each reply, through a client monitoring the same
@@ -318,8 +341,10 @@ const methodNotes = `
   ports, the pattern writes those, and the preloaded range is interpolated linearly between the per-port
   cost at its two ends; the range given bounds that part by the cheaper and the dearer end.
 - (c) No-op: full passes (` + "`State`" + `, ` + "`Build`" + `, ` + "`Compute`" + `, ` + "`Apply`" + ` of the empty plan) over the warm cache; the
-  first pass after the cold start converts every cached row and is shown apart; the median is of the
-  others. Zero transactions is checked twice: Apply's count, and the records of the NB file (a standalone
+  first pass after the cold start converts every cached row and builds (the NB changed), and is shown
+  apart; the median is of the others. Passes build through a ` + "`desired.Memo`" + ` as run mode does: when
+  neither the inputs' version nor the NB snapshot's changed, the last desired state is reused and only
+  diffed against the whole NB again. Zero transactions is checked twice: Apply's count, and the records of the NB file (a standalone
   ovsdb-server appends one per committed transaction).
 - (d) Churn: 1% of the ports' owners change (a quarter of a percent of pods deleted, as many created, half
   a percent moved to another node or given a static IP) and one pass is timed.
