@@ -171,6 +171,34 @@ func (n faultNB) dial(t *testing.T) *observed.NB {
 	return nb
 }
 
+// progress connects a client that follows the writes up to the next
+// fault. On a cluster it is a follower's, not leader-only: a leader-only
+// client loses its connection with the leader and takes its reconnect
+// backoff to come back, long enough for the writes to end unseen; the
+// leader is the member the next fault kills.
+func (n faultNB) progress(t *testing.T) *observed.NB {
+	t.Helper()
+	if n.c == nil {
+		return n.dial(t)
+	}
+	leader := n.c.Leader()
+	for i := range n.c.Members {
+		if i == leader || !n.c.Running(i) {
+			continue
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+		defer cancel()
+		nb, err := observed.Dial(ctx, observed.Options{Endpoints: []string{n.c.Members[i].Addr()}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(nb.Close)
+		return nb
+	}
+	t.Fatal("no running follower")
+	return nil
+}
+
 // killLeader kills the cluster's leader and starts the killed member again,
 // so that the cluster keeps three members for the next kill. The restart
 // returns once the member has rejoined, under the new leader.
@@ -358,14 +386,14 @@ func TestFaultApply(t *testing.T) {
 		cluster bool
 		// at are the fractions of the ports written at which fault strikes.
 		at []float64
-		// maxOps, when set, makes smaller transactions, so that the cold
-		// start lasts past two leader changes.
-		maxOps string
-		fault  func(*testing.T, faultNB, *applyProc)
+		// slow, when set, are flags that make smaller transactions, so
+		// that the cold start lasts past two leader changes.
+		slow  []string
+		fault func(*testing.T, faultNB, *applyProc)
 		// rerun: the fault ends apply; a second run must converge.
 		rerun bool
 	}{
-		{name: "cluster-leader-killed", cluster: true, at: []float64{0.2, 0.6}, maxOps: "400",
+		{name: "cluster-leader-killed", cluster: true, at: []float64{0.2, 0.5}, slow: []string{"--max-ops-per-txn", "400"},
 			fault: func(t *testing.T, n faultNB, _ *applyProc) { killLeader(t, n) }},
 		{name: "nb-restarted", at: []float64{0.3},
 			fault: func(t *testing.T, n faultNB, _ *applyProc) { restartNB(t, n) }},
@@ -380,16 +408,12 @@ func TestFaultApply(t *testing.T) {
 			} else {
 				n.s = nbtest.Start(t)
 			}
-			watch := n.dial(t)
 			start := time.Now()
-			var extra []string
-			if tc.maxOps != "" {
-				extra = []string{"--max-ops-per-txn", tc.maxOps}
-			}
-			p := startApply(t, fc, n.addr(), extra...)
+			p := startApply(t, fc, n.addr(), tc.slow...)
 			before := map[string][]string{}
 			var last time.Time
 			for _, f := range tc.at {
+				watch := n.progress(t)
 				waitRows(t, watch, int(f*float64(len(fc.want))), p.done, "apply", func() string {
 					return fmt.Sprintf("exit %d; NB: %v\nstderr:\n%s", p.exit, portsConverged(n.dial(t), fc, nil), faultTail(p.stderr.String(), 3000))
 				})
@@ -459,8 +483,9 @@ func TestFaultRun(t *testing.T) {
 			before := map[string][]string{}
 			var last time.Time
 			for _, f := range tc.at {
-				waitRows(t, watch, int(f*float64(len(fc.want))), nil, "run", nil)
-				maps := portAddrs(watch.State())
+				progress := n.progress(t)
+				waitRows(t, progress, int(f*float64(len(fc.want))), nil, "run", nil)
+				maps := portAddrs(progress.State())
 				if len(maps) >= len(fc.want) {
 					t.Fatalf("run wrote all %d ports before the fault at %.0f%%", len(maps), 100*f)
 				}

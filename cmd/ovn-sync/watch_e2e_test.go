@@ -290,18 +290,25 @@ func TestRunAPIWatchBreak(t *testing.T) {
 					return
 				default:
 				}
+				// The watch must have seen the port back before it is
+				// deleted again, and seen it go before waiting for it
+				// back: its cache trails the NB by a few milliseconds.
+				if err := waitPort(nb, drift, true); err != nil {
+					done <- err
+					return
+				}
 				if _, err := nbs.TryNBCtl("lsp-del", drift); err != nil {
 					done <- err
 					return
 				}
 				n++
-				deadline := time.Now().Add(5 * time.Second)
-				for nb.State().Ports[drift] == nil {
-					if time.Now().After(deadline) {
-						done <- fmt.Errorf("port %s not recreated within 5s", drift)
-						return
-					}
-					time.Sleep(10 * time.Millisecond)
+				if err := waitPort(nb, drift, false); err != nil {
+					done <- err
+					return
+				}
+				if err := waitPort(nb, drift, true); err != nil {
+					done <- err
+					return
 				}
 				time.Sleep(300 * time.Millisecond)
 			}
@@ -380,4 +387,19 @@ func TestRunAPIWatchBreak(t *testing.T) {
 	n := loss.check(t, want, c.deletedAt, expected)
 	c.mu.Unlock()
 	t.Logf("%d ports judged: none deleted before its pod, none re-addressed; %d deletions seen in the NB", n, loss.count())
+}
+
+// waitPort waits up to 5s for nb's cache to hold the port (present) or not.
+func waitPort(nb *observed.NB, name string, present bool) error {
+	deadline := time.Now().Add(5 * time.Second)
+	for (nb.State().Ports[name] != nil) != present {
+		if time.Now().After(deadline) {
+			if present {
+				return fmt.Errorf("port %s not recreated within 5s", name)
+			}
+			return fmt.Errorf("port %s still in the NB 5s after its deletion", name)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	return nil
 }
