@@ -146,6 +146,15 @@ type faultNB struct {
 	s *nbtest.Server
 }
 
+// startFaultNB starts a 3-member RAFT cluster or a standalone server.
+func startFaultNB(t *testing.T, cluster bool) faultNB {
+	t.Helper()
+	if cluster {
+		return faultNB{c: nbtest.StartCluster(t)}
+	}
+	return faultNB{s: nbtest.Start(t)}
+}
+
 func (n faultNB) addr() string {
 	if n.c != nil {
 		return n.c.Addr()
@@ -402,12 +411,7 @@ func TestFaultApply(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			fc := generatedCluster(t)
-			var n faultNB
-			if tc.cluster {
-				n.c = nbtest.StartCluster(t)
-			} else {
-				n.s = nbtest.Start(t)
-			}
+			n := startFaultNB(t, tc.cluster)
 			start := time.Now()
 			p := startApply(t, fc, n.addr(), tc.slow...)
 			before := map[string][]string{}
@@ -471,12 +475,7 @@ func TestFaultRun(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			fc := generatedCluster(t)
-			var n faultNB
-			if tc.cluster {
-				n.c = nbtest.StartCluster(t)
-			} else {
-				n.s = nbtest.Start(t)
-			}
+			n := startFaultNB(t, tc.cluster)
 			watch := n.dial(t)
 			start := time.Now()
 			r := startFaultRunner(t, n.addr(), fc.in)

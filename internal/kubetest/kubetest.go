@@ -324,13 +324,6 @@ func (s *Server) StartAPIServer() {
 	s.waitReady(60 * time.Second)
 }
 
-// Restart is StopAPIServer then StartAPIServer.
-func (s *Server) Restart() {
-	s.t.Helper()
-	s.StopAPIServer()
-	s.StartAPIServer()
-}
-
 // KubeconfigFor writes a kubeconfig file that authenticates as the cluster
 // admin but reaches the API server at url (e.g. a Proxy's), and returns its
 // path. The serving certificate is valid for 127.0.0.1 on any port.

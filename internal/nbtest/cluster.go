@@ -186,12 +186,5 @@ func (c *Cluster) TryNBCtl(args ...string) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	cmd := exec.Command("ovn-nbctl", append([]string{"--db=" + c.Members[i].Addr(), "--timeout=20"}, args...)...)
-	var stderr bytes.Buffer
-	cmd.Stderr = &stderr
-	out, err := cmd.Output()
-	if err != nil {
-		return "", fmt.Errorf("%w: %s", err, strings.TrimSpace(stderr.String()))
-	}
-	return strings.TrimSpace(string(out)), nil
+	return nbctl(c.Members[i].Addr(), 20*time.Second, args)
 }

@@ -133,7 +133,13 @@ func (s *Server) NBCtl(args ...string) string {
 
 // TryNBCtl is NBCtl returning the error instead of failing the test.
 func (s *Server) TryNBCtl(args ...string) (string, error) {
-	cmd := exec.Command("ovn-nbctl", append([]string{"--db=" + s.Addr(), "--timeout=10"}, args...)...)
+	return nbctl(s.Addr(), 10*time.Second, args)
+}
+
+// nbctl runs ovn-nbctl against db and returns its trimmed output, or an
+// error carrying its stderr.
+func nbctl(db string, timeout time.Duration, args []string) (string, error) {
+	cmd := exec.Command("ovn-nbctl", append([]string{"--db=" + db, fmt.Sprintf("--timeout=%d", int(timeout.Seconds()))}, args...)...)
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
 	out, err := cmd.Output()

@@ -292,8 +292,9 @@ func reconcile(ctx context.Context, opts options, nb *observed.NB, src source, c
 	p.State = time.Since(start)
 
 	t := time.Now()
-	p.Rebuilt = !src.memo.Hit(cfg, desired.Versions{Inputs: src.version, Have: haveVersion})
-	want, problems := src.memo.Build(src.in, cfg, have, desired.Versions{Inputs: src.version, Have: haveVersion})
+	v := desired.Versions{Inputs: src.version, Have: haveVersion}
+	p.Rebuilt = !src.memo.Hit(cfg, v)
+	want, problems := src.memo.Build(src.in, cfg, have, v)
 	p.Build = time.Since(t)
 	if len(problems) > 0 {
 		return p, want, fmt.Errorf("generated cluster has %d problems, first: %s", len(problems), problems[0])
