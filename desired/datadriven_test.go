@@ -58,6 +58,19 @@ func TestBuild(t *testing.T) {
 	}
 }
 
+// fileConfig is the defaultNetwork part of ovn-sync's config file.
+type fileConfig struct {
+	DefaultNetwork struct {
+		LogicalSwitch string   `json:"logicalSwitch"`
+		Subnets       []string `json:"subnets"`
+		ExcludeIPs    []string `json:"excludeIPs"`
+	} `json:"defaultNetwork"`
+}
+
+func (fc fileConfig) config() (Config, error) {
+	return NewConfig(fc.DefaultNetwork.LogicalSwitch, fc.DefaultNetwork.Subnets, fc.DefaultNetwork.ExcludeIPs)
+}
+
 type harness struct {
 	cfg  Config
 	in   Inputs
@@ -68,17 +81,11 @@ type harness struct {
 func (h *harness) run(t *testing.T, d *datadriven.TestData) string {
 	switch d.Cmd {
 	case "config":
-		var fc struct {
-			DefaultNetwork struct {
-				LogicalSwitch string   `json:"logicalSwitch"`
-				Subnets       []string `json:"subnets"`
-				ExcludeIPs    []string `json:"excludeIPs"`
-			} `json:"defaultNetwork"`
-		}
+		var fc fileConfig
 		if err := yaml.UnmarshalStrict([]byte(d.Input), &fc); err != nil {
 			d.Fatalf(t, "config: %v", err)
 		}
-		cfg, err := NewConfig(fc.DefaultNetwork.LogicalSwitch, fc.DefaultNetwork.Subnets, fc.DefaultNetwork.ExcludeIPs)
+		cfg, err := fc.config()
 		if err != nil {
 			return "error: " + err.Error() + "\n"
 		}

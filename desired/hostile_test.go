@@ -97,17 +97,11 @@ func exampleCluster(t *testing.T) (Inputs, Config) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var fc struct {
-		DefaultNetwork struct {
-			LogicalSwitch string   `json:"logicalSwitch"`
-			Subnets       []string `json:"subnets"`
-			ExcludeIPs    []string `json:"excludeIPs"`
-		} `json:"defaultNetwork"`
-	}
+	var fc fileConfig
 	if err := yaml.Unmarshal(data, &fc); err != nil {
 		t.Fatal(err)
 	}
-	cfg, err := NewConfig(fc.DefaultNetwork.LogicalSwitch, fc.DefaultNetwork.Subnets, fc.DefaultNetwork.ExcludeIPs)
+	cfg, err := fc.config()
 	if err != nil {
 		t.Fatal(err)
 	}
