@@ -12,8 +12,6 @@ import (
 // a cheap map key. The zero value means "none".
 type mac uint64
 
-const macBits = 48
-
 func (m mac) valid() bool { return m != 0 }
 
 // appendTo appends m in OVN's canonical form, lower-case and colon-separated.

@@ -62,7 +62,7 @@ func cmdDemo(args []string, stdout, stderr io.Writer) error {
 
 	fmt.Fprintln(stdout, "\n$ ovn-sync apply")
 	start := time.Now()
-	plan, _, res, err := applyPass(ctx, p, nf)
+	_, _, res, err := applyPass(ctx, p, nf)
 	if err != nil {
 		return err
 	}

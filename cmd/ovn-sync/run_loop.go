@@ -80,11 +80,10 @@ type runner struct {
 	// replaced.
 	memo desired.Memo
 
-	mu       sync.Mutex
-	leading  bool
-	passed   bool // a pass succeeded since the lease was won
-	lastErr  error
-	unsynced string
+	mu      sync.Mutex
+	leading bool
+	passed  bool // a pass succeeded since the lease was won
+	lastErr error
 }
 
 func newRunner(log logr.Logger, cfg desired.Config, rf *runFlags, src *sources.Informers, m *metrics) *runner {

@@ -45,17 +45,18 @@ func writeChart(path string, results []sizeResult) error {
 			full = append(full, plotter.XY{X: x, Y: secs(r.PerObjectFull.Estimate)})
 		}
 	}
-	if err := addSeries(p, "ovn-sync cold start", cold, colorOvnSync, draw.CircleGlyph{}); err != nil {
-		return err
-	}
-	if err := addSeries(p, "ovsdb-server CPU for it (floor)", cpu, colorServer, draw.SquareGlyph{}); err != nil {
-		return err
-	}
-	if err := addSeries(p, "per-object, 1 txn/port"+extrapolatedAt(results, names), per, colorPerObject, draw.TriangleGlyph{}); err != nil {
-		return err
-	}
-	if len(full) > 0 {
-		if err := addSeries(p, "per-object, Logical_Switch.ports monitored"+extrapolatedAt(results, fullMonitor), full, colorFull, draw.PyramidGlyph{}); err != nil {
+	for _, s := range []struct {
+		name  string
+		xys   plotter.XYs
+		color color.Color
+		glyph draw.GlyphDrawer
+	}{
+		{"ovn-sync cold start", cold, colorOvnSync, draw.CircleGlyph{}},
+		{"ovsdb-server CPU for it (floor)", cpu, colorServer, draw.SquareGlyph{}},
+		{"per-object, 1 txn/port" + extrapolatedAt(results, names), per, colorPerObject, draw.TriangleGlyph{}},
+		{"per-object, Logical_Switch.ports monitored" + extrapolatedAt(results, fullMonitor), full, colorFull, draw.PyramidGlyph{}},
+	} {
+		if err := addSeries(p, s.name, s.xys, s.color, s.glyph); err != nil {
 			return err
 		}
 	}
@@ -69,9 +70,31 @@ func writeChart(path string, results []sizeResult) error {
 	return p.Save(8*vg.Inch, 5*vg.Inch, path)
 }
 
-// addSeries adds a line through points with a glyph at each.
+// addSeries adds a line through points with a glyph at each. A time of zero
+// is a real reading (ovsdb-server's CPU for a small cold start can be under
+// one clock tick, 10ms) that a log scale cannot show: such points are left
+// out and the legend names their sizes. A series with no point left is only
+// named in the legend.
 func addSeries(p *plot.Plot, name string, xys plotter.XYs, c color.Color, g draw.GlyphDrawer) error {
-	l, s, err := plotter.NewLinePoints(xys)
+	var drawn plotter.XYs
+	var zero []string
+	for _, xy := range xys {
+		if xy.Y > 0 {
+			drawn = append(drawn, xy)
+		} else {
+			zero = append(zero, strconv.Itoa(int(xy.X)))
+		}
+	}
+	if len(zero) > 0 {
+		name += " (0 s, not drawn, at " + strings.Join(zero, ", ") + ")"
+	}
+	if len(drawn) == 0 {
+		if len(zero) > 0 {
+			p.Legend.Add(name)
+		}
+		return nil
+	}
+	l, s, err := plotter.NewLinePoints(drawn)
 	if err != nil {
 		return err
 	}

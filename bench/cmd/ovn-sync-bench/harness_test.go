@@ -89,3 +89,27 @@ func TestExtrapolate(t *testing.T) {
 		t.Errorf("extrapolate: range %s-%s", r.Low, r.High)
 	}
 }
+
+// TestChartZero: a reading of zero (ovsdb-server's CPU under one clock tick
+// for a small cold start) is drawn around, not a failure of the log scale.
+func TestChartZero(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "chart.svg")
+	results := []sizeResult{
+		{Ports: 200, Cold: coldResult{pass: pass{Wall: 30 * time.Millisecond}}, PerObject: perObjectResult{Estimate: time.Second}},
+		{Ports: 2000, Cold: coldResult{pass: pass{Wall: 300 * time.Millisecond}, ServerCPU: 20 * time.Millisecond}, PerObject: perObjectResult{Estimate: 10 * time.Second}},
+	}
+	if err := writeChart(path, results); err != nil {
+		t.Fatalf("writeChart with a zero server CPU: %v", err)
+	}
+	results[1].Cold.ServerCPU = 0
+	if err := writeChart(path, results); err != nil {
+		t.Fatalf("writeChart with every server CPU zero: %v", err)
+	}
+	svg, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(svg), "not drawn, at 200, 2000") {
+		t.Errorf("chart legend does not name the sizes left out")
+	}
+}
