@@ -36,7 +36,8 @@ func steadyState(b *testing.B, ports int) steady {
 		return s
 	}
 	in := Cluster(ports)
-	want, problems := desired.Build(in, Config(), state.New(0))
+	r := desired.Build(in, Config(), state.New(0))
+	want, problems := r.Want, r.Problems
 	if len(problems) > 0 {
 		b.Fatalf("generated cluster has problems, first: %s", problems[0])
 	}

@@ -33,7 +33,8 @@ const cluster = "cluster"
 //   - sources/informers.go: informers list and watch Pods and, through the
 //     dynamic client, the KubeVirt and Multus kinds; nothing gets one object
 //     (discovery needs no RBAC rule);
-//   - cmd/ovn-sync/run_publish.go: a merge patch on Pods publishes addresses;
+//   - cmd/ovn-sync/run_publish.go: a merge patch on Pods and on
+//     VirtualMachines publishes addresses;
 //   - cmd/ovn-sync/run_events.go: client-go's recorder creates Events and
 //     patches one it already created when a problem recurs;
 //   - cmd/ovn-sync/run.go: leader election's Lease lock gets, creates and
@@ -49,6 +50,7 @@ func needed() map[grant]bool {
 	}
 	add(cluster, "", []string{"pods"}, []string{"list", "watch", "patch"})
 	add(cluster, "kubevirt.io", []string{"virtualmachines", "virtualmachineinstances", "virtualmachineinstancemigrations"}, []string{"list", "watch"})
+	add(cluster, "kubevirt.io", []string{"virtualmachines"}, []string{"patch"})
 	add(cluster, "k8s.cni.cncf.io", []string{"network-attachment-definitions"}, []string{"list", "watch"})
 	add(cluster, "", []string{"events"}, []string{"create", "patch"})
 	add("kube-system", "coordination.k8s.io", []string{"leases"}, []string{"get", "create", "update"})

@@ -98,8 +98,8 @@ func parseIP(s string) (netip.Addr, error) {
 // lsp is the parsed form of an LSP's addresses: the first MAC and the first
 // address of each family found.
 type lsp struct {
-	mac    mac
-	v4, v6 netip.Addr
+	mac mac
+	ip  [2]netip.Addr // indexed by ipv4, ipv6
 }
 
 // parseLSPAddresses reads the first entry of an LSP's addresses column
@@ -160,11 +160,8 @@ func (r *lsp) add(w string) {
 		return
 	}
 	a = a.Unmap()
-	switch {
-	case a.Is4() && !r.v4.IsValid():
-		r.v4 = a
-	case a.Is6() && !r.v6.IsValid():
-		r.v6 = a
+	if f := familyOf(a); !r.ip[f].IsValid() {
+		r.ip[f] = a
 	}
 }
 

@@ -76,7 +76,7 @@ func BenchmarkBuild(b *testing.B) {
 			}
 			b.StopTimer()
 			in = benchInputs(n)
-			have, _ = Build(in, cfg, state.State{})
+			have, _ = wantProblems(Build(in, cfg, state.State{}))
 			plusOne = in
 			plusOne.Pods = append(append([]*corev1.Pod(nil), in.Pods...), &corev1.Pod{
 				ObjectMeta: metav1.ObjectMeta{Namespace: "ns-0", Name: "new"},

@@ -2,10 +2,14 @@ package desired
 
 import (
 	"cmp"
+	"fmt"
 	"net/netip"
 	"slices"
 	"strings"
 	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	kubevirtv1 "kubevirt.io/api/core/v1"
 
 	"github.com/ovn-sync/ovn-sync/state"
 )
@@ -13,21 +17,22 @@ import (
 // Build computes the desired switches and ports for the objects in in, given
 // the default network in cfg and what the NB holds now (have, which may be
 // empty). have is read to keep addresses sticky, to avoid handing out
-// addresses that any port already holds, and to keep ports whose network is
-// unknown; it is not modified.
+// addresses that any port already holds, to find addresses held twice, and
+// to keep ports whose network is unknown; it is not modified.
 //
-// The result is complete: a port of ours in have that is missing from want
-// is one no owner needs any more. Values in want may share slices with
+// Result.Want is complete: a port of ours in have that is missing from it
+// is one no owner needs any more. Values in Want may share slices with
 // values in have; like every State they must not be mutated. Ports and
-// switches in want carry no UUID.
+// switches in Want carry no UUID.
 //
 // Problems are bad or conflicting input, sorted by object then reason. A
-// Problem never removes or rewrites a port: the object it names keeps what
-// it had in have.
+// Problem never removes or rewrites a port, with one exception: a port
+// holding an address that another port keeps loses that address (see
+// DESIGN.md, "Addresses").
 //
 // Build is deterministic: it does not depend on the order of the slices in
 // in, reads no clock and starts no goroutine.
-func Build(in Inputs, cfg Config, have state.State) (state.State, []Problem) {
+func Build(in Inputs, cfg Config, have state.State) Result {
 	b := newBuilder(in, have)
 	b.buildNetworks(cfg, in.NetworkAttachmentDefinitions)
 	b.indexKubeVirt(in)
@@ -55,20 +60,27 @@ type builder struct {
 	ports  arena[portSpec]
 	specs  []*portSpec
 	// want.Ports doubles as the registry of names while specs are added: it
-	// points at each spec's port, filled in by finish. clashes maps names to
-	// specs; it is built on the first clash only.
-	clashes map[string]*portSpec
-	// atts is reused for each owner's attachments.
-	atts []attachment
+	// points at each spec's port, filled in by finish. byName maps names to
+	// specs; it is built on the first need only (a clash, a conflict).
+	byName map[string]*portSpec
+	// atts and vmiAtts are reused for each owner's attachments.
+	atts, vmiAtts []attachment
 	// pending are specs that need addresses claimed or allocated; moved are
-	// specs that keep addresses but change switch.
+	// specs that keep addresses but change switch; kept are specs that keep
+	// an address they hold, which another port may hold too.
 	pending []*portSpec
 	moved   []*portSpec
-	// haveByOwner indexes our have ports by owner; built only when needed.
+	// haveByOwner and haveNets index our have ports by owner and by
+	// network; each is built only when needed.
 	haveByOwner map[string][]*state.Port
+	haveNets    map[string][]*state.Port
 
 	problems []Problem
-	buf      []byte
+	notices  []Problem
+	// again is set when a claim waits for a port this pass removes or
+	// readdresses (see Result.Again).
+	again bool
+	buf   []byte
 }
 
 func newBuilder(in Inputs, have state.State) *builder {
@@ -116,11 +128,11 @@ func (b *builder) switchID(name string) uint32 {
 
 // ownerProblem records a Problem on the object o was read from.
 func (b *builder) ownerProblem(o *owner, reason, msg string) {
+	kind, name := o.kind, o.name
 	if o.vmi != "" {
-		b.problem(kindVirtualMachineInst, o.ns, o.vmi, reason, msg)
-		return
+		kind, name = kindVirtualMachineInst, o.vmi
 	}
-	b.problem(o.kind, o.ns, o.name, reason, msg)
+	b.problem(kind, o.ns, name, reason, msg)
 }
 
 func (b *builder) problem(kind, ns, name, reason, msg string) {
@@ -138,8 +150,25 @@ type owner struct {
 	vmi                string
 	chassis            string
 	activationStrategy string
+	// chassisWhy explains chassis, for explain.
+	chassisWhy string
 	// base is "<name>.<ns>", the LSP name on the default network.
 	base string
+	// objects are where the owner's addresses are published and read back
+	// as records: the pod itself, or a VM's launcher pods and the VM.
+	objects objects
+	// running holds, for a VM whose VMI runs, the attachments the VMI was
+	// started with, and runningAnn its annotations: their requests are what
+	// the guest runs with.
+	running    []attachment
+	runningAnn map[string]string
+}
+
+// objects are the Kubernetes objects that carry an owner's addresses.
+type objects struct {
+	pod       *corev1.Pod                // a plain pod owner
+	vm        *kubevirtv1.VirtualMachine // a VM owner, when the VM exists
+	launchers podList                    // a VM's or VMI's virt-launcher pods
 }
 
 func (b *builder) newOwner(kind, ns, name string, created time.Time) *owner {
@@ -158,55 +187,103 @@ func (b *builder) newOwner(kind, ns, name string, created time.Time) *owner {
 
 func (b *builder) newSpec(o *owner, name string) *portSpec {
 	s := b.ports.alloc()
-	s.o, s.name, s.req = o, name, &noRequest
+	s.o, s.name, s.req, s.rec = o, name, &noRequest, &noRequest
 	return s
 }
 
-// requested holds a port's address requests. Most ports have none and share
-// noRequest, which is never written.
+// requested holds the addresses an owner asks for, or a record of those it
+// had. Most ports have none and share noRequest, which is never written.
 type requested struct {
-	v4, v6 netip.Addr
+	ip     [2]netip.Addr // indexed by ipv4, ipv6
 	mac    mac
-	ipSrc  string // where the IP request came from, for messages
+	ipSrc  string // where the IP came from, for messages: a key or field
 	macSrc string
+	// granted is set on a request the kube-ovn "allocated" annotation says
+	// was given out before (by kube-ovn, or published by ovn-sync).
+	granted bool
 }
 
 var noRequest requested
 
-// need flags say what a spec lacks after the sticky check.
+// Components of a port's address: its IPv4 address, its IPv6 address and
+// its MAC. The first two equal ipv4 and ipv6.
 const (
-	claim4 uint8 = 1 << iota
-	claim6
-	claimMAC
-	dyn4
-	dyn6
-	genMAC
+	compMAC   = 2
+	numComps  = 3
+	claimBits = 1<<numComps - 1
+)
 
-	needClaims  = claim4 | claim6 | claimMAC
-	needDynamic = dyn4 | dyn6 | genMAC
+var compName = [numComps]string{"IPv4 address", "IPv6 address", "MAC"}
+
+// Need flags say what a spec lacks after resolve: claimBit(c) when it must
+// take an address it does not hold (requested or recorded), dynBit(c) when
+// it needs a fresh one.
+func claimBit(c int) uint8 { return 1 << c }
+func dynBit(c int) uint8   { return 1 << (numComps + c) }
+
+// specState is where a spec stands.
+type specState uint8
+
+const (
+	// specBuild: the port is built from its network and addresses.
+	specBuild specState = iota
+	// specKeep: the network is unknown or a request invalid; the port of
+	// this name and owner in have (if any) is kept exactly as it is.
+	specKeep
+	// specFailed: a request or record could not be honoured (a Problem
+	// says why); the port in have is kept as it is.
+	specFailed
+	// specDeferred: an address it must take is held by a port this pass
+	// removes or readdresses; the port in have is kept as it is until the
+	// next pass (Result.Again).
+	specDeferred
+	// specEvicted: failed or deferred, and the port in have holds an
+	// address another port keeps: it is removed until the conflict ends.
+	specEvicted
+	// specDropped: lost its name to another owner or to a port that is not
+	// ours: no port.
+	specDropped
 )
 
 // portSpec is one port an owner wants, before and after IPAM.
 type portSpec struct {
-	o    *owner
-	name string
-	net  *network
-	// keepOnly: the network is unknown or the request invalid; the port of
-	// this name and owner in have (if any) is kept exactly as it is.
-	keepOnly bool
+	o     *owner
+	name  string
+	net   *network
+	state specState
 	// have is our port of the same name and owner in have, if any.
 	have *state.Port
+	// provider names the port's network in annotations.
+	provider string
 
-	// req is what the owner asks for; noRequest when nothing.
-	req     *requested
-	v4, v6  netip.Addr
-	mac     mac
-	need    uint8
-	failed  bool
-	dropped bool
+	// req is what the owner asks for (for a running VM: what its VMI was
+	// started with), rec what it was recorded to hold; noRequest when
+	// nothing. tmpl is, for a running VM, its template's request, which
+	// takes effect at the next start.
+	req, rec, tmpl *requested
+	ip             [2]netip.Addr
+	mac            mac
+	src            [numComps]Source
+	need           uint8
+	// lost has claimBit(c) set for each component whose address the spec
+	// held in have and another port keeps.
+	lost uint8
 
 	// port is what finish writes; want.Ports points at it from add on.
 	port state.Port
+}
+
+// target returns the address s is to hold for component c, if decided.
+func (s *portSpec) target(c int) (netip.Addr, mac) {
+	if c == compMAC {
+		return netip.Addr{}, s.mac
+	}
+	return s.ip[c], 0
+}
+
+// kept reports whether s keeps the port in have as it is.
+func (s *portSpec) kept() bool {
+	return s.state == specKeep || s.state == specFailed || s.state == specDeferred
 }
 
 // comparePriority orders claims: older owners first, then by kind,
@@ -223,6 +300,19 @@ func comparePriority(a, b *portSpec) int {
 	)
 }
 
+// specNamed returns the spec that wants the port called name, if any.
+func (b *builder) specNamed(name string) *portSpec {
+	if b.byName == nil {
+		b.byName = make(map[string]*portSpec, len(b.specs))
+		for _, x := range b.specs {
+			if x.state != specDropped {
+				b.byName[x.name] = x
+			}
+		}
+	}
+	return b.byName[name]
+}
+
 // add registers s, settling a clash of port names between owners: the owner
 // of the existing port of that name wins, else the older owner, else kind,
 // namespace and name order.
@@ -234,20 +324,12 @@ func (b *builder) add(s *portSpec) {
 	b.want.Ports[s.name] = &s.port
 	if len(b.want.Ports) > n {
 		b.specs = append(b.specs, s)
-		if b.clashes != nil {
-			b.clashes[s.name] = s
+		if b.byName != nil {
+			b.byName[s.name] = s
 		}
 		return
 	}
-	if b.clashes == nil {
-		b.clashes = make(map[string]*portSpec, len(b.specs))
-		for _, x := range b.specs {
-			if !x.dropped {
-				b.clashes[x.name] = x
-			}
-		}
-	}
-	other := b.clashes[s.name]
+	other := b.specNamed(s.name)
 	winner, loser := other, s
 	if other.o != s.o {
 		if hp := b.have.Ports[s.name]; hp != nil && hp.Owner == s.o.id && hp.Owner != other.o.id {
@@ -260,10 +342,10 @@ func (b *builder) add(s *portSpec) {
 	}
 	b.want.Ports[s.name] = &winner.port
 	if winner == s {
-		b.clashes[s.name] = s
+		b.byName[s.name] = s
 		b.specs = append(b.specs, s)
 	}
-	loser.dropped = true
+	loser.state = specDropped
 	b.ownerProblem(loser.o, "PortNameConflict",
 		"port \""+s.name+"\" is also wanted by "+winner.o.id)
 }
@@ -276,11 +358,12 @@ func (b *builder) ownedHave(o *owner, name string) *state.Port {
 	return nil
 }
 
-// keepPort asks for o's have port called name to stay exactly as it is.
-func (b *builder) keepPort(o *owner, name string) {
+// keepPort asks for o's have port called name, on the network of
+// provider, to stay exactly as it is.
+func (b *builder) keepPort(o *owner, name, provider string) {
 	if hp := b.ownedHave(o, name); hp != nil {
 		s := b.newSpec(o, name)
-		s.keepOnly, s.have = true, hp
+		s.state, s.have, s.provider = specKeep, hp, provider
 		b.add(s)
 	}
 }
@@ -303,22 +386,23 @@ func (b *builder) keepOwnerPorts(o *owner, except []string) {
 	for _, p := range b.haveByOwner[o.id] {
 		if !slices.Contains(except, p.Name) {
 			s := b.newSpec(o, p.Name)
-			s.keepOnly, s.have = true, p
+			s.state, s.have = specKeep, p
 			b.add(s)
 		}
 	}
 }
 
-// resolve decides, for every spec, what it keeps from have and what it
-// needs, then runs IPAM for those that need something.
+// resolve decides, for every spec, where each of its addresses comes from
+// — request, record, the port in have (sticky) or a fresh allocation — then
+// runs IPAM, which settles addresses held twice and hands out the rest.
 func (b *builder) resolve() {
 	for _, s := range b.specs {
-		if s.dropped || s.keepOnly {
+		if s.state != specBuild {
 			continue
 		}
 		hp := b.have.Ports[s.name]
 		if hp != nil && !hp.Owned() {
-			s.dropped = true
+			s.state = specDropped
 			delete(b.want.Ports, s.name)
 			b.ownerProblem(s.o, "PortNameConflict",
 				"port \""+s.name+"\" exists and is not ovn-sync's")
@@ -331,46 +415,51 @@ func (b *builder) resolve() {
 		if s.have != nil {
 			h = parseLSPAddresses(s.have.Addresses)
 		}
-		n := s.net
-		if n.v4.IsValid() {
-			switch {
-			case s.req.v4.IsValid():
-				if h.v4 == s.req.v4 {
-					s.v4 = h.v4
-				} else {
-					s.need |= claim4
-				}
-			case h.v4.IsValid() && inRange(n.r4, h.v4):
-				s.v4 = h.v4
-			default:
-				s.need |= dyn4
-			}
+		if s.tmpl != nil {
+			s.startRequests(h)
 		}
-		if n.v6.IsValid() {
-			switch {
-			case s.req.v6.IsValid():
-				if h.v6 == s.req.v6 {
-					s.v6 = h.v6
-				} else {
-					s.need |= claim6
+		n := s.net
+		for f := range n.fam {
+			if !n.fam[f].prefix.IsValid() {
+				continue
+			}
+			held := h.ip[f]
+			if held.IsValid() && n.unusable(held) != "" {
+				if n.fam[f].prefix.Contains(held) {
+					b.ownerProblem(s.o, "AddressConflict", fmt.Sprintf("port %q held %s, which %s: given a new address",
+						s.name, held, n.unusable(held)))
 				}
-			case h.v6.IsValid() && inRange(n.r6, h.v6):
-				s.v6 = h.v6
+				held = netip.Addr{}
+			}
+			switch {
+			case s.req.ip[f].IsValid():
+				s.ip[f], s.src[f] = s.req.ip[f], SourceRequest
+			case s.rec.ip[f].IsValid():
+				s.ip[f], s.src[f] = s.rec.ip[f], SourceRecord
+			case held.IsValid():
+				s.ip[f], s.src[f] = held, SourceSticky
 			default:
-				s.need |= dyn6
+				s.need |= dynBit(f)
+				s.src[f] = SourceAllocated
+				continue
+			}
+			if s.ip[f] != held {
+				s.need |= claimBit(f)
 			}
 		}
 		switch {
 		case s.req.mac.valid():
-			if h.mac == s.req.mac {
-				s.mac = h.mac
-			} else {
-				s.need |= claimMAC
-			}
+			s.mac, s.src[compMAC] = s.req.mac, SourceRequest
+		case s.rec.mac.valid():
+			s.mac, s.src[compMAC] = s.rec.mac, SourceRecord
 		case h.mac.valid():
-			s.mac = h.mac
+			s.mac, s.src[compMAC] = h.mac, SourceSticky
 		default:
-			s.need |= genMAC
+			s.need |= dynBit(compMAC)
+			s.src[compMAC] = SourceAllocated
+		}
+		if s.mac.valid() && s.mac != h.mac {
+			s.need |= claimBit(compMAC)
 		}
 		if s.have != nil && s.have.Switch != n.sw {
 			b.moved = append(b.moved, s)
@@ -379,8 +468,32 @@ func (b *builder) resolve() {
 			b.pending = append(b.pending, s)
 		}
 	}
-	if len(b.pending) > 0 {
-		b.allocate()
+	b.allocate()
+}
+
+// startRequests settles, for a VM whose VMI runs, which request holds: the
+// one the VMI was started with (s.req). Where that asks for nothing and the
+// port has no address yet (none in have, none recorded), the template's
+// request (s.tmpl) is the best there is. What the template asks for beyond
+// that waits for the next start: finish reports it (RestartRequired).
+func (s *portSpec) startRequests(h lsp) {
+	var r requested
+	use := false
+	for f := range r.ip {
+		r.ip[f] = s.req.ip[f]
+		if !r.ip[f].IsValid() && !h.ip[f].IsValid() && !s.rec.ip[f].IsValid() && s.tmpl.ip[f].IsValid() {
+			r.ip[f], use = s.tmpl.ip[f], true
+		}
+	}
+	r.mac, r.ipSrc, r.macSrc = s.req.mac, s.req.ipSrc, s.req.macSrc
+	if !r.mac.valid() && !h.mac.valid() && !s.rec.mac.valid() && s.tmpl.mac.valid() {
+		r.mac, r.macSrc, use = s.tmpl.mac, s.tmpl.macSrc, true
+	}
+	if use {
+		if r.ipSrc == "" {
+			r.ipSrc = s.tmpl.ipSrc
+		}
+		s.req = &r
 	}
 }
 
@@ -389,9 +502,8 @@ func (b *builder) resolve() {
 func (b *builder) index() {
 	idx := make(state.Index, 0, len(b.want.Ports))
 	for _, s := range b.specs {
-		// The specs finish put in want: not dropped, and either built or
-		// kept from have.
-		if !s.dropped && (!(s.keepOnly || s.failed) || s.have != nil) {
+		// The specs finish put in want: built, or kept from have.
+		if s.state == specBuild || s.kept() && s.have != nil {
 			idx = append(idx, state.EntryOf(&s.port))
 		}
 	}
@@ -403,59 +515,84 @@ func (b *builder) index() {
 }
 
 // finish writes want and sorts the problems.
-func (b *builder) finish() (state.State, []Problem) {
+func (b *builder) finish() Result {
 	for _, n := range b.networks {
 		b.emitSwitch(n)
 	}
-	// Switches of NADs that cannot be read stay as they are.
-	for name, hs := range b.have.Switches {
-		if hs == nil || !strings.HasPrefix(hs.Owner, ownerNADPrefix) {
-			continue
-		}
-		if _, ok := b.want.Switches[name]; ok {
-			continue
-		}
-		ns, nm, _ := strings.Cut(strings.TrimPrefix(hs.Owner, ownerNADPrefix), "/")
-		if e, ok := b.nads[nadRef{ns, nm}]; ok && e.state == nadInvalid {
-			b.want.Switches[name] = cloneSwitch(hs)
-		}
-	}
-
+	// The switch of a NAD that cannot be read stays while ports of ours are
+	// kept on it (needSwitch, below); with none left, it goes.
 	for _, s := range b.specs {
-		if s.dropped {
+		switch {
+		case s.state == specDropped:
 			continue
-		}
-		if s.keepOnly || s.failed {
-			if s.have == nil {
-				delete(b.want.Ports, s.name)
-				continue
-			}
+		case s.kept() && s.lost != 0:
+			s.state = specEvicted
+			fallthrough
+		case s.state == specEvicted || s.kept() && s.have == nil:
+			delete(b.want.Ports, s.name)
+			continue
+		case s.kept():
 			s.port = *s.have
 			s.port.UUID, s.port.DynamicAddresses = "", ""
 			b.needSwitch(s.port.Switch)
 			continue
 		}
 		b.port(s, &s.port)
+		if s.tmpl != nil {
+			b.restartRequired(s)
+		}
 	}
 
 	b.index()
 
-	slices.SortFunc(b.problems, func(x, y Problem) int {
+	sortProblems(b.problems)
+	b.problems = slices.Compact(b.problems)
+	sortProblems(b.notices)
+	return Result{Want: b.want, Problems: b.problems, Notices: b.notices, Again: b.again, specs: b.specs}
+}
+
+func sortProblems(ps []Problem) {
+	slices.SortFunc(ps, func(x, y Problem) int {
 		return cmpStrings(x.Kind, y.Kind, x.Namespace, y.Namespace, x.Name, y.Name, x.Reason, y.Reason, x.Message, y.Message)
 	})
-	b.problems = slices.Compact(b.problems)
-	return b.want, b.problems
+}
+
+// restartRequired notes what a running VM's template asks for that its
+// port does not hold: it takes effect when the VM starts again.
+func (b *builder) restartRequired(s *portSpec) {
+	var what []string
+	for f, want := range s.tmpl.ip {
+		if want.IsValid() && want != s.ip[f] {
+			what = append(what, fmt.Sprintf("%s %s (now %s, %s)", compName[f], want, addrOrNone(s.ip[f]), s.tmpl.ipSrc))
+		}
+	}
+	if m := s.tmpl.mac; m.valid() && m != s.mac {
+		what = append(what, fmt.Sprintf("MAC %s (now %s, %s)", m, s.mac, s.tmpl.macSrc))
+	}
+	if len(what) == 0 {
+		return
+	}
+	o := s.o
+	b.notices = append(b.notices, Problem{Kind: o.kind, Namespace: o.ns, Name: o.name, Reason: "RestartRequired",
+		Message: fmt.Sprintf("network %q: the template asks for %s; port %q keeps its running addresses until the VM starts again",
+			s.net.key, strings.Join(what, " and "), s.name)})
+}
+
+func addrOrNone(a netip.Addr) string {
+	if !a.IsValid() {
+		return "none"
+	}
+	return a.String()
 }
 
 // port renders s into p, sharing the address slices of s.have when they are
 // unchanged.
 func (b *builder) port(s *portSpec, p *state.Port) {
 	buf := s.mac.appendTo(b.buf[:0])
-	if s.v4.IsValid() {
-		buf = s.v4.AppendTo(append(buf, ' '))
-	}
-	if s.v6.IsValid() {
-		buf = s.v6.AppendTo(append(buf, ' '))
+	for _, a := range s.ip {
+		if a.IsValid() {
+			buf = a.AppendTo(append(buf, ' '))
+		}
 	}
 	b.buf = buf
 	var addrs, ps []string

@@ -18,25 +18,10 @@ func NewConfig(defaultSwitch string, subnets, excludeIPs []string) (Config, erro
 	if cfg.DefaultSwitch == "" {
 		return Config{}, fmt.Errorf("logical switch name is empty")
 	}
-	var have4, have6 bool
-	for _, s := range subnets {
-		p, err := netip.ParsePrefix(strings.TrimSpace(s))
-		if err != nil || p.Addr().Zone() != "" {
-			return Config{}, fmt.Errorf("subnet %q: not a CIDR", s)
-		}
-		p = p.Masked()
-		if p.Addr().Is4() {
-			if have4 {
-				return Config{}, fmt.Errorf("subnet %q: more than one IPv4 subnet", s)
-			}
-			have4 = true
-		} else {
-			if have6 {
-				return Config{}, fmt.Errorf("subnet %q: more than one IPv6 subnet", s)
-			}
-			have6 = true
-		}
-		cfg.DefaultSubnets = append(cfg.DefaultSubnets, p)
+	var err error
+	cfg.DefaultSubnets, err = parseSubnets(subnets)
+	if err != nil {
+		return Config{}, fmt.Errorf("subnet %w", err)
 	}
 	if len(cfg.DefaultSubnets) == 0 {
 		return Config{}, fmt.Errorf("no subnets")
@@ -49,6 +34,18 @@ func NewConfig(defaultSwitch string, subnets, excludeIPs []string) (Config, erro
 		cfg.DefaultExclude = append(cfg.DefaultExclude, r)
 	}
 	return cfg, nil
+}
+
+// WithGateway returns c with the default network's gateways: at most one
+// per family, each a usable address of the subnet of its family. Gateways
+// are never given to a port, nor granted to a request.
+func (c Config) WithGateway(gateways []string) (Config, error) {
+	gw, err := parseGateways(gateways, c.DefaultSubnets)
+	if err != nil {
+		return Config{}, fmt.Errorf("gateway %w", err)
+	}
+	c.DefaultGateway = gw
+	return c, nil
 }
 
 // parseIPRange parses "a" or "a..b".

@@ -29,7 +29,8 @@ import (
 //	have              lines in the format build prints; replaces the NB state
 //	have last         the NB after applying the last build: its want plus
 //	                  every row of have that is not ours
-//	build             prints the want-state and the problems
+//	build [sources]   prints the want-state, the problems and notices, and
+//	                  (sources) where each built port's addresses came from
 //
 // Every build is also checked, failing the test rather than the golden
 // output: that reordering the inputs changes nothing, and that no two ports
@@ -64,11 +65,16 @@ type fileConfig struct {
 		LogicalSwitch string   `json:"logicalSwitch"`
 		Subnets       []string `json:"subnets"`
 		ExcludeIPs    []string `json:"excludeIPs"`
+		Gateway       string   `json:"gateway"`
 	} `json:"defaultNetwork"`
 }
 
 func (fc fileConfig) config() (Config, error) {
-	return NewConfig(fc.DefaultNetwork.LogicalSwitch, fc.DefaultNetwork.Subnets, fc.DefaultNetwork.ExcludeIPs)
+	cfg, err := NewConfig(fc.DefaultNetwork.LogicalSwitch, fc.DefaultNetwork.Subnets, fc.DefaultNetwork.ExcludeIPs)
+	if err != nil || fc.DefaultNetwork.Gateway == "" {
+		return cfg, err
+	}
+	return cfg.WithGateway(strings.Split(fc.DefaultNetwork.Gateway, ","))
 }
 
 type harness struct {
@@ -123,7 +129,8 @@ func (h *harness) run(t *testing.T, d *datadriven.TestData) string {
 		h.have = s
 		return "ok\n"
 	case "build":
-		want, problems := Build(h.in, h.cfg, h.have)
+		r := Build(h.in, h.cfg, h.have)
+		want, problems := r.Want, r.Problems
 		h.check(t, d, want, problems)
 		h.last = &want
 		var out strings.Builder
@@ -131,9 +138,21 @@ func (h *harness) run(t *testing.T, d *datadriven.TestData) string {
 		for _, p := range problems {
 			fmt.Fprintf(&out, "problem %s %s/%s %s: %s\n", p.Kind, p.Namespace, p.Name, p.Reason, p.Message)
 		}
-		again, _ := Build(h.in, h.cfg, applied(h.have, want))
-		if d := diffStates(want, again); d != "" {
-			out.WriteString("a second pass changes:\n" + d)
+		for _, p := range r.Notices {
+			fmt.Fprintf(&out, "notice %s %s/%s %s: %s\n", p.Kind, p.Namespace, p.Name, p.Reason, p.Message)
+		}
+		if d.HasArg("sources") {
+			out.WriteString(renderSources(r))
+		}
+		again, _ := wantProblems(Build(h.in, h.cfg, applied(h.have, want)))
+		if dd := diffStates(want, again); dd != "" {
+			if r.Again {
+				out.WriteString("again: the next pass changes:\n" + dd)
+			} else {
+				out.WriteString("a second pass changes:\n" + dd)
+			}
+		} else if r.Again {
+			t.Errorf("%s: Build says Again, but a second pass changes nothing", d.Pos)
 		}
 		return out.String()
 	}
@@ -145,7 +164,7 @@ func (h *harness) run(t *testing.T, d *datadriven.TestData) string {
 func (h *harness) check(t *testing.T, d *datadriven.TestData, want state.State, problems []Problem) {
 	t.Helper()
 	rev := reversed(h.in)
-	want2, problems2 := Build(rev, h.cfg, h.have)
+	want2, problems2 := wantProblems(Build(rev, h.cfg, h.have))
 	if dd := diffStates(want, want2); dd != "" {
 		t.Errorf("%s: Build over reversed inputs differs:\n%s", d.Pos, dd)
 	}
@@ -274,6 +293,28 @@ func reversed(in Inputs) Inputs {
 	slices.Reverse(r.Migrations)
 	slices.Reverse(r.NetworkAttachmentDefinitions)
 	return r
+}
+
+// renderSources prints, for each port Build built, where each address
+// came from, sorted by port name.
+func renderSources(r Result) string {
+	var lines []string
+	for _, f := range r.Ports() {
+		if f.Kept {
+			lines = append(lines, "source "+f.Port.Name+" kept as it is")
+			continue
+		}
+		l := "source " + f.Port.Name
+		for _, a := range f.Addresses {
+			l += " " + a.Address + "=" + a.Source.String()
+			if a.Field != "" {
+				l += "(" + a.Field + ")"
+			}
+		}
+		lines = append(lines, l)
+	}
+	sort.Strings(lines)
+	return strings.Join(lines, "\n") + "\n"
 }
 
 // renderState prints switches then ports, sorted by name, one line each.

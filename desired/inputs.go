@@ -29,6 +29,8 @@ type Config struct {
 	DefaultSubnets []netip.Prefix
 	// DefaultExclude lists addresses IPAM never hands out on the default network.
 	DefaultExclude []IPRange
+	// DefaultGateway holds at most one gateway per family; see WithGateway.
+	DefaultGateway []netip.Addr
 }
 
 // IPRange is an inclusive range of addresses of one family. A single address

@@ -15,9 +15,8 @@ import (
 // lowest free address: everything behind it was taken or excluded when it
 // passed, and stays so.
 type pool struct {
-	prefix netip.Prefix
-	next   netip.Addr
-	last   netip.Addr
+	next netip.Addr
+	last netip.Addr
 	// excl is sorted and merged; excl[ei] is the first range not entirely
 	// behind next.
 	excl []IPRange
@@ -25,8 +24,13 @@ type pool struct {
 	done bool
 }
 
-func newPool(p netip.Prefix, r IPRange, excl []IPRange) *pool {
-	pl := &pool{prefix: p, next: r.From, last: r.To, excl: excl}
+func newPool(f *family) *pool {
+	r := f.usable
+	excl := f.excl
+	if f.gateway.IsValid() {
+		excl = mergeRanges(append(slices.Clone(excl), IPRange{From: f.gateway, To: f.gateway}), f.gateway.Is4())
+	}
+	pl := &pool{next: r.From, last: r.To, excl: excl}
 	pl.done = r.To.Less(r.From)
 	for pl.ei < len(excl) && excl[pl.ei].To.Less(r.From) {
 		pl.ei++
@@ -61,42 +65,32 @@ func (p *pool) take(taken func(netip.Addr) bool) (netip.Addr, bool) {
 	return netip.Addr{}, false
 }
 
-// Held addresses are keyed by switch: ports on different logical switches
-// may share an address. Switch 0 stands for "any switch": ports that are not
-// ours carry no switch (see state.Port.Switch), so what they hold is held on
-// every switch.
+// Held addresses are keyed by component (IPv4, IPv6, MAC), address and
+// switch: ports on different logical switches may share an address. Switch
+// 0 stands for "any switch": ports that are not ours carry no switch (see
+// state.Port.Switch), so what they hold is held on every switch.
 //
-// Most passes hand out a few dynamic addresses and claim nothing, so what
-// have holds is first only listed (flat, pointer-free slices) and marked in
-// bit windows over the low end of each subnet that allocates, which is all
-// the cursor walk reads. The hash maps, which say who holds an address, are
-// built from the lists only when something asks: a static claim, or an
-// address outside the windows.
+// Most passes hand out a few dynamic addresses and claim few, so what have
+// holds is first only listed (flat) and marked in bit windows over the low
+// end of each subnet that allocates, which is all the cursor walk reads.
+// The hash map, which says who holds an address, is built from the list
+// only when something asks: a claim, or an address outside the windows.
 type (
-	v4Key struct{ sw, a uint32 }
-	v6Key struct {
-		sw     uint32
+	addrKey struct {
+		comp   uint8
 		hi, lo uint64
 	}
-	macKey struct {
+	heldKey struct {
+		addrKey
 		sw uint32
-		m  mac
 	}
 	// holderID says who holds an address: a have port (>= 0, an index into
 	// ipam.ports), several have ports (shared), or a port given the address
 	// in this pass (< 0, ^index into ipam.claims).
 	holderID int32
 
-	held4 struct {
-		k  v4Key
-		id holderID
-	}
-	held6 struct {
-		k  v6Key
-		id holderID
-	}
-	heldMAC struct {
-		k  macKey
+	held struct {
+		k  heldKey
 		id holderID
 	}
 )
@@ -107,17 +101,27 @@ type ipam struct {
 	ports  []*state.Port
 	claims []*portSpec
 
-	// list4, list6 and listMAC hold every address held, have ports first
-	// then claims in claim order, until the map of the kind is built.
-	list4   []held4
-	list6   []held6
-	listMAC []heldMAC
-	v4      map[v4Key]holderID
-	v6      map[v6Key]holderID
-	macs    map[macKey]holderID
+	// list holds every address held, have ports first then claims in claim
+	// order, until the map is built.
+	list    []held
+	holders map[heldKey]holderID
+	// dups lists, for each key held by more than one have port, those
+	// ports; found once by findDuplicates.
+	dups map[heldKey][]holderID
 
 	windows []*window
 }
+
+func keyOf(comp int, sw uint32, hi, lo uint64) heldKey {
+	return heldKey{addrKey{uint8(comp), hi, lo}, sw}
+}
+
+func ipKey(sw uint32, a netip.Addr) heldKey {
+	hi, lo := ipWords(a)
+	return keyOf(familyOf(a), sw, hi, lo)
+}
+
+func macKey(sw uint32, m mac) heldKey { return keyOf(compMAC, sw, 0, uint64(m)) }
 
 // window marks held addresses (or, for MACs, the derived 0a:58:<IPv4>
 // MACs) by offset from the start of a network's subnet, for its first
@@ -125,41 +129,30 @@ type ipam struct {
 // addresses cluster.
 type window struct {
 	n    *network
-	kind windowKind
+	comp int
 	base [2]uint64 // the subnet's first address (or MAC) as hi, lo
 	bits []uint64
 }
-
-type windowKind uint8
-
-const (
-	window4 windowKind = iota
-	window6
-	windowMAC
-)
 
 const maxWindow = 1 << 20
 
 // newWindow sizes the window for about want addresses: held ones cluster at
 // the bottom, so a few times the number of ports covers them.
-func newWindow(n *network, kind windowKind, want int) *window {
-	p := n.v4
-	if kind == window6 {
-		p = n.v6
+func newWindow(n *network, comp int, want int) *window {
+	p := n.fam[ipv4].prefix
+	if comp == ipv6 {
+		p = n.fam[ipv6].prefix
 	}
 	size := uint64(min(max(4*want, 4096), maxWindow))
 	if host := p.Addr().BitLen() - p.Bits(); host < 64 && uint64(1)<<host < size {
 		size = 1 << host
 	}
-	w := &window{n: n, kind: kind, bits: make([]uint64, (size+63)/64)}
-	switch kind {
-	case window4:
-		w.base[1] = uint64(key4(0, p.Masked().Addr()).a)
-	case window6:
-		k := key6(0, p.Masked().Addr())
-		w.base = [2]uint64{k.hi, k.lo}
-	case windowMAC:
+	w := &window{n: n, comp: comp, bits: make([]uint64, (size+63)/64)}
+	switch comp {
+	case compMAC:
 		w.base[1] = uint64(macFromIPv4(p.Masked().Addr()))
+	default:
+		w.base[0], w.base[1] = ipWords(p.Masked().Addr())
 	}
 	return w
 }
@@ -187,23 +180,14 @@ func (w *window) held(hi, lo uint64) (held, known bool) {
 	return w.bits[off/64]&(1<<(off%64)) != 0, true
 }
 
-func key4(sw uint32, a netip.Addr) v4Key {
-	b := a.As4()
-	return v4Key{sw, binary.BigEndian.Uint32(b[:])}
-}
-
-func key6(sw uint32, a netip.Addr) v6Key {
-	b := a.As16()
-	return v6Key{sw, binary.BigEndian.Uint64(b[:8]), binary.BigEndian.Uint64(b[8:])}
-}
-
-// words of an address, for windows.
+// ipWords returns an address as two words: IPv4 in lo only.
 func ipWords(a netip.Addr) (hi, lo uint64) {
 	if a.Is4() {
-		return 0, uint64(key4(0, a).a)
+		b := a.As4()
+		return 0, uint64(binary.BigEndian.Uint32(b[:]))
 	}
-	k := key6(0, a)
-	return k.hi, k.lo
+	b := a.As16()
+	return binary.BigEndian.Uint64(b[:8]), binary.BigEndian.Uint64(b[8:])
 }
 
 // newIPAM lists every address any port in have holds, ours or not,
@@ -211,30 +195,19 @@ func ipWords(a netip.Addr) (hi, lo uint64) {
 // networks that allocate dynamically in this pass.
 func (b *builder) newIPAM() *ipam {
 	n := len(b.have.Ports)
-	// Room for one address of each kind per have port and per claim.
-	c := n + len(b.pending) + len(b.moved)
 	m := &ipam{
-		ports:   make([]*state.Port, 0, n),
-		list4:   make([]held4, 0, c),
-		listMAC: make([]heldMAC, 0, c),
-	}
-	for _, nw := range b.networks {
-		if nw.v6.IsValid() {
-			m.list6 = make([]held6, 0, c)
-			break
-		}
+		ports: make([]*state.Port, 0, n),
+		// Room for an IPv4 address and a MAC per have port, and the claims.
+		list: make([]held, 0, 2*n+2*(len(b.pending)+len(b.moved))),
 	}
 	bySwitch := map[uint32][]*window{}
 	for _, s := range b.pending {
-		for _, need := range [3]struct {
-			flag uint8
-			kind windowKind
-		}{{dyn4, window4}, {dyn6, window6}, {genMAC, windowMAC}} {
-			if s.need&need.flag == 0 || need.kind == windowMAC && !s.net.v4.IsValid() {
+		for c := range numComps {
+			if s.need&dynBit(c) == 0 || c == compMAC && !s.net.fam[ipv4].prefix.IsValid() {
 				continue
 			}
-			if m.window(s.net, need.kind) == nil {
-				w := newWindow(s.net, need.kind, n+len(b.pending))
+			if m.window(s.net, c) == nil {
+				w := newWindow(s.net, c, n+len(b.pending))
 				m.windows = append(m.windows, w)
 				bySwitch[s.net.swID] = append(bySwitch[s.net.swID], w)
 			}
@@ -264,29 +237,18 @@ func (b *builder) newIPAM() *ipam {
 			if slices.Contains(list[:i], word) {
 				continue // a port listing an address twice holds it once
 			}
+			var k heldKey
 			if x, ok := colonMAC(word); ok {
-				m.listMAC = append(m.listMAC, heldMAC{macKey{sw, x}, id})
-				for _, w := range ws {
-					if w.kind == windowMAC {
-						w.set(0, uint64(x))
-					}
-				}
-				continue
-			}
-			a, err := netip.ParseAddr(word)
-			if err != nil {
-				continue
-			}
-			a = a.Unmap()
-			if a.Is4() {
-				m.list4 = append(m.list4, held4{key4(sw, a), id})
+				k = macKey(sw, x)
+			} else if a, err := netip.ParseAddr(word); err == nil {
+				k = ipKey(sw, a.Unmap())
 			} else {
-				m.list6 = append(m.list6, held6{key6(sw, a), id})
+				continue
 			}
-			hi, lo := ipWords(a)
+			m.list = append(m.list, held{k, id})
 			for _, w := range ws {
-				if w.kind == window4 && a.Is4() || w.kind == window6 && a.Is6() {
-					w.set(hi, lo)
+				if w.comp == int(k.comp) {
+					w.set(k.hi, k.lo)
 				}
 			}
 		}
@@ -309,52 +271,127 @@ func appendWords(ws []string, s string) []string {
 	return ws
 }
 
-func (m *ipam) window(n *network, kind windowKind) *window {
+func (m *ipam) window(n *network, comp int) *window {
 	for _, w := range m.windows {
-		if w.n == n && w.kind == kind {
+		if w.n == n && w.comp == comp {
 			return w
 		}
 	}
 	return nil
 }
 
-// holderMap turns a list into a map: a second have port holding an address
-// makes it shared; a claim overrides (it was checked not to conflict).
-func holderMap[K comparable, E any](list []E, get func(E) (K, holderID)) map[K]holderID {
-	mp := make(map[K]holderID, len(list))
-	for _, e := range list {
-		k, id := get(e)
-		n := len(mp)
-		mp[k] = id
-		if len(mp) == n && id >= 0 {
-			mp[k] = shared
+// findDuplicates finds the addresses held by more than one have port: two
+// of ours on one switch, or one of ours and one that is not (which holds it
+// everywhere). It returns them grouped by address, in address order; each
+// group lists its holders. Most passes have none, so a cheap filter over
+// the list (a table of hashes) leaves only the few candidates to group.
+func (m *ipam) findDuplicates() [][]held {
+	if len(m.list) < 2 {
+		return nil
+	}
+	size := 1
+	for size < 2*len(m.list) {
+		size <<= 1
+	}
+	table := make([]uint64, size)
+	hash := func(k addrKey) uint64 {
+		h := (k.lo ^ k.hi*0x9e3779b97f4a7c15 ^ uint64(k.comp)<<61) * 0xbf58476d1ce4e5b9
+		return h ^ h>>31 | 1 // never 0, the empty slot
+	}
+	var cand map[uint64]bool
+	for _, e := range m.list {
+		h := hash(e.k.addrKey)
+		for i := h & uint64(size-1); ; i = (i + 1) & uint64(size-1) {
+			if table[i] == 0 {
+				table[i] = h
+				break
+			}
+			if table[i] == h {
+				if cand == nil {
+					cand = map[uint64]bool{}
+				}
+				cand[h] = true
+				break
+			}
 		}
 	}
-	return mp
+	if cand == nil {
+		return nil
+	}
+	groups := map[addrKey][]held{}
+	for _, e := range m.list {
+		if cand[hash(e.k.addrKey)] {
+			groups[e.k.addrKey] = append(groups[e.k.addrKey], e)
+		}
+	}
+	var out [][]held
+	for _, g := range groups {
+		var foreign, ours bool
+		sws := map[uint32]int{}
+		for _, e := range g {
+			if e.k.sw == 0 {
+				foreign = true
+			} else {
+				ours = true
+				sws[e.k.sw]++
+			}
+		}
+		conflict := foreign && ours
+		for _, n := range sws {
+			conflict = conflict || n > 1
+		}
+		if conflict {
+			out = append(out, g)
+		}
+	}
+	slices.SortFunc(out, func(a, b []held) int {
+		x, y := a[0].k, b[0].k
+		return cmpUints(uint64(x.comp), uint64(y.comp), x.hi, y.hi, x.lo, y.lo)
+	})
+	return out
 }
 
-func (m *ipam) map4() map[v4Key]holderID {
-	if m.v4 == nil {
-		m.v4 = holderMap(m.list4, func(e held4) (v4Key, holderID) { return e.k, e.id })
-		m.list4 = nil
+func cmpUints(pairs ...uint64) int {
+	for i := 0; i+1 < len(pairs); i += 2 {
+		if c := cmpUint(pairs[i], pairs[i+1]); c != 0 {
+			return c
+		}
 	}
-	return m.v4
+	return 0
 }
 
-func (m *ipam) map6() map[v6Key]holderID {
-	if m.v6 == nil {
-		m.v6 = holderMap(m.list6, func(e held6) (v6Key, holderID) { return e.k, e.id })
-		m.list6 = nil
+func cmpUint(a, b uint64) int {
+	switch {
+	case a < b:
+		return -1
+	case a > b:
+		return 1
 	}
-	return m.v6
+	return 0
 }
 
-func (m *ipam) mapMAC() map[macKey]holderID {
-	if m.macs == nil {
-		m.macs = holderMap(m.listMAC, func(e heldMAC) (macKey, holderID) { return e.k, e.id })
-		m.listMAC = nil
+// holderMap builds the map from the list: a second have port holding an
+// address makes it shared; a claim overrides (it was checked not to
+// conflict).
+func (m *ipam) holderMap() map[heldKey]holderID {
+	if m.holders == nil {
+		m.holders = make(map[heldKey]holderID, len(m.list))
+		m.dups = map[heldKey][]holderID{}
+		for _, e := range m.list {
+			n := len(m.holders)
+			prev := m.holders[e.k]
+			m.holders[e.k] = e.id
+			if len(m.holders) == n && e.id >= 0 {
+				if prev != shared {
+					m.dups[e.k] = append(m.dups[e.k], prev)
+				}
+				m.dups[e.k] = append(m.dups[e.k], e.id)
+				m.holders[e.k] = shared
+			}
+		}
+		m.list = nil
 	}
-	return m.macs
+	return m.holders
 }
 
 // claimID registers s as a holder of addresses given out in this pass.
@@ -363,233 +400,372 @@ func (m *ipam) claimID(s *portSpec) holderID {
 	return ^holderID(len(m.claims) - 1)
 }
 
-// setIP records that id, on network n, was given a.
-func (m *ipam) setIP(n *network, a netip.Addr, id holderID) {
-	if a.Is4() {
-		k := key4(n.swID, a)
-		if m.v4 != nil {
-			m.v4[k] = id
-		} else {
-			m.list4 = append(m.list4, held4{k, id})
-		}
-		if w := m.window(n, window4); w != nil {
-			w.set(ipWords(a))
-		}
-		return
-	}
-	k := key6(n.swID, a)
-	if m.v6 != nil {
-		m.v6[k] = id
+// set records that id, on network n, holds the address k names.
+func (m *ipam) set(n *network, k heldKey, id holderID) {
+	k.sw = n.swID
+	if m.holders != nil {
+		m.holders[k] = id
 	} else {
-		m.list6 = append(m.list6, held6{k, id})
+		m.list = append(m.list, held{k, id})
 	}
-	if w := m.window(n, window6); w != nil {
-		w.set(ipWords(a))
-	}
-}
-
-func (m *ipam) setMAC(n *network, x mac, id holderID) {
-	k := macKey{n.swID, x}
-	if m.macs != nil {
-		m.macs[k] = id
-	} else {
-		m.listMAC = append(m.listMAC, heldMAC{k, id})
-	}
-	if w := m.window(n, windowMAC); w != nil {
-		w.set(0, uint64(x))
+	if w := m.window(n, int(k.comp)); w != nil {
+		w.set(k.hi, k.lo)
 	}
 }
 
-func (m *ipam) ipHolder(sw uint32, a netip.Addr) (holderID, bool) {
-	if a.Is4() {
-		mp := m.map4()
-		if h, ok := mp[key4(0, a)]; ok {
-			return h, true
+// holdersOf returns who holds the address k names on switch sw: holders
+// that are not ours (switch 0) first, then ours on sw. Shared keys list
+// every have port.
+func (m *ipam) holdersOf(k heldKey, sw uint32) []holderID {
+	mp := m.holderMap()
+	var out []holderID
+	for _, s := range [2]uint32{0, sw} {
+		k.sw = s
+		if h, ok := mp[k]; ok {
+			if h == shared {
+				// In name order, so that what a Problem names is stable.
+				ids := slices.Clone(m.dups[k])
+				slices.SortFunc(ids, func(x, y holderID) int { return strings.Compare(m.ports[x].Name, m.ports[y].Name) })
+				out = append(out, ids...)
+			} else {
+				out = append(out, h)
+			}
 		}
-		h, ok := mp[key4(sw, a)]
-		return h, ok
 	}
-	mp := m.map6()
-	if h, ok := mp[key6(0, a)]; ok {
-		return h, true
-	}
-	h, ok := mp[key6(sw, a)]
-	return h, ok
+	return out
 }
 
-func (m *ipam) macHolder(sw uint32, x mac) (holderID, bool) {
-	mp := m.mapMAC()
-	if h, ok := mp[macKey{0, x}]; ok {
-		return h, true
-	}
-	h, ok := mp[macKey{sw, x}]
-	return h, ok
-}
-
-// ipHeld reports whether a is held on network n's switch; w is n's window
-// for a's family, if any.
-func (m *ipam) ipHeld(n *network, w *window, a netip.Addr) bool {
+// isHeld reports whether the address k names is held on n's switch; w is
+// n's window for k's component, if any.
+func (m *ipam) isHeld(n *network, w *window, k heldKey) bool {
 	if w != nil {
-		if held, known := w.held(ipWords(a)); known {
+		if held, known := w.held(k.hi, k.lo); known {
 			return held
 		}
 	}
-	_, ok := m.ipHolder(n.swID, a)
-	return ok
-}
-
-func (m *ipam) macHeld(n *network, w *window, x mac) bool {
-	if w != nil {
-		if held, known := w.held(0, uint64(x)); known {
-			return held
-		}
-	}
-	_, ok := m.macHolder(n.swID, x)
-	return ok
-}
-
-// blocks reports whether h stands in the way of s taking an address. The
-// have port s replaces (same name, so the same row is rewritten) does not.
-func (m *ipam) blocks(h holderID, s *portSpec) bool {
-	switch {
-	case h == shared:
+	mp := m.holderMap()
+	if _, ok := mp[k]; ok { // k.sw is 0
 		return true
-	case h < 0:
-		return m.claims[^h] != s
-	default:
-		p := m.ports[h]
-		return p != s.have && p.Name != s.name
 	}
+	k.sw = n.swID
+	_, ok := mp[k]
+	return ok
 }
 
-func (m *ipam) describe(h holderID) string {
-	switch {
-	case h == shared:
-		return "held by more than one port"
-	case h < 0:
-		c := m.claims[^h]
-		return fmt.Sprintf("also requested by %s (port %q), which takes precedence", c.o.id, c.name)
-	default:
-		return fmt.Sprintf("held by port %q", m.ports[h].Name)
-	}
-}
-
-// allocate gives every pending port the addresses it lacks. Sticky addresses
-// are already held (they are in have). Then, in owner order (oldest first),
-// static requests are claimed, and only after all of them dynamic addresses
-// are handed out, so a new dynamic port never takes an address a static
-// request in the same pass asks for.
+// allocate gives every pending port the addresses it lacks, in three steps:
+//
+//  1. Addresses held twice. Where two of our ports on a switch (or one of
+//     ours and one that is not) hold one address, one keeps it: a port that
+//     is not ours, else ours kept exactly as it is, else the one whose
+//     request, then record, names it, else the oldest owner. The others give
+//     it up with a Problem: a port that asked for the address by request or
+//     record fails (and is removed, as it holds what another keeps); one
+//     that only held it gets a fresh one.
+//  2. Claims: addresses asked for by request or record, those held before
+//     (records, granted requests) first, then oldest owner first. A claim
+//     of an address another port keeps fails with a Problem (conflicts
+//     never steal); one held by a port this pass removes or readdresses
+//     waits for the next pass (Result.Again).
+//  3. Fresh addresses, lowest free, after every claim, so a new dynamic
+//     port never takes an address a claim in the same pass asks for.
 func (b *builder) allocate() {
 	m := b.newIPAM()
+	for _, g := range m.findDuplicates() {
+		b.settle(m, g)
+	}
 	// A kept address of a port moving to another switch must be held on the
 	// new switch too.
 	for _, s := range b.moved {
 		id := m.claimID(s)
-		for _, a := range [2]netip.Addr{s.v4, s.v6} {
-			if a.IsValid() {
-				m.setIP(s.net, a, id)
+		for c := range numComps {
+			if a, x := s.target(c); (a.IsValid() || x.valid()) && s.need&(claimBit(c)|dynBit(c)) == 0 {
+				m.set(s.net, s.key(c, a, x), id)
 			}
 		}
-		if s.mac.valid() {
-			m.setMAC(s.net, s.mac, id)
+	}
+	if len(b.pending) == 0 {
+		return
+	}
+	slices.SortFunc(b.pending, func(x, y *portSpec) int {
+		return cmp2(x.claimRank(), y.claimRank(), comparePriority(x, y))
+	})
+	for _, s := range b.pending {
+		if s.state == specBuild && s.need&claimBits != 0 {
+			b.claim(m, s)
 		}
 	}
+	// Fresh addresses go oldest owner first, whatever else they claimed.
 	slices.SortFunc(b.pending, comparePriority)
-
 	for _, s := range b.pending {
-		if s.need&needClaims == 0 {
+		if s.state != specBuild || s.need&(claimBits<<numComps) == 0 {
 			continue
 		}
-		sw, r := s.net.swID, s.req
-		fail := func(src string, v fmt.Stringer, h holderID) {
-			b.ownerProblem(s.o, "AddressConflict", fmt.Sprintf("%s %q: %s", src, v.String(), m.describe(h)))
-			s.failed = true
-		}
-		if s.need&claim4 != 0 {
-			if h, ok := m.ipHolder(sw, r.v4); ok && m.blocks(h, s) {
-				fail(r.ipSrc, r.v4, h)
-			}
-		}
-		if s.need&claim6 != 0 && !s.failed {
-			if h, ok := m.ipHolder(sw, r.v6); ok && m.blocks(h, s) {
-				fail(r.ipSrc, r.v6, h)
-			}
-		}
-		if s.need&claimMAC != 0 && !s.failed {
-			if h, ok := m.macHolder(sw, r.mac); ok && m.blocks(h, s) {
-				fail(r.macSrc, r.mac, h)
-			}
-		}
-		if s.failed {
-			continue
-		}
-		id := m.claimID(s)
-		if s.need&claim4 != 0 {
-			s.v4 = r.v4
-			m.setIP(s.net, s.v4, id)
-		}
-		if s.need&claim6 != 0 {
-			s.v6 = r.v6
-			m.setIP(s.net, s.v6, id)
-		}
-		if s.need&claimMAC != 0 {
-			s.mac = r.mac
-			m.setMAC(s.net, s.mac, id)
+		b.allocateFresh(m, s)
+	}
+}
+
+func cmp2(a, b, then int) int {
+	if a != b {
+		return a - b
+	}
+	return then
+}
+
+// claimRank orders claims: addresses an owner held before — a record, or
+// a request the kube-ovn "allocated" annotation says was granted — come
+// before new requests. An owner's own request beats its record (resolve),
+// but no owner's new request takes what another held: after the NB is
+// lost, possession decides.
+func (s *portSpec) claimRank() int {
+	for c := range numComps {
+		if s.need&claimBit(c) != 0 && (s.src[c] == SourceRecord || s.src[c] == SourceRequest && s.req.granted) {
+			return 0
 		}
 	}
+	return 1
+}
 
-	for _, s := range b.pending {
-		if s.failed || s.need&needDynamic == 0 {
+// key returns the held key of component c of s holding a or x, on no switch.
+func (s *portSpec) key(c int, a netip.Addr, x mac) heldKey {
+	if c == compMAC {
+		return macKey(0, x)
+	}
+	return ipKey(0, a)
+}
+
+// specOf returns the spec whose port in have is p, if any: nil for a port
+// no owner wants any more (this pass deletes it) and for one not ours.
+func (b *builder) specOf(p *state.Port) *portSpec {
+	if !p.Owned() {
+		return nil
+	}
+	if s := b.specNamed(p.Name); s != nil && s.have == p {
+		return s
+	}
+	return nil
+}
+
+// keeps reports whether the have port p holds on, after this pass, to
+// component c holding a or x. A port that is not ours, or ours kept as it
+// is, keeps what it has; one being built keeps it if it is its target.
+func (b *builder) keeps(p *state.Port, c int, a netip.Addr, x mac) bool {
+	if !p.Owned() {
+		return true
+	}
+	s := b.specOf(p)
+	switch {
+	case s == nil:
+		return false // deleted by this pass
+	case s.kept():
+		return s.lost == 0 // else removed by this pass
+	case s.state != specBuild || s.lost&claimBit(c) != 0:
+		return false
+	}
+	ta, tx := s.target(c)
+	return ta == a && tx == x && s.need&claimBit(c) == 0
+}
+
+// settle decides who keeps an address held by several have ports (step 1
+// of allocate).
+func (b *builder) settle(m *ipam, g []held) {
+	k := g[0].k
+	c := int(k.comp)
+	a, x := keyAddr(k)
+	what := compName[c] + " " + addrText(c, a, x)
+	var foreign *state.Port
+	bySwitch := map[uint32][]*state.Port{}
+	var sws []uint32
+	for _, e := range g {
+		p := m.ports[e.id]
+		if e.k.sw == 0 {
+			if foreign == nil || p.Name < foreign.Name {
+				foreign = p
+			}
 			continue
 		}
-		n := s.net
-		id := m.claimID(s)
-		if s.need&dyn4 != 0 {
-			if n.pool4 == nil {
-				n.pool4 = newPool(n.v4, n.r4, n.excl4)
+		if bySwitch[e.k.sw] == nil {
+			sws = append(sws, e.k.sw)
+		}
+		bySwitch[e.k.sw] = append(bySwitch[e.k.sw], p)
+	}
+	slices.Sort(sws)
+	for _, sw := range sws {
+		ps := bySwitch[sw]
+		if foreign == nil && len(ps) < 2 {
+			continue
+		}
+		// Contenders: ours that would keep the address; the rest let go of it.
+		var frozen, contenders []*portSpec
+		for _, p := range ps {
+			s := b.specOf(p)
+			switch {
+			case s == nil || s.state == specDropped || s.kept() && s.lost != 0:
+				// Deleted by this pass, or removed: it lost another address.
+			case s.kept():
+				frozen = append(frozen, s)
+			case s.state == specBuild && b.keeps(p, c, a, x):
+				contenders = append(contenders, s)
 			}
-			w := m.window(n, window4)
-			a, ok := n.pool4.take(func(a netip.Addr) bool { return m.ipHeld(n, w, a) })
-			if !ok {
-				b.exhausted(s, "IPv4", n.v4)
+		}
+		var winner string
+		switch {
+		case foreign != nil:
+			winner = fmt.Sprintf("port %q, which is not ovn-sync's", foreign.Name)
+		case len(frozen) > 0:
+			slices.SortFunc(frozen, comparePriority)
+			winner = fmt.Sprintf("port %q (%s)", frozen[0].name, frozen[0].o.id)
+		case len(contenders) > 0:
+			slices.SortFunc(contenders, func(x, y *portSpec) int {
+				return cmp2(int(x.src[c]), int(y.src[c]), comparePriority(x, y))
+			})
+			w := contenders[0]
+			winner = fmt.Sprintf("port %q (%s)", w.name, w.o.id)
+			contenders = contenders[1:]
+		}
+		for _, s := range contenders {
+			s.lost |= claimBit(c)
+			if s.src[c] == SourceRequest || s.src[c] == SourceRecord {
+				s.state = specFailed
+				b.ownerProblem(s.o, "AddressConflict", fmt.Sprintf("%s %q: also held by %s; port %q is removed until the conflict ends",
+					s.field(c), addrText(c, a, x), winner, s.name))
 				continue
 			}
-			s.v4 = a
-			m.setIP(n, a, id)
-		}
-		if s.need&dyn6 != 0 {
-			if n.pool6 == nil {
-				n.pool6 = newPool(n.v6, n.r6, n.excl6)
+			b.ownerProblem(s.o, "AddressConflict", fmt.Sprintf("port %q held %s, also held by %s: given a new %s",
+				s.name, what, winner, compName[c]))
+			if c == compMAC {
+				s.mac = 0
+			} else {
+				s.ip[c] = netip.Addr{}
 			}
-			w := m.window(n, window6)
-			a, ok := n.pool6.take(func(a netip.Addr) bool { return m.ipHeld(n, w, a) })
-			if !ok {
-				b.exhausted(s, "IPv6", n.v6)
-				continue
+			if s.need == 0 {
+				b.pending = append(b.pending, s)
 			}
-			s.v6 = a
-			m.setIP(n, a, id)
+			s.need |= dynBit(c)
+			s.src[c] = SourceAllocated
 		}
-		if s.need&genMAC != 0 {
-			w := m.window(n, windowMAC)
-			s.mac = generateMAC(s, func(x mac) bool { return m.macHeld(n, w, x) })
-			m.setMAC(n, s.mac, id)
+		// Ours kept as they are cannot give the address up: the duplicate
+		// stays, and is reported.
+		for i, s := range frozen {
+			if foreign != nil || i > 0 {
+				b.ownerProblem(s.o, "AddressConflict", fmt.Sprintf("port %q holds %s, also held by %s; it is kept as it is (see the owner's other problems)",
+					s.name, what, winner))
+			}
 		}
 	}
 }
 
-func (b *builder) exhausted(s *portSpec, family string, p netip.Prefix) {
-	b.ownerProblem(s.o, "SubnetExhausted",
-		fmt.Sprintf("network %s: no free %s address in %s for port %q", s.net.key, family, p, s.name))
-	s.failed = true
+func keyAddr(k heldKey) (netip.Addr, mac) {
+	switch k.comp {
+	case compMAC:
+		return netip.Addr{}, mac(k.lo)
+	case ipv4:
+		var b [4]byte
+		binary.BigEndian.PutUint32(b[:], uint32(k.lo))
+		return netip.AddrFrom4(b), 0
+	}
+	var b [16]byte
+	binary.BigEndian.PutUint64(b[:8], k.hi)
+	binary.BigEndian.PutUint64(b[8:], k.lo)
+	return netip.AddrFrom16(b), 0
+}
+
+func addrText(c int, a netip.Addr, x mac) string {
+	if c == compMAC {
+		return x.String()
+	}
+	return a.String()
+}
+
+// claim takes the addresses s asks for by request or record (step 2 of
+// allocate), or fails or defers it.
+func (b *builder) claim(m *ipam, s *portSpec) {
+	sw := s.net.swID
+	for c := range numComps {
+		if s.need&claimBit(c) == 0 {
+			continue
+		}
+		a, x := s.target(c)
+		what := fmt.Sprintf("%s %q", s.field(c), addrText(c, a, x))
+		for _, h := range m.holdersOf(s.key(c, a, x), sw) {
+			switch {
+			case h < 0:
+				if o := m.claims[^h]; o != s {
+					b.ownerProblem(s.o, "AddressConflict", fmt.Sprintf("%s: also %s by %s (port %q), which takes precedence",
+						what, claimVerb(o.src[c]), o.o.id, o.name))
+					s.state = specFailed
+					return
+				}
+			default:
+				p := m.ports[h]
+				if p == s.have || p.Name == s.name {
+					continue // the row this spec rewrites
+				}
+				if b.keeps(p, c, a, x) {
+					b.ownerProblem(s.o, "AddressConflict", fmt.Sprintf("%s: held by port %q", what, p.Name))
+					s.state = specFailed
+					return
+				}
+				// Deleted or readdressed by this pass: the address is free
+				// once that is applied.
+				s.state = specDeferred
+				b.again = true
+				return
+			}
+		}
+	}
+	id := m.claimID(s)
+	for c := range numComps {
+		if s.need&claimBit(c) != 0 {
+			a, x := s.target(c)
+			m.set(s.net, s.key(c, a, x), id)
+		}
+	}
+}
+
+func claimVerb(s Source) string {
+	if s == SourceRecord {
+		return "recorded"
+	}
+	return "requested"
+}
+
+// allocateFresh gives s the lowest free address of each family it lacks,
+// then a MAC (step 3 of allocate).
+func (b *builder) allocateFresh(m *ipam, s *portSpec) {
+	n := s.net
+	id := m.claimID(s)
+	for f := range n.fam {
+		if s.need&dynBit(f) == 0 {
+			continue
+		}
+		fam := &n.fam[f]
+		if fam.pool == nil {
+			fam.pool = newPool(fam)
+		}
+		w := m.window(n, f)
+		a, ok := fam.pool.take(func(a netip.Addr) bool { return m.isHeld(n, w, ipKey(0, a)) })
+		if !ok {
+			b.ownerProblem(s.o, "SubnetExhausted",
+				fmt.Sprintf("network %s: no free %s address in %s for port %q", n.key, familyName[f], fam.prefix, s.name))
+			s.state = specFailed
+			return
+		}
+		s.ip[f] = a
+		m.set(n, ipKey(0, a), id)
+	}
+	if s.need&dynBit(compMAC) != 0 {
+		w := m.window(n, compMAC)
+		s.mac = generateMAC(s, func(x mac) bool { return m.isHeld(n, w, macKey(0, x)) })
+		m.set(n, macKey(0, s.mac), id)
+	}
 }
 
 // generateMAC derives a port's MAC when none is requested: from its IPv4
 // address, or for IPv6-only ports from its name; if that MAC is taken, from
 // its name with a retry counter, so the choice is the same on every pass.
 func generateMAC(s *portSpec, taken func(mac) bool) mac {
-	if s.v4.IsValid() {
-		if x := macFromIPv4(s.v4); !taken(x) {
+	if a := s.ip[ipv4]; a.IsValid() {
+		if x := macFromIPv4(a); !taken(x) {
 			return x
 		}
 	}

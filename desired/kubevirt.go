@@ -1,6 +1,7 @@
 package desired
 
 import (
+	"fmt"
 	"slices"
 	"strings"
 
@@ -221,9 +222,9 @@ func liveLauncher(p *corev1.Pod) bool {
 // known from status.migrationState while the migration is neither completed
 // nor failed, from a running VirtualMachineInstanceMigration, or from a
 // second live launcher pod. A VMI that is absent or final has no chassis.
-func (b *builder) chassis(vmi *kubevirtv1.VirtualMachineInstance, e *kvEntry) (string, string) {
+func (b *builder) chassis(vmi *kubevirtv1.VirtualMachineInstance, e *kvEntry) (chassis, strategy, why string) {
 	if vmi == nil || vmi.IsFinal() {
-		return "", ""
+		return "", "", ""
 	}
 	if e == nil {
 		e = &kvEntry{}
@@ -254,19 +255,9 @@ func (b *builder) chassis(vmi *kubevirtv1.VirtualMachineInstance, e *kvEntry) (s
 	}
 	l := e.launchers
 	if l.one != nil && l.more == nil && liveLauncher(l.one) && l.one.Spec.NodeName == cur && len(others) == 0 {
-		return cur, "" // the common case: one launcher pod, where the VMI runs
+		return cur, "", cur + ": the VMI's node" // the common case: one launcher pod, where the VMI runs
 	}
-	pods := l.pods()
-	if len(pods) > 1 {
-		pods = slices.Clone(pods)
-		slices.SortFunc(pods, func(x, y *corev1.Pod) int {
-			if c := x.CreationTimestamp.Compare(y.CreationTimestamp.Time); c != 0 {
-				return c
-			}
-			return strings.Compare(x.Name, y.Name)
-		})
-	}
-	for _, p := range pods {
+	for _, p := range sortedLaunchers(l) {
 		if !liveLauncher(p) {
 			continue
 		}
@@ -288,14 +279,31 @@ func (b *builder) chassis(vmi *kubevirtv1.VirtualMachineInstance, e *kvEntry) (s
 	}
 	if cur == "" {
 		if len(others) == 0 {
-			return "", ""
+			return "", "", ""
 		}
 		cur, others = others[0], others[1:]
 	}
 	if len(others) == 0 {
-		return cur, ""
+		return cur, "", cur + ": the VMI's node"
 	}
-	return cur + "," + strings.Join(others, ","), activationRARP
+	return cur + "," + strings.Join(others, ","), activationRARP,
+		fmt.Sprintf("%s: live migration from %s to %s; bound on both until it ends, the target activated by the VM's first RARP",
+			cur+","+strings.Join(others, ","), cur, strings.Join(others, ","))
+}
+
+// sortedLaunchers returns the pods of l oldest first, then by name.
+func sortedLaunchers(l podList) []*corev1.Pod {
+	pods := l.pods()
+	if len(pods) > 1 {
+		pods = slices.Clone(pods)
+		slices.SortFunc(pods, func(x, y *corev1.Pod) int {
+			if c := x.CreationTimestamp.Compare(y.CreationTimestamp.Time); c != 0 {
+				return c
+			}
+			return strings.Compare(x.Name, y.Name)
+		})
+	}
+	return pods
 }
 
 // leftover reports whether p is the source or target pod of a migration that

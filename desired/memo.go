@@ -27,19 +27,18 @@ type Memo struct {
 	valid    bool
 	versions Versions
 	cfg      Config
-	want     state.State
-	problems []Problem
+	result   Result
 }
 
 // Build returns Build(in, cfg, have), reusing the previous result when v and
 // cfg are those of the previous call. in and have must be what v says.
-func (m *Memo) Build(in Inputs, cfg Config, have state.State, v Versions) (state.State, []Problem) {
+func (m *Memo) Build(in Inputs, cfg Config, have state.State, v Versions) Result {
 	if m.Hit(cfg, v) {
-		return m.want, m.problems
+		return m.result
 	}
-	want, problems := Build(in, cfg, have)
-	*m = Memo{valid: true, versions: v, cfg: cfg, want: want, problems: problems}
-	return want, problems
+	r := Build(in, cfg, have)
+	*m = Memo{valid: true, versions: v, cfg: cfg, result: r}
+	return r
 }
 
 // Hit reports whether Build with cfg and v would return the remembered result.
@@ -53,5 +52,6 @@ func (m *Memo) Reset() { *m = Memo{} }
 func (c Config) equal(o Config) bool {
 	return c.DefaultSwitch == o.DefaultSwitch &&
 		slices.Equal(c.DefaultSubnets, o.DefaultSubnets) &&
-		slices.Equal(c.DefaultExclude, o.DefaultExclude)
+		slices.Equal(c.DefaultExclude, o.DefaultExclude) &&
+		slices.Equal(c.DefaultGateway, o.DefaultGateway)
 }

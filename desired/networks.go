@@ -36,29 +36,60 @@ type network struct {
 	sw       string // logical switch name
 	swID     uint32
 	owner    string // the switch's external_ids:ovn-sync/owner when we create it
-
-	v4, v6 netip.Prefix // invalid when the family is absent
-	// r4 and r6 are the usable addresses of v4 and v6 (see usable).
-	r4, r6 IPRange
-	// excl4 and excl6 are never handed out dynamically: merged, sorted.
-	excl4, excl6 []IPRange
-	// pool4 and pool6 are created on first dynamic allocation.
-	pool4, pool6 *pool
+	// fam holds the IPv4 and the IPv6 side (see ipv4, ipv6).
+	fam [2]family
+	// gateway is the network's gateways as published ("10.16.0.1" or
+	// "10.16.0.1,fd00:10:16::1"), "" when it has none.
+	gateway string
 }
 
-func newNetwork(key, provider, sw, owner string, subnets []netip.Prefix, exclude []IPRange) *network {
+// The indexes of network.fam, portSpec.ip and requested.ip.
+const (
+	ipv4 = 0
+	ipv6 = 1
+)
+
+var familyName = [2]string{"IPv4", "IPv6"}
+
+// familyOf returns the index of a's family.
+func familyOf(a netip.Addr) int {
+	if a.Is4() {
+		return ipv4
+	}
+	return ipv6
+}
+
+// family is one address family of a network.
+type family struct {
+	// prefix is invalid when the network lacks the family.
+	prefix netip.Prefix
+	// usable is the range a port may hold: the prefix without its network
+	// and broadcast addresses (see usable).
+	usable IPRange
+	// gateway is reserved for the network's router: never a port's.
+	gateway netip.Addr
+	// excl is never handed out and never granted to a request: merged, sorted.
+	excl []IPRange
+	// pool is created on first dynamic allocation.
+	pool *pool
+}
+
+func newNetwork(key, provider, sw, owner string, subnets []netip.Prefix, exclude []IPRange, gateways []netip.Addr) *network {
 	n := &network{key: key, provider: provider, sw: sw, owner: owner}
 	for _, p := range subnets {
-		if p.Addr().Is4() {
-			n.v4 = p
-			n.r4.From, n.r4.To = usable(p)
-		} else {
-			n.v6 = p
-			n.r6.From, n.r6.To = usable(p)
+		f := &n.fam[familyOf(p.Addr())]
+		f.prefix = p
+		f.usable.From, f.usable.To = usable(p)
+		f.excl = mergeRanges(exclude, p.Addr().Is4())
+	}
+	var gw []string
+	for _, g := range gateways {
+		if f := &n.fam[familyOf(g)]; f.prefix.IsValid() && !f.gateway.IsValid() {
+			f.gateway = g
+			gw = append(gw, g.String())
 		}
 	}
-	n.excl4 = mergeRanges(exclude, true)
-	n.excl6 = mergeRanges(exclude, false)
+	n.gateway = strings.Join(gw, ",")
 	return n
 }
 
@@ -66,15 +97,59 @@ func inRange(r IPRange, a netip.Addr) bool {
 	return r.From.IsValid() && !a.Less(r.From) && !r.To.Less(a)
 }
 
+// excluded reports whether a is in one of f's excluded ranges.
+func (f *family) excluded(a netip.Addr) bool {
+	i, _ := slices.BinarySearchFunc(f.excl, a, func(r IPRange, a netip.Addr) int {
+		if r.To.Less(a) {
+			return -1
+		}
+		if a.Less(r.From) {
+			return 1
+		}
+		return 0
+	})
+	return i < len(f.excl) && inRange(f.excl[i], a)
+}
+
+// unusable says why a can never be a port's address on n, or returns "":
+// no subnet of its family, outside it, the network or broadcast address,
+// or the gateway. Excluded addresses are checked by the caller: a port that
+// already holds one keeps it.
+func (n *network) unusable(a netip.Addr) string {
+	f := &n.fam[familyOf(a)]
+	switch {
+	case !f.prefix.IsValid():
+		return fmt.Sprintf("network %s has no %s subnet", n.key, familyName[familyOf(a)])
+	case !f.prefix.Contains(a):
+		return "not in subnet " + f.prefix.String()
+	case !inRange(f.usable, a):
+		return reserved(f.prefix, a)
+	case a == f.gateway:
+		return "is the gateway of network " + n.key
+	}
+	return ""
+}
+
+// cidr is the network's subnets as published ("10.16.0.0/16,fd00:10:16::/64").
+func (n *network) cidr() string {
+	var parts []string
+	for _, f := range n.fam {
+		if f.prefix.IsValid() {
+			parts = append(parts, f.prefix.String())
+		}
+	}
+	return strings.Join(parts, ",")
+}
+
 // switchValue is the Logical_Switch ovn-sync wants for n when it owns it.
 func (n *network) switchValue() *state.Switch {
 	s := &state.Switch{Name: n.sw, Owner: n.owner, Network: n.key}
-	if n.v4.IsValid() {
-		s.Subnet = n.v4.String()
+	if p := n.fam[ipv4].prefix; p.IsValid() {
+		s.Subnet = p.String()
 	}
-	if n.v6.IsValid() {
+	if p := n.fam[ipv6].prefix; p.IsValid() {
 		// OVN's other_config:ipv6_prefix is the prefix address without its length.
-		s.IPv6Prefix = n.v6.Addr().String()
+		s.IPv6Prefix = p.Addr().String()
 	}
 	return s
 }
@@ -108,37 +183,53 @@ type managedConfig struct {
 	cniType       string
 	subnets       []netip.Prefix
 	exclude       []IPRange
+	gateways      []netip.Addr
 	logicalSwitch string
 }
 
-// parseNADConfig reads a NAD's spec.config. It returns (nil, nil) for a
+// unmanagedConfig describes a NAD config that is not OVN's: its CNI type
+// and where it was read, for the Problem raised when a NAD in use turns
+// into one.
+type unmanagedConfig struct {
+	cniType string
+	where   string
+}
+
+// parseNADConfig reads a NAD's spec.config. It returns (nil, u, nil) for a
 // config that is not OVN's, including an empty one (Multus then reads a file
 // on the node). A conflist ("plugins") is ours when one of its plugins is.
-func parseNADConfig(raw string) (*managedConfig, error) {
+func parseNADConfig(raw string) (*managedConfig, unmanagedConfig, error) {
+	none := unmanagedConfig{where: "spec.config"}
 	if strings.TrimSpace(raw) == "" {
-		return nil, nil
+		return nil, none, nil
 	}
 	var top map[string]json.RawMessage
 	if err := json.Unmarshal([]byte(raw), &top); err != nil {
-		return nil, nadConfigError(fmt.Sprintf("spec.config: invalid JSON: %v", err))
+		return nil, none, nadConfigError(fmt.Sprintf("spec.config: invalid JSON: %v", err))
 	}
-	if t := jsonString(top["type"]); t == typeOVNKubernetes || t == typeKubeOVN {
-		return parseManaged(t, top, "spec.config")
+	t := jsonString(top["type"])
+	if t == typeOVNKubernetes || t == typeKubeOVN {
+		mc, err := parseManaged(t, top, "spec.config")
+		return mc, none, err
 	}
 	plugins, ok := top["plugins"]
 	if !ok {
-		return nil, nil
+		return nil, unmanagedConfig{cniType: t, where: "spec.config"}, nil
 	}
 	var list []map[string]json.RawMessage
 	if err := json.Unmarshal(plugins, &list); err != nil {
-		return nil, nadConfigError(fmt.Sprintf("spec.config: \"plugins\": %v", err))
+		return nil, none, nadConfigError(fmt.Sprintf("spec.config: \"plugins\": %v", err))
 	}
+	var types []string
 	for i, p := range list {
-		if t := jsonString(p["type"]); t == typeOVNKubernetes || t == typeKubeOVN {
-			return parseManaged(t, p, fmt.Sprintf("spec.config: plugins[%d]", i))
+		t := jsonString(p["type"])
+		if t == typeOVNKubernetes || t == typeKubeOVN {
+			mc, err := parseManaged(t, p, fmt.Sprintf("spec.config: plugins[%d]", i))
+			return mc, none, err
 		}
+		types = append(types, t)
 	}
-	return nil, nil
+	return nil, unmanagedConfig{cniType: strings.Join(types, ","), where: "spec.config: plugins[*]"}, nil
 }
 
 // jsonString returns raw as a string, or "" if it is absent or not a string.
@@ -162,38 +253,68 @@ func stringField(obj map[string]json.RawMessage, key, where string) (string, boo
 	return strings.TrimSpace(s), true, nil
 }
 
-func parseManaged(cniType string, obj map[string]json.RawMessage, where string) (*managedConfig, error) {
-	mc := &managedConfig{cniType: cniType}
-	subnets, _, err := stringField(obj, "subnets", where)
-	if err != nil {
-		return nil, err
-	}
-	if subnets == "" {
-		return nil, nadConfigError(fmt.Sprintf("%s: %q is required for type %q", where, "subnets", cniType))
-	}
-	var have4, have6 bool
-	for _, s := range strings.Split(subnets, ",") {
+// parseSubnets reads a list of CIDRs, at most one IPv4 and one IPv6, with
+// host bits cleared ("10.16.0.5/16" is 10.16.0.0/16). Empty entries are
+// skipped; an empty list is not an error here. Errors name the entry.
+func parseSubnets(list []string) ([]netip.Prefix, error) {
+	var out []netip.Prefix
+	var have [2]bool
+	for _, s := range list {
 		s = strings.TrimSpace(s)
 		if s == "" {
 			continue
 		}
 		p, err := netip.ParsePrefix(s)
 		if err != nil || p.Addr().Zone() != "" {
-			return nil, nadConfigError(fmt.Sprintf("%s: \"subnets\" %q: not a CIDR", where, s))
+			return nil, fmt.Errorf("%q: not a CIDR", s)
 		}
 		p = p.Masked()
-		if p.Addr().Is4() {
-			if have4 {
-				return nil, nadConfigError(fmt.Sprintf("%s: \"subnets\" %q: more than one IPv4 subnet", where, s))
-			}
-			have4 = true
-		} else {
-			if have6 {
-				return nil, nadConfigError(fmt.Sprintf("%s: \"subnets\" %q: more than one IPv6 subnet", where, s))
-			}
-			have6 = true
+		f := familyOf(p.Addr())
+		if have[f] {
+			return nil, fmt.Errorf("%q: more than one %s subnet", s, familyName[f])
 		}
-		mc.subnets = append(mc.subnets, p)
+		have[f] = true
+		out = append(out, p)
+	}
+	return out, nil
+}
+
+// parseGateways reads gateway addresses, at most one per family, each a
+// usable address of the subnet of its family. Errors name the entry.
+func parseGateways(list []string, subnets []netip.Prefix) ([]netip.Addr, error) {
+	var out []netip.Addr
+	for _, s := range list {
+		s = strings.TrimSpace(s)
+		if s == "" {
+			continue
+		}
+		a, err := parseIP(s)
+		if err != nil {
+			return nil, fmt.Errorf("%q: %v", s, err)
+		}
+		i := slices.IndexFunc(subnets, func(p netip.Prefix) bool { return p.Contains(a) })
+		switch {
+		case i < 0:
+			return nil, fmt.Errorf("%q: not in a subnet of the network", s)
+		case reserved(subnets[i], a) != "":
+			return nil, fmt.Errorf("%q: %s", s, reserved(subnets[i], a))
+		case slices.ContainsFunc(out, func(b netip.Addr) bool { return b.Is4() == a.Is4() }):
+			return nil, fmt.Errorf("%q: more than one %s gateway", s, familyName[familyOf(a)])
+		}
+		out = append(out, a)
+	}
+	return out, nil
+}
+
+func parseManaged(cniType string, obj map[string]json.RawMessage, where string) (*managedConfig, error) {
+	mc := &managedConfig{cniType: cniType}
+	subnets, _, err := stringField(obj, "subnets", where)
+	if err != nil {
+		return nil, err
+	}
+	mc.subnets, err = parseSubnets(strings.Split(subnets, ","))
+	if err != nil {
+		return nil, nadConfigError(fmt.Sprintf("%s: \"subnets\" %v", where, err))
 	}
 	if len(mc.subnets) == 0 {
 		return nil, nadConfigError(fmt.Sprintf("%s: %q is required for type %q", where, "subnets", cniType))
@@ -212,6 +333,25 @@ func parseManaged(cniType string, obj map[string]json.RawMessage, where string) 
 			return nil, nadConfigError(fmt.Sprintf("%s: \"excludeSubnets\" %q: not a CIDR or IP address", where, s))
 		}
 		mc.exclude = append(mc.exclude, r)
+	}
+	gw, _, err := stringField(obj, "gateway", where)
+	if err != nil {
+		return nil, err
+	}
+	mc.gateways, err = parseGateways(strings.Split(gw, ","), mc.subnets)
+	if err != nil {
+		return nil, nadConfigError(fmt.Sprintf("%s: \"gateway\" %v", where, err))
+	}
+	if cniType == typeKubeOVN {
+		// kube-ovn's convention: a subnet without a gateway given has its
+		// first address as the gateway, for IPv6 as for IPv4.
+		for _, p := range mc.subnets {
+			if !slices.ContainsFunc(mc.gateways, func(g netip.Addr) bool { return g.Is4() == p.Addr().Is4() }) {
+				if first, _ := usable(p); first != p.Addr() {
+					mc.gateways = append(mc.gateways, first)
+				}
+			}
+		}
 	}
 	ls, present, err := stringField(obj, "logical_switch", where)
 	if err != nil {
@@ -239,6 +379,13 @@ func parseExclude(s string) (IPRange, error) {
 // buildNetworks sets up the default network from cfg and one network per
 // managed NAD, in ns/name order so that switch-name clashes have a stable
 // winner. The default network is nil when cfg is unusable.
+//
+// A NAD that ovn-sync manages in the NB (its switch or ports are there) and
+// that stops being a network it can manage — a config that no longer
+// parses, a CNI type that is not OVN's (a typo, say), subnets that no longer
+// hold the addresses its ports have — is a Problem on the NAD, and its
+// switch and ports are kept as they are: ports go only when their owners
+// stop referencing the network.
 func (b *builder) buildNetworks(cfg Config, nads []*nadv1.NetworkAttachmentDefinition) {
 	b.def = b.defaultNetwork(cfg)
 	if b.def != nil {
@@ -260,11 +407,18 @@ func (b *builder) buildNetworks(cfg Config, nads []*nadv1.NetworkAttachmentDefin
 		if _, dup := b.nads[ref]; dup {
 			continue
 		}
-		mc, err := parseNADConfig(nad.Spec.Config)
+		invalid := func(reason, msg string) {
+			b.problem(kindNAD, nad.Namespace, nad.Name, reason, msg)
+			b.nads[ref] = nadEntry{state: nadInvalid}
+		}
+		mc, un, err := parseNADConfig(nad.Spec.Config)
 		switch {
 		case err != nil:
-			b.problem(kindNAD, nad.Namespace, nad.Name, "InvalidNetworkAttachmentDefinition", err.Error())
-			b.nads[ref] = nadEntry{state: nadInvalid}
+			invalid("InvalidNetworkAttachmentDefinition", err.Error())
+			continue
+		case mc == nil && b.inUse(ref.String()):
+			invalid("InvalidNetworkAttachmentDefinition", fmt.Sprintf("%s: \"type\" %q: not a network ovn-sync manages (%s or %s), "+
+				"but its switch and ports are in the NB: kept as they are while owners use it", un.where, un.cniType, typeOVNKubernetes, typeKubeOVN))
 			continue
 		case mc == nil:
 			b.nads[ref] = nadEntry{state: nadUnmanaged}
@@ -276,16 +430,65 @@ func (b *builder) buildNetworks(cfg Config, nads []*nadv1.NetworkAttachmentDefin
 			sw = nad.Name + "." + nad.Namespace
 		}
 		if other, taken := b.switchOwner[sw]; taken {
-			b.problem(kindNAD, nad.Namespace, nad.Name, "SwitchConflict",
-				fmt.Sprintf("logical switch %q is already used by %s", sw, other))
-			b.nads[ref] = nadEntry{state: nadInvalid}
+			invalid("SwitchConflict", fmt.Sprintf("logical switch %q is already used by %s", sw, other))
+			continue
+		}
+		n := newNetwork(key, nad.Name+"."+nad.Namespace+providerSuffix, sw, ownerNADPrefix+key, mc.subnets, mc.exclude, mc.gateways)
+		if msg := b.outside(n); msg != "" {
+			invalid("InvalidNetworkAttachmentDefinition", "spec.config: \"subnets\" "+msg)
 			continue
 		}
 		b.switchOwner[sw] = "NetworkAttachmentDefinition " + key
-		n := newNetwork(key, nad.Name+"."+nad.Namespace+providerSuffix, sw, ownerNADPrefix+key, mc.subnets, mc.exclude)
 		n.swID = b.switchID(sw)
 		b.nads[ref] = nadEntry{state: nadManaged, net: n}
 		b.networks = append(b.networks, n)
+	}
+}
+
+// inUse reports whether the NB holds ports of ours on the network named
+// key ("<nadns>/<nad>").
+func (b *builder) inUse(key string) bool {
+	b.indexHaveNetworks()
+	return len(b.haveNets[key]) > 0
+}
+
+// outside checks, when n's subnets differ from those of its switch in have,
+// that every address our ports on n hold is still in them. It returns the
+// first one that is not, as a message, or "".
+func (b *builder) outside(n *network) string {
+	hs := b.have.Switches[n.sw]
+	if hs == nil || !hs.Owned() || hs.Network != n.key {
+		return ""
+	}
+	if want := n.switchValue(); want.Subnet == hs.Subnet && want.IPv6Prefix == hs.IPv6Prefix {
+		return ""
+	}
+	b.indexHaveNetworks()
+	for _, p := range b.haveNets[n.key] {
+		h := parseLSPAddresses(p.Addresses)
+		for _, a := range h.ip {
+			if a.IsValid() && !n.fam[familyOf(a)].prefix.Contains(a) {
+				return fmt.Sprintf("%q no longer holds %s of port %q: the network is kept as it is until no port uses the address",
+					n.cidr(), a, p.Name)
+			}
+		}
+	}
+	return ""
+}
+
+// indexHaveNetworks indexes our have ports by network, sorted by name, once.
+func (b *builder) indexHaveNetworks() {
+	if b.haveNets != nil {
+		return
+	}
+	b.haveNets = map[string][]*state.Port{}
+	for _, p := range b.have.Ports {
+		if p != nil && p.Owned() {
+			b.haveNets[p.Network] = append(b.haveNets[p.Network], p)
+		}
+	}
+	for _, ps := range b.haveNets {
+		slices.SortFunc(ps, func(x, y *state.Port) int { return strings.Compare(x.Name, y.Name) })
 	}
 }
 
@@ -303,26 +506,26 @@ func (b *builder) defaultNetwork(cfg Config) *network {
 		return nil
 	}
 	var subnets []netip.Prefix
-	var have4, have6 bool
+	var have [2]bool
 	for _, p := range cfg.DefaultSubnets {
 		if !p.IsValid() {
 			bad("invalid subnet")
 			return nil
 		}
 		p = p.Masked()
-		if p.Addr().Is4() && have4 || p.Addr().Is6() && have6 {
+		f := familyOf(p.Addr())
+		if have[f] {
 			bad(fmt.Sprintf("subnet %s: more than one subnet of its family", p))
 			return nil
 		}
-		have4 = have4 || p.Addr().Is4()
-		have6 = have6 || p.Addr().Is6()
+		have[f] = true
 		subnets = append(subnets, p)
 	}
 	if len(subnets) == 0 {
 		bad("no subnets")
 		return nil
 	}
-	n := newNetwork(state.DefaultNetwork, providerDefault, cfg.DefaultSwitch, ownerDefaultSwitch, subnets, cfg.DefaultExclude)
+	n := newNetwork(state.DefaultNetwork, providerDefault, cfg.DefaultSwitch, ownerDefaultSwitch, subnets, cfg.DefaultExclude, cfg.DefaultGateway)
 	n.swID = b.switchID(n.sw)
 	b.networks = append(b.networks, n)
 	return n

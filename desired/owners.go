@@ -18,11 +18,18 @@ import (
 
 // Annotations ovn-sync reads requests from (kube-ovn compatible).
 const (
-	annNetworks   = nadv1.NetworkAttachmentAnnot // k8s.v1.cni.cncf.io/networks
-	annIPSuffix   = ".kubernetes.io/ip_address"
-	annMACSuffix  = ".kubernetes.io/mac_address"
-	annDefaultIP  = providerDefault + annIPSuffix  // ovn.kubernetes.io/ip_address
-	annDefaultMAC = providerDefault + annMACSuffix // ovn.kubernetes.io/mac_address
+	annNetworks        = nadv1.NetworkAttachmentAnnot // k8s.v1.cni.cncf.io/networks
+	annIPSuffix        = ".kubernetes.io/ip_address"
+	annMACSuffix       = ".kubernetes.io/mac_address"
+	annDefaultIP       = providerDefault + annIPSuffix  // ovn.kubernetes.io/ip_address
+	annDefaultMAC      = providerDefault + annMACSuffix // ovn.kubernetes.io/mac_address
+	annAllocatedSuffix = ".kubernetes.io/allocated"
+	// annDefaultNetwork puts a pod's primary interface on a
+	// NetworkAttachmentDefinition instead of the default network (Multus).
+	annDefaultNetwork = "v1.multus-cni.io/default-network"
+	// multusNamespace is where Multus looks for a default network named
+	// without a namespace (its multusNamespace setting's default).
+	multusNamespace = "kube-system"
 )
 
 // attachment is one network interface an owner asks for.
@@ -61,12 +68,44 @@ func (b *builder) addPods(in Inputs) {
 		if !b.validNames(o, "metadata.name") {
 			continue
 		}
-		o.chassis = p.Spec.NodeName
-		atts := append(b.atts[:0], attachment{isDefault: true, iface: "eth0"})
-		atts, ok := b.annotationAttachments(o, p.Annotations, atts)
-		b.addOwner(o, atts, p.Annotations, !ok)
+		o.chassis, o.objects.pod = p.Spec.NodeName, p
+		if o.chassis != "" {
+			o.chassisWhy = o.chassis + ": the pod's node"
+		}
+		atts, ok := b.primaryAttachment(o, p.Annotations, b.atts[:0], "eth0")
+		atts, annOK := b.annotationAttachments(o, p.Annotations, atts)
+		b.addOwner(o, atts, p.Annotations, keepOthersUnless(ok && annOK))
 		b.atts = atts
 	}
+}
+
+// keepOthers says whether an owner's have ports on networks it does not
+// list are kept (its list of networks could not be read) or go.
+type keepOthers bool
+
+func keepOthersUnless(listRead bool) keepOthers { return keepOthers(!listRead) }
+
+// primaryAttachment adds a pod's primary interface: the default network,
+// unless the v1.multus-cni.io/default-network annotation puts it on a
+// NetworkAttachmentDefinition. ok is false when that annotation cannot be
+// read.
+func (b *builder) primaryAttachment(o *owner, ann map[string]string, atts []attachment, iface string) ([]attachment, bool) {
+	v := strings.TrimSpace(ann[annDefaultNetwork])
+	if v == "" {
+		return append(atts, attachment{isDefault: true, iface: iface}), true
+	}
+	sels, err := parseSelections(v, multusNamespace)
+	switch {
+	case err != nil:
+		b.ownerProblem(o, "InvalidAnnotation", annDefaultNetwork+" "+err.Error())
+		return atts, false
+	case len(sels) != 1:
+		b.ownerProblem(o, "InvalidAnnotation", fmt.Sprintf("%s %q: names %d networks, want one", annDefaultNetwork, v, len(sels)))
+		return atts, false
+	}
+	at := attachment{ref: sels[0].ref, iface: iface}
+	at.addSelection(sels[0], annDefaultNetwork)
+	return append(atts, at), true
 }
 
 func (b *builder) addVirtualMachines(in Inputs) {
@@ -82,14 +121,31 @@ func (b *builder) addVirtualMachines(in Inputs) {
 		if !b.validNames(o, "metadata.name") {
 			continue
 		}
-		o.chassis, o.activationStrategy = b.chassis(e.vmi, b.vmiEntry(e.vmi, e, vm.Name))
+		vmiEntry := b.vmiEntry(e.vmi, e, vm.Name)
+		o.chassis, o.activationStrategy, o.chassisWhy = b.chassis(e.vmi, vmiEntry)
+		o.objects.vm = vm
+		if vmiEntry != nil {
+			o.objects.launchers = vmiEntry.launchers
+		} else {
+			o.objects.launchers = e.launchers
+		}
 		var spec *kubevirtv1.VirtualMachineInstanceSpec
 		var ann map[string]string
 		if t := vm.Spec.Template; t != nil {
 			spec, ann = &t.Spec, t.ObjectMeta.Annotations
 		}
-		atts, ok := b.kubevirtAttachments(o, spec, ann, "spec.template.spec")
-		b.addOwner(o, atts, ann, !ok)
+		atts, ok := b.kubevirtAttachments(o, spec, ann, "spec.template.spec", b.atts[:0])
+		if vmi := e.vmi; vmi != nil && !vmi.IsFinal() {
+			// The VMI is a copy of the template as it was when the VM
+			// started: its requests are what the guest runs with. Its
+			// problems are the template's, reported once.
+			n := len(b.problems)
+			o.running, _ = b.kubevirtAttachments(o, &vmi.Spec, vmi.Annotations, "spec", b.vmiAtts[:0])
+			b.problems = b.problems[:n]
+			b.vmiAtts = o.running
+			o.runningAnn = vmi.Annotations
+		}
+		b.addOwner(o, atts, ann, keepOthersUnless(ok))
 		b.atts = atts
 	}
 }
@@ -115,17 +171,21 @@ func (b *builder) addVirtualMachineInstances(in Inputs) {
 		if !b.validNames(o, field) {
 			continue
 		}
-		o.chassis, o.activationStrategy = b.chassis(vmi, b.vmiEntry(vmi, nil, ""))
-		atts, ok := b.kubevirtAttachments(o, &vmi.Spec, vmi.Annotations, "spec")
-		b.addOwner(o, atts, vmi.Annotations, !ok)
+		e := b.vmiEntry(vmi, nil, "")
+		o.chassis, o.activationStrategy, o.chassisWhy = b.chassis(vmi, e)
+		if e != nil {
+			o.objects.launchers = e.launchers
+		}
+		atts, ok := b.kubevirtAttachments(o, &vmi.Spec, vmi.Annotations, "spec", b.atts[:0])
+		b.addOwner(o, atts, vmi.Annotations, keepOthersUnless(ok))
 		b.atts = atts
 	}
 }
 
 // kubevirtAttachments reads a VMI spec's networks (with their interfaces)
-// and the networks annotation. ok is false when some network could not be
-// read, so the owner's other ports must be kept.
-func (b *builder) kubevirtAttachments(o *owner, spec *kubevirtv1.VirtualMachineInstanceSpec, ann map[string]string, field string) ([]attachment, bool) {
+// and the networks annotation into atts. ok is false when some network
+// could not be read, so the owner's other ports must be kept.
+func (b *builder) kubevirtAttachments(o *owner, spec *kubevirtv1.VirtualMachineInstanceSpec, ann map[string]string, field string, atts []attachment) ([]attachment, bool) {
 	var nets []kubevirtv1.Network
 	var ifaces []kubevirtv1.Interface
 	autoattach := true
@@ -135,11 +195,10 @@ func (b *builder) kubevirtAttachments(o *owner, spec *kubevirtv1.VirtualMachineI
 			autoattach = *a
 		}
 	}
-	atts := b.atts[:0]
 	ok := true
 	if len(nets) == 0 && len(ifaces) == 0 && autoattach {
 		// KubeVirt attaches the pod network when nothing is declared.
-		atts = append(atts, attachment{isDefault: true, iface: "default"})
+		atts, ok = b.primaryAttachment(o, ann, atts, "default")
 	}
 	multusDefault := false
 	for i := range nets {
@@ -165,9 +224,9 @@ func (b *builder) kubevirtAttachments(o *owner, spec *kubevirtv1.VirtualMachineI
 		if ifc != nil && ifc.State == kubevirtv1.InterfaceStateAbsent {
 			continue // hot-unplugged
 		}
-		at := attachment{iface: n.Name}
+		var macs []request
 		if ifc != nil && ifc.MacAddress != "" {
-			at.macs = []request{{src: field + ".domain.devices.interfaces[" + n.Name + "].macAddress", values: []string{ifc.MacAddress}}}
+			macs = []request{{src: field + ".domain.devices.interfaces[" + n.Name + "].macAddress", values: []string{ifc.MacAddress}}}
 		}
 		if n.Multus != nil {
 			ref, err := parseNetworkName(n.Multus.NetworkName, o.ns)
@@ -177,19 +236,36 @@ func (b *builder) kubevirtAttachments(o *owner, spec *kubevirtv1.VirtualMachineI
 				ok = false
 				continue
 			}
-			at.ref = ref
-		} else {
-			// pod: {} or no source at all, which KubeVirt defaults to the pod
-			// network; a multus network marked default replaces it.
-			if multusDefault {
-				continue
-			}
-			at.isDefault = true
+			atts = append(atts, attachment{ref: ref, iface: n.Name, macs: macs})
+			continue
 		}
-		atts = append(atts, at)
+		// pod: {} or no source at all, which KubeVirt defaults to the pod
+		// network; a multus network marked default replaces it, as does the
+		// v1.multus-cni.io/default-network annotation.
+		if multusDefault {
+			continue
+		}
+		var primOK bool
+		atts, primOK = b.primaryAttachment(o, ann, atts, n.Name)
+		ok = ok && primOK
+		if primOK {
+			atts[len(atts)-1].macs = append(atts[len(atts)-1].macs, macs...)
+		}
 	}
 	atts, annOK := b.annotationAttachments(o, ann, atts)
 	return atts, ok && annOK
+}
+
+// addSelection adds a network selection element's requests to at; src
+// names the annotation it came from.
+func (at *attachment) addSelection(sel selection, src string) {
+	at.merged = true
+	if len(sel.ips) > 0 {
+		at.ips = append(at.ips, request{src: src + ".ips", values: sel.ips})
+	}
+	if sel.mac != "" {
+		at.macs = append(at.macs, request{src: src + ".mac", values: []string{sel.mac}})
+	}
 }
 
 // annotationAttachments adds the elements of the networks annotation to
@@ -225,20 +301,13 @@ func (b *builder) annotationAttachments(o *owner, ann map[string]string, atts []
 			atts = append(atts, attachment{ref: sel.ref, iface: iface})
 			at = &atts[len(atts)-1]
 		}
-		at.merged = true
-		src := annNetworks + "[" + strconv.Itoa(i) + "]"
-		if len(sel.ips) > 0 {
-			at.ips = append(at.ips, request{src: src + ".ips", values: sel.ips})
-		}
-		if sel.mac != "" {
-			at.macs = append(at.macs, request{src: src + ".mac", values: []string{sel.mac}})
-		}
+		at.addSelection(sel, annNetworks+"["+strconv.Itoa(i)+"]")
 	}
 	return atts, true
 }
 
 // addOwner turns an owner's attachments into port specs.
-func (b *builder) addOwner(o *owner, atts []attachment, ann map[string]string, keepOthers bool) {
+func (b *builder) addOwner(o *owner, atts []attachment, ann map[string]string, others keepOthers) {
 	var names []string
 	for i := range atts {
 		at := &atts[i]
@@ -266,21 +335,18 @@ func (b *builder) addOwner(o *owner, atts []attachment, ann map[string]string, k
 				n = e.net
 			}
 		}
-		for j := 0; j < i; j++ {
-			if atts[j].isDefault == at.isDefault && atts[j].ref == at.ref {
-				provider += "." + at.iface
-				break
-			}
+		if i := slices.IndexFunc(atts[:i], func(x attachment) bool { return x.isDefault == at.isDefault && x.ref == at.ref }); i >= 0 {
+			provider += "." + at.iface
 		}
 		name := o.base
 		if provider != providerDefault {
 			name = o.base + "." + provider
 		}
-		if keepOthers {
+		if others {
 			names = append(names, name)
 		}
 		if !known {
-			b.keepPort(o, name)
+			b.keepPort(o, name, provider)
 			continue
 		}
 		if len(name) > MaxPortName {
@@ -290,19 +356,43 @@ func (b *builder) addOwner(o *owner, atts []attachment, ann map[string]string, k
 			}
 			b.ownerProblem(o, "NameTooLong", fmt.Sprintf("metadata.name: port name %s on network %q is longer than %d bytes",
 				abbreviate(name), netKey, MaxPortName))
-			b.keepPort(o, name)
+			b.keepPort(o, name, provider)
 			continue
 		}
 		s := b.newSpec(o, name)
-		s.net = n
-		if !b.readRequests(s, at, ann, provider) {
-			b.keepPort(o, name)
+		s.net, s.provider = n, provider
+		if !b.readRequests(s, at, ann, provider, &s.req) {
+			b.keepPort(o, name, provider)
 			continue
 		}
+		if o.running != nil {
+			b.readRunning(s, at)
+		}
+		b.readRecords(s)
 		b.add(s)
 	}
-	if keepOthers {
+	if others {
 		b.keepOwnerPorts(o, names)
+	}
+}
+
+// readRunning sets, for a VM whose VMI runs, s.req to the requests of the
+// VMI's attachment that matches at (none if the VMI has no such network)
+// and s.tmpl to the template's.
+func (b *builder) readRunning(s *portSpec, at *attachment) {
+	s.tmpl = s.req
+	s.req = &noRequest
+	o := s.o
+	for i := range o.running {
+		r := &o.running[i]
+		if r.isDefault == at.isDefault && r.ref == at.ref && r.iface == at.iface {
+			n := len(b.problems)
+			if !b.readRequests(s, r, o.runningAnn, s.provider, &s.req) {
+				s.req = &noRequest
+			}
+			b.problems = b.problems[:n]
+			return
+		}
 	}
 }
 
@@ -347,57 +437,76 @@ func abbreviate(s string) string {
 	return strconv.Quote(s[:cut]) + "... (" + strconv.Itoa(len(s)) + " bytes)"
 }
 
-// readRequests fills s's requested addresses from the kube-ovn annotations
-// for provider and from at. It reports false, after recording a Problem,
-// when a request is invalid.
-func (b *builder) readRequests(s *portSpec, at *attachment, ann map[string]string, provider string) bool {
+// readRequests fills *dst with the addresses requested for s from the
+// kube-ovn annotations for provider and from at. It reports false, after
+// recording a Problem, when a request is invalid.
+func (b *builder) readRequests(s *portSpec, at *attachment, ann map[string]string, provider string, dst **requested) bool {
 	var ipKey, macKey string
+	granted := false
 	if len(ann) > 0 {
-		ipKey, macKey = annDefaultIP, annDefaultMAC
-		if provider != providerDefault {
-			ipKey, macKey = provider+annIPSuffix, provider+annMACSuffix
-		}
+		ipKey, macKey = provider+annIPSuffix, provider+annMACSuffix
+		granted = ann[provider+annAllocatedSuffix] == "true"
 	}
-	var ipFrom, macFrom string // value of the first request, for messages
+	r := reqReader{b: b, s: s, dst: dst, granted: granted}
 	if v := strings.TrimSpace(ann[ipKey]); ipKey != "" && v != "" {
-		if !b.ipRequest(s, ipKey, v, strings.Split(v, ","), &ipFrom) {
+		if !r.ip(ipKey, v, strings.Split(v, ",")) {
 			return false
 		}
 	}
-	for _, r := range at.ips {
-		vals := make([]string, len(r.values))
-		for i, x := range r.values {
+	for _, q := range at.ips {
+		vals := make([]string, len(q.values))
+		for i, x := range q.values {
 			// Multus "ips" are usually CIDRs; only the address matters here.
 			x, _, _ = strings.Cut(x, "/")
 			vals[i] = x
 		}
-		if !b.ipRequest(s, r.src, strings.Join(r.values, ","), vals, &ipFrom) {
+		if !r.ip(q.src, strings.Join(q.values, ","), vals) {
 			return false
 		}
 	}
 	if v := strings.TrimSpace(ann[macKey]); macKey != "" && v != "" {
-		if !b.macRequest(s, macKey, v, &macFrom) {
+		if !r.mac(macKey, v) {
 			return false
 		}
 	}
-	for _, r := range at.macs {
-		if !b.macRequest(s, r.src, r.values[0], &macFrom) {
+	for _, q := range at.macs {
+		if !r.mac(q.src, q.values[0]) {
 			return false
 		}
 	}
 	return true
 }
 
-func (b *builder) badRequest(s *portSpec, src, value, why string) bool {
-	b.ownerProblem(s.o, "InvalidAddressRequest", fmt.Sprintf("%s %q: %s", src, value, why))
+// reqReader validates the requests of one port and merges them: requests
+// from several places must agree.
+type reqReader struct {
+	b   *builder
+	s   *portSpec
+	dst **requested
+	// granted is set when the kube-ovn "allocated" annotation says the
+	// addresses were given out before (by kube-ovn or by ovn-sync).
+	granted         bool
+	ipFrom, macFrom string // the value of the first request, for messages
+}
+
+func (r *reqReader) bad(src, value, why string) bool {
+	r.b.ownerProblem(r.s.o, "InvalidAddressRequest", fmt.Sprintf("%s %q: %s", src, value, why))
 	return false
 }
 
-// ipRequest validates one request against s's network and merges it with
-// any earlier request for s, which must agree.
-func (b *builder) ipRequest(s *portSpec, src, raw string, vals []string, from *string) bool {
-	n := s.net
-	var v4, v6 netip.Addr
+func (r *reqReader) out() *requested {
+	if *r.dst == &noRequest {
+		*r.dst = &requested{granted: r.granted}
+	}
+	return *r.dst
+}
+
+// ip validates one IP request against the port's network. An excluded
+// address is refused unless it was granted before (the port holds it, or
+// the allocated annotation says so): a guest keeps what it has.
+func (r *reqReader) ip(src, raw string, vals []string) bool {
+	n := r.s.net
+	var got [2]netip.Addr
 	for _, v := range vals {
 		v = strings.TrimSpace(v)
 		a, err := parseIP(v)
@@ -405,61 +514,119 @@ func (b *builder) ipRequest(s *portSpec, src, raw string, vals []string, from *s
 			if v == "" {
 				v = raw
 			}
-			return b.badRequest(s, src, v, err.Error())
+			return r.bad(src, v, err.Error())
 		}
-		var p netip.Prefix
-		var r IPRange
-		var dst *netip.Addr
-		family := "IPv4"
-		if a.Is4() {
-			p, r, dst = n.v4, n.r4, &v4
-		} else {
-			p, r, dst, family = n.v6, n.r6, &v6, "IPv6"
-		}
+		f := familyOf(a)
 		switch {
-		case !p.IsValid():
-			return b.badRequest(s, src, v, fmt.Sprintf("network %s has no %s subnet", n.key, family))
-		case !p.Contains(a):
-			return b.badRequest(s, src, v, "not in subnet "+p.String())
-		case !inRange(r, a):
-			return b.badRequest(s, src, v, reserved(p, a))
-		case dst.IsValid():
-			return b.badRequest(s, src, raw, "more than one "+family+" address")
+		case n.unusable(a) != "":
+			return r.bad(src, v, n.unusable(a))
+		case n.fam[f].excluded(a) && !r.granted && !r.b.holds(r.s, a):
+			return r.bad(src, v, "is excluded from allocation on network "+n.key+" (never handed out)")
+		case got[f].IsValid():
+			return r.bad(src, raw, "more than one "+familyName[f]+" address")
 		}
-		*dst = a
+		got[f] = a
 	}
-	if !v4.IsValid() && !v6.IsValid() {
+	if !got[ipv4].IsValid() && !got[ipv6].IsValid() {
 		return true
 	}
-	if *from != "" {
-		if v4 != s.req.v4 || v6 != s.req.v6 {
-			return b.badRequest(s, src, raw, fmt.Sprintf("conflicts with %s %q", s.req.ipSrc, *from))
+	if r.ipFrom != "" {
+		if got != (*r.dst).ip {
+			return r.bad(src, raw, fmt.Sprintf("conflicts with %s %q", (*r.dst).ipSrc, r.ipFrom))
 		}
 		return true
 	}
-	if s.req == &noRequest {
-		s.req = &requested{}
-	}
-	s.req.v4, s.req.v6, s.req.ipSrc, *from = v4, v6, src, raw
+	q := r.out()
+	q.ip, q.ipSrc, r.ipFrom = got, src, raw
 	return true
 }
 
-func (b *builder) macRequest(s *portSpec, src, v string, from *string) bool {
+func (r *reqReader) mac(src, v string) bool {
 	m, err := parseMAC(v)
 	if err != nil {
-		return b.badRequest(s, src, v, err.Error())
+		return r.bad(src, v, err.Error())
 	}
-	if *from != "" {
-		if m != s.req.mac {
-			return b.badRequest(s, src, v, fmt.Sprintf("conflicts with %s %q", s.req.macSrc, *from))
+	if r.macFrom != "" {
+		if m != (*r.dst).mac {
+			return r.bad(src, v, fmt.Sprintf("conflicts with %s %q", (*r.dst).macSrc, r.macFrom))
 		}
 		return true
 	}
-	if s.req == &noRequest {
-		s.req = &requested{}
-	}
-	s.req.mac, s.req.macSrc, *from = m, src, v
+	q := r.out()
+	q.mac, q.macSrc, r.macFrom = m, src, v
 	return true
+}
+
+// holds reports whether s's port in have holds a.
+func (b *builder) holds(s *portSpec, a netip.Addr) bool {
+	hp := b.ownedHave(s.o, s.name)
+	return hp != nil && parseLSPAddresses(hp.Addresses).ip[familyOf(a)] == a
+}
+
+// readRecords reads what s's owner was recorded to hold on s's network:
+// the kube-ovn annotations (ip_address, mac_address) for s's provider on
+// the owner's live virt-launcher pods, oldest first, then on the VM itself.
+// The first object with a value wins, per kind of value. A record that
+// cannot be an address on the network is a Problem on its object, and
+// ignored.
+func (b *builder) readRecords(s *portSpec) {
+	obj := &s.o.objects
+	if obj.vm == nil && obj.launchers.one == nil {
+		return // a plain pod: its annotations are requests
+	}
+	ipKey, macKey := s.provider+annIPSuffix, s.provider+annMACSuffix
+	var r requested
+	found := false
+	read := func(kind, ns, name string, ann map[string]string) {
+		if v := strings.TrimSpace(ann[ipKey]); v != "" && !r.ip[ipv4].IsValid() && !r.ip[ipv6].IsValid() {
+			src := recordSource(kind, ns, name, ipKey)
+			var got [2]netip.Addr
+			for _, w := range strings.Split(v, ",") {
+				a, err := parseIP(w)
+				why := ""
+				switch {
+				case err != nil:
+					why = err.Error()
+				case s.net.unusable(a) != "":
+					why = s.net.unusable(a)
+				case got[familyOf(a)].IsValid():
+					why = "more than one " + familyName[familyOf(a)] + " address"
+				}
+				if why != "" {
+					b.problem(kind, ns, name, "InvalidRecord", fmt.Sprintf("%s %q: %s; ignored", ipKey, v, why))
+					got = [2]netip.Addr{}
+					break
+				}
+				got[familyOf(a)] = a
+			}
+			if got[ipv4].IsValid() || got[ipv6].IsValid() {
+				r.ip, r.ipSrc, found = got, src, true
+			}
+		}
+		if v := strings.TrimSpace(ann[macKey]); v != "" && !r.mac.valid() {
+			m, err := parseMAC(v)
+			if err != nil {
+				b.problem(kind, ns, name, "InvalidRecord", fmt.Sprintf("%s %q: %v; ignored", macKey, v, err))
+				return
+			}
+			r.mac, r.macSrc, found = m, recordSource(kind, ns, name, macKey), true
+		}
+	}
+	for _, p := range sortedLaunchers(obj.launchers) {
+		if liveLauncher(p) {
+			read(kindPod, p.Namespace, p.Name, p.Annotations)
+		}
+	}
+	if vm := obj.vm; vm != nil {
+		read(kindVirtualMachine, vm.Namespace, vm.Name, vm.Annotations)
+	}
+	if found {
+		s.rec = &r
+	}
+}
+
+func recordSource(kind, ns, name, key string) string {
+	return kind + " " + ns + "/" + name + " " + key
 }
 
 // selection is one element of a networks annotation.

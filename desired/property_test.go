@@ -175,13 +175,13 @@ func shuffled(t *rapid.T, in Inputs) Inputs {
 func TestBuildProperties(t *testing.T) {
 	rapid.Check(t, func(t *rapid.T) {
 		w := genWorld(t)
-		want, problems := Build(w.in, w.cfg, w.have)
+		want, problems := wantProblems(Build(w.in, w.cfg, w.have))
 		for _, err := range invariants(w.have, want) {
 			t.Fatal(err)
 		}
 		checkSubnets(t, want, w.subnets)
 
-		want2, problems2 := Build(shuffled(t, w.in), w.cfg, w.have)
+		want2, problems2 := wantProblems(Build(shuffled(t, w.in), w.cfg, w.have))
 		if d := diffStates(want, want2); d != "" {
 			t.Fatalf("Build over shuffled inputs differs:\n%s", d)
 		}
@@ -189,7 +189,7 @@ func TestBuildProperties(t *testing.T) {
 			t.Fatalf("Build over shuffled inputs: problems %v, want %v", problems2, problems)
 		}
 
-		again, _ := Build(w.in, w.cfg, applied(w.have, want))
+		again, _ := wantProblems(Build(w.in, w.cfg, applied(w.have, want)))
 		if d := diffStates(want, again); d != "" {
 			t.Fatalf("Build(in, cfg, Build(in, cfg, have)) differs:\n%s", d)
 		}
@@ -201,7 +201,7 @@ func TestBuildProperties(t *testing.T) {
 func TestBuildSticky(t *testing.T) {
 	rapid.Check(t, func(t *rapid.T) {
 		w := genWorld(t)
-		want, _ := Build(w.in, w.cfg, w.have)
+		want, _ := wantProblems(Build(w.in, w.cfg, w.have))
 		have := applied(w.have, want)
 
 		keep := func(label string) bool { return rapid.IntRange(0, 3).Draw(t, label) > 0 }
@@ -209,7 +209,7 @@ func TestBuildSticky(t *testing.T) {
 		in.Pods = slices.DeleteFunc(slices.Clone(in.Pods), func(p *corev1.Pod) bool { return !keep("keep " + p.Name) })
 		in.VirtualMachines = slices.DeleteFunc(slices.Clone(in.VirtualMachines), func(v *kubevirtv1.VirtualMachine) bool { return !keep("keep " + v.Name) })
 
-		next, _ := Build(in, w.cfg, have)
+		next, _ := wantProblems(Build(in, w.cfg, have))
 		for _, err := range invariants(have, next) {
 			t.Fatal(err)
 		}
@@ -222,11 +222,11 @@ func TestBuildSticky(t *testing.T) {
 		// are held until those ports have left the NB. The one after that
 		// must not.
 		have = applied(have, next)
-		again, _ := Build(in, w.cfg, have)
+		again, _ := wantProblems(Build(in, w.cfg, have))
 		for _, err := range invariants(have, again) {
 			t.Fatal(err)
 		}
-		settled, _ := Build(in, w.cfg, applied(have, again))
+		settled, _ := wantProblems(Build(in, w.cfg, applied(have, again)))
 		if d := diffStates(again, settled); d != "" {
 			t.Fatalf("third pass after deletions differs:\n%s", d)
 		}

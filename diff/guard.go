@@ -3,6 +3,9 @@ package diff
 import (
 	"errors"
 	"fmt"
+	"slices"
+
+	"github.com/ovn-sync/ovn-sync/state"
 )
 
 // ErrMassDelete is wrapped by the error CheckDeletes returns.
@@ -24,12 +27,47 @@ func (p Plan) PortDeletes() int {
 }
 
 // CheckDeletes refuses a plan that deletes more than maxFraction of the
-// owned ports observed (have.OwnedPorts()) and more than MassDeleteFloor of
-// them. A port move is a delete too: its row goes away and the port is
-// unbound until the new row is. Callers skip the check when the user passed
-// --allow-mass-delete. The error wraps ErrMassDelete and names the count.
-func (p Plan) CheckDeletes(owned int, maxFraction float64) error {
-	n := p.PortDeletes()
+// ports of ours in have, or of one network's ports of ours in have
+// (external_ids:ovn-sync/network), and more than MassDeleteFloor of them.
+// A port move is a delete too: its row goes away and the port is unbound
+// until the new row is. Callers skip the check when the user passed
+// --allow-mass-delete. The error wraps ErrMassDelete and names the count
+// (and the network).
+func (p Plan) CheckDeletes(have state.State, maxFraction float64) error {
+	if err := checkFraction(p.PortDeletes(), have.OwnedPorts(), maxFraction, ""); err != nil {
+		return err
+	}
+	deletes := map[string]int{}
+	for i := range p.Changes {
+		if c := &p.Changes[i]; c.Kind == KindPort && c.Action == Delete && c.Before != nil {
+			deletes[c.Before.Network]++
+		}
+	}
+	var over []string
+	for n, d := range deletes {
+		if d > MassDeleteFloor {
+			over = append(over, n)
+		}
+	}
+	if len(over) == 0 {
+		return nil
+	}
+	owned := map[string]int{}
+	for _, hp := range have.Ports {
+		if hp.Owned() {
+			owned[hp.Network]++
+		}
+	}
+	slices.Sort(over)
+	for _, n := range over {
+		if err := checkFraction(deletes[n], owned[n], maxFraction, n); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func checkFraction(n, owned int, maxFraction float64, network string) error {
 	if n <= MassDeleteFloor || float64(n) <= maxFraction*float64(owned) {
 		return nil
 	}
@@ -37,6 +75,10 @@ func (p Plan) CheckDeletes(owned int, maxFraction float64) error {
 	if owned > 0 {
 		pct = 100 * float64(n) / float64(owned)
 	}
-	return fmt.Errorf("%w: would delete %d of %d ports (%.0f%%), more than --max-delete-fraction %g; pass --allow-mass-delete to proceed",
-		ErrMassDelete, n, owned, pct, maxFraction)
+	of := ""
+	if network != "" {
+		of = fmt.Sprintf(" of network %q", network)
+	}
+	return fmt.Errorf("%w: would delete %d of %d ports%s (%.0f%%), more than --max-delete-fraction %g; pass --allow-mass-delete to proceed",
+		ErrMassDelete, n, owned, of, pct, maxFraction)
 }

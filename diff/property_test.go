@@ -248,7 +248,7 @@ func TestCheckDeletes(t *testing.T) {
 		{1000, 1000, 1, ""},
 		{21, 1000, 0, "refusing mass delete: would delete 21 of 1000 ports (2%), more than --max-delete-fraction 0; pass --allow-mass-delete to proceed"},
 	} {
-		err := plan(tt.deletes, 5).CheckDeletes(tt.owned, tt.max)
+		err := plan(tt.deletes, 5).CheckDeletes(ownedPorts(tt.owned, "default"), tt.max)
 		got := ""
 		if err != nil {
 			got = err.Error()
@@ -258,6 +258,43 @@ func TestCheckDeletes(t *testing.T) {
 		}
 		if got != tt.want {
 			t.Errorf("CheckDeletes(%d, %g) with %d deletes = %q, want %q", tt.owned, tt.max, tt.deletes, got, tt.want)
+		}
+	}
+}
+
+// ownedPorts returns a State of n ports of ours on network.
+func ownedPorts(n int, network string) state.State {
+	s := state.New(n)
+	for i := range n {
+		name := fmt.Sprint(network, i)
+		s.Ports[name] = &state.Port{Name: name, Owner: "Pod/default/" + name, Network: network}
+	}
+	return s
+}
+
+// TestCheckDeletesPerNetwork: a pass deleting most of one network's ports
+// is refused though it is a small part of all ports.
+func TestCheckDeletesPerNetwork(t *testing.T) {
+	have := ownedPorts(1000, "default")
+	for name, p := range ownedPorts(30, "tenant/blue").Ports {
+		have.Ports[name] = p
+	}
+	del := func(network string, n int) Plan {
+		var p Plan
+		for i := range n {
+			name := fmt.Sprint(network, i)
+			p.Changes = append(p.Changes, Change{Action: Delete, Kind: KindPort, Name: name, Before: have.Ports[name]})
+		}
+		return p
+	}
+	err := del("tenant/blue", 25).CheckDeletes(have, 0.5)
+	want := `refusing mass delete: would delete 25 of 30 ports of network "tenant/blue" (83%), more than --max-delete-fraction 0.5; pass --allow-mass-delete to proceed`
+	if err == nil || err.Error() != want || !errors.Is(err, ErrMassDelete) {
+		t.Errorf("CheckDeletes(25 of 30 on tenant/blue) = %v, want %q", err, want)
+	}
+	for _, p := range []Plan{del("tenant/blue", 15), del("default", 100)} {
+		if err := p.CheckDeletes(have, 0.5); err != nil {
+			t.Errorf("CheckDeletes(%d deletes) = %v, want nil", p.PortDeletes(), err)
 		}
 	}
 }

@@ -23,7 +23,7 @@ func BenchmarkState(b *testing.B) {
 		b.Fatal(err)
 	}
 	defer nb.Close()
-	want, _ := desired.Build(bench.Cluster(20000), bench.Config(), state.New(0))
+	want := desired.Build(bench.Cluster(20000), bench.Config(), state.New(0)).Want
 	if _, err := apply.Apply(ctx, nb.Client(), diff.Compute(want, nb.State(), diff.Policy{}), apply.Options{}); err != nil {
 		b.Fatal(err)
 	}

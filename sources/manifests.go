@@ -70,6 +70,15 @@ func ReadManifestsFS(fsys fs.FS, paths []string) (desired.Inputs, []Note, error)
 }
 
 // counts is how many objects of each kind in has, in the order of checkDuplicates.
+// Count returns how many objects in holds, of every kind.
+func Count(in desired.Inputs) int {
+	n := 0
+	for _, c := range counts(in) {
+		n += c
+	}
+	return n
+}
+
 func counts(in desired.Inputs) [5]int {
 	return [5]int{len(in.Pods), len(in.VirtualMachines), len(in.VirtualMachineInstances), len(in.Migrations), len(in.NetworkAttachmentDefinitions)}
 }

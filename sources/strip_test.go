@@ -91,8 +91,10 @@ func TestStripPod(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	wantFat, probFat := desired.Build(desired.Inputs{Pods: fat}, cfg, state.New(0))
-	wantLean, probLean := desired.Build(desired.Inputs{Pods: lean}, cfg, state.New(0))
+	fat2 := desired.Build(desired.Inputs{Pods: fat}, cfg, state.New(0))
+	wantFat, probFat := fat2.Want, fat2.Problems
+	lean2 := desired.Build(desired.Inputs{Pods: lean}, cfg, state.New(0))
+	wantLean, probLean := lean2.Want, lean2.Problems
 	if !reflect.DeepEqual(wantFat, wantLean) || !reflect.DeepEqual(probFat, probLean) {
 		t.Errorf("Build(stripped pods) = %v %v, want Build(pods) = %v %v", wantLean.Ports, probLean, wantFat.Ports, probFat)
 	}

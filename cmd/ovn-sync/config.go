@@ -16,7 +16,8 @@ type fileConfig struct {
 		LogicalSwitch string   `json:"logicalSwitch"`
 		Subnets       []string `json:"subnets"`
 		ExcludeIPs    []string `json:"excludeIPs"`
-		// Gateway is only published (ovn.kubernetes.io/gateway, run mode).
+		// Gateway is reserved (never a port's) and published by run mode
+		// (ovn.kubernetes.io/gateway).
 		Gateway string `json:"gateway"`
 	} `json:"defaultNetwork"`
 }
@@ -36,8 +37,6 @@ type networkFlags struct {
 	subnets    string
 	exclude    string
 	gateway    string
-	// loadedGateway is the gateway after load merged the file and flags.
-	loadedGateway string
 }
 
 func (n *networkFlags) register(fs *flag.FlagSet) {
@@ -45,14 +44,13 @@ func (n *networkFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&n.sw, "default-switch", defaultSwitch, "logical switch of the default network")
 	fs.StringVar(&n.subnets, "default-subnets", defaultSubnets, "comma-separated CIDRs of the default network (one IPv4, one IPv6)")
 	fs.StringVar(&n.exclude, "default-exclude-ips", defaultExclude, "comma-separated addresses or ranges (a..b) never allocated on the default network")
-	fs.StringVar(&n.gateway, "default-gateway", "", "comma-separated gateway addresses of the default network, published on pods by run mode (ovn.kubernetes.io/gateway)")
+	fs.StringVar(&n.gateway, "default-gateway", "", "comma-separated gateway addresses of the default network: never given to a port, and published on pods by run mode (ovn.kubernetes.io/gateway)")
 }
 
 // load merges defaults, the config file and the flags set on fs into a desired.Config.
 // readFile reads the config file; the demo passes one that reads its embedded copy.
 func (n *networkFlags) load(fs *flag.FlagSet, readFile func(string) ([]byte, error)) (desired.Config, error) {
-	sw, subnets, exclude := n.sw, splitList(n.subnets), splitList(n.exclude)
-	n.loadedGateway = n.gateway
+	sw, subnets, exclude, gateway := n.sw, splitList(n.subnets), splitList(n.exclude), splitList(n.gateway)
 	if n.configFile != "" {
 		data, err := readFile(n.configFile)
 		if err != nil {
@@ -74,10 +72,13 @@ func (n *networkFlags) load(fs *flag.FlagSet, readFile func(string) ([]byte, err
 			exclude = d.ExcludeIPs
 		}
 		if d := fc.DefaultNetwork; !set["default-gateway"] && d.Gateway != "" {
-			n.loadedGateway = d.Gateway
+			gateway = splitList(d.Gateway)
 		}
 	}
 	cfg, err := desired.NewConfig(sw, subnets, exclude)
+	if err == nil {
+		cfg, err = cfg.WithGateway(gateway)
+	}
 	if err != nil {
 		return desired.Config{}, fmt.Errorf("default network: %w", err)
 	}

@@ -50,22 +50,23 @@ func cmdDemo(args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	defer stop()
-	p := pass{in: in, cfg: cfg, nb: nb}
+	p := job{in: in, nb: nb, opts: nf.options(cfg)}
 
 	fmt.Fprintf(stdout, "ovn-sync demo: %d pods, %d VMs, %d VMIs, %d migrations, %d NADs from examples/cluster; NB %s\n\n",
 		len(in.Pods), len(in.VirtualMachines), len(in.VirtualMachineInstances), len(in.Migrations), len(in.NetworkAttachmentDefinitions), nf.addr)
 
 	fmt.Fprintln(stdout, "$ ovn-sync plan")
-	plan, problems, _ := p.compute()
-	printProblems(stdout, problems)
-	fmt.Fprintln(stdout, plan.String())
+	out := p.compute()
+	printProblems(stdout, out.Result)
+	fmt.Fprintln(stdout, out.Plan.String())
 
 	fmt.Fprintln(stdout, "\n$ ovn-sync apply")
 	start := time.Now()
-	_, _, res, err := applyPass(ctx, p, nf)
+	out, err = p.apply(ctx)
 	if err != nil {
 		return err
 	}
+	res := out.Applied
 	fmt.Fprintf(stdout, "Applied %d operations in %d transactions (%s).\n", res.Ops, len(res.Txns), time.Since(start).Round(time.Millisecond))
 
 	fmt.Fprintln(stdout, "\n$ ovn-nbctl show")
@@ -75,11 +76,12 @@ func cmdDemo(args []string, stdout, stderr io.Writer) error {
 	show(stdout, nb.State())
 
 	fmt.Fprintln(stdout, "\n$ ovn-sync apply   # again: the NB already matches")
-	plan, _, res, err = applyPass(ctx, p, nf)
+	out, err = p.apply(ctx)
 	if err != nil {
 		return err
 	}
-	fmt.Fprintln(stdout, plan.String())
+	res = out.Applied
+	fmt.Fprintln(stdout, out.Plan.String())
 	fmt.Fprintf(stdout, "Transactions sent: %d.\n", len(res.Txns))
 	return nil
 }
@@ -87,11 +89,11 @@ func cmdDemo(args []string, stdout, stderr io.Writer) error {
 // waitForCache waits until the cache shows what was applied, i.e. a new
 // plan is empty: the cache follows the server's update notifications, which
 // may trail a transaction's reply.
-func waitForCache(ctx context.Context, p pass) error {
+func waitForCache(ctx context.Context, p job) error {
 	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
 	for {
-		if plan, _, _ := p.compute(); plan.Empty() {
+		if p.compute().Plan.Empty() {
 			return nil
 		}
 		select {

@@ -35,6 +35,7 @@ import (
 	"github.com/ovn-sync/ovn-sync/internal/nbtest"
 	"github.com/ovn-sync/ovn-sync/nbdb"
 	"github.com/ovn-sync/ovn-sync/observed"
+	"github.com/ovn-sync/ovn-sync/reconcile"
 	"github.com/ovn-sync/ovn-sync/sources"
 	"github.com/ovn-sync/ovn-sync/state"
 )
@@ -104,7 +105,8 @@ func writeCluster(ports int) (faultCluster, error) {
 	if err != nil {
 		return faultCluster{}, fmt.Errorf("read back %s: %w", file, err)
 	}
-	want, problems := desired.Build(in, bench.Config(), state.New(0))
+	r := desired.Build(in, bench.Config(), state.New(0))
+	want, problems := r.Want, r.Problems
 	if len(problems) > 0 {
 		return faultCluster{}, fmt.Errorf("generated cluster has %d problems, first: %s", len(problems), problems[0])
 	}
@@ -291,8 +293,7 @@ func checkConverged(t *testing.T, n faultNB, fc faultCluster, before map[string]
 	if err := portsConverged(nb, fc, before); err != nil {
 		t.Fatalf("NB after the faults:\n%v", err)
 	}
-	p := pass{in: fc.in, cfg: bench.Config(), nb: nb}
-	if plan, _, _ := p.compute(); !plan.Empty() {
+	if plan := reconcile.Compute(nb, fc.in, reconcile.Options{Config: bench.Config()}).Plan; !plan.Empty() {
 		t.Fatalf("plan after the faults is not empty:\n%s", faultTail(plan.String(), 2000))
 	}
 }

@@ -11,6 +11,7 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"strings"
 	"syscall"
 	"time"
 
@@ -18,8 +19,8 @@ import (
 	"github.com/ovn-sync/ovn-sync/desired"
 	"github.com/ovn-sync/ovn-sync/diff"
 	"github.com/ovn-sync/ovn-sync/observed"
+	"github.com/ovn-sync/ovn-sync/reconcile"
 	"github.com/ovn-sync/ovn-sync/sources"
-	"github.com/ovn-sync/ovn-sync/state"
 )
 
 // nbFlags select and secure the NB connection.
@@ -108,12 +109,13 @@ func (n *nbFlags) connect(ctx context.Context) (*observed.NB, func(), error) {
 
 // oneShot holds what plan and apply share.
 type oneShot struct {
-	fs       *flag.FlagSet
-	files    stringList
-	net      networkFlags
-	nb       nbFlags
-	output   string
-	exitCode bool
+	fs         *flag.FlagSet
+	files      stringList
+	net        networkFlags
+	nb         nbFlags
+	output     string
+	exitCode   bool
+	allowEmpty bool
 }
 
 func newOneShot(name string, stderr io.Writer) *oneShot {
@@ -122,6 +124,7 @@ func newOneShot(name string, stderr io.Writer) *oneShot {
 	o.fs.Var(&o.files, "f", "manifest `file or directory` (repeatable)")
 	o.fs.StringVar(&o.output, "o", "text", "output format: text or json")
 	o.fs.BoolVar(&o.exitCode, "detailed-exitcode", false, "exit 0 when there are no changes, 2 when there are, 1 on error")
+	o.fs.BoolVar(&o.allowEmpty, "allow-empty", false, "go on when -f holds no Kubernetes objects (every port of ours would be deleted)")
 	o.net.register(o.fs)
 	o.nb.register(o.fs)
 	return o
@@ -150,53 +153,39 @@ func signalContext() (context.Context, context.CancelFunc) {
 	return signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 }
 
-// pass is one reconciliation's inputs.
-type pass struct {
-	in  desired.Inputs
-	cfg desired.Config
-	nb  *observed.NB
-	// policy is what diff.Compute is told; run mode withholds deletes until
-	// every source has synced.
-	policy diff.Policy
-	// beforeApply, when set, sees every want right before its plan is sent
-	// (run mode records it to tell its own NB changes from someone else's).
-	beforeApply func(want state.State)
-	// memo, when set, reuses the previous pass's want while neither the
-	// inputs (inVersion) nor the NB snapshot changed: run mode's periodic
-	// full pass over a quiet cluster then only diffs.
-	memo      *desired.Memo
-	inVersion uint64
+// job is what plan, apply and the demo run a pass over.
+type job struct {
+	in   desired.Inputs
+	nb   *observed.NB
+	opts reconcile.Options
 }
 
-// compute builds want from the inputs and the NB as it is now, and diffs.
-func (p pass) compute() (diff.Plan, []desired.Problem, int) {
-	c := p.computeAll()
-	return c.plan, c.problems, c.owned
-}
-
-// computed is one computation of a pass.
-type computed struct {
-	want     state.State
-	plan     diff.Plan
-	problems []desired.Problem
-	owned    int // our ports in have
-}
-
-func (p pass) computeAll() computed {
-	have, haveVersion := p.nb.StateVersion()
-	var want state.State
-	var problems []desired.Problem
-	if p.memo != nil {
-		want, problems = p.memo.Build(p.in, p.cfg, have, desired.Versions{Inputs: p.inVersion, Have: haveVersion})
-	} else {
-		want, problems = desired.Build(p.in, p.cfg, have)
+// options turns the NB flags and the default network into a pass's options.
+func (n *nbFlags) options(cfg desired.Config) reconcile.Options {
+	return reconcile.Options{
+		Config:            cfg,
+		MaxDeleteFraction: n.maxDeleteFrac,
+		AllowMassDelete:   n.allowMassDelete,
+		Apply:             apply.Options{MaxOpsPerTxn: n.maxOps, InFlight: n.txnsInFlight},
 	}
-	return computed{want: want, plan: diff.Compute(want, have, p.policy), problems: problems, owned: have.OwnedPorts()}
 }
 
-func printProblems(w io.Writer, problems []desired.Problem) {
-	for _, pr := range problems {
+// compute is the pass's plan; nothing is written.
+func (j job) compute() reconcile.Outcome { return reconcile.Compute(j.nb, j.in, j.opts) }
+
+// apply runs the pass.
+func (j job) apply(ctx context.Context) (reconcile.Outcome, error) {
+	return reconcile.Pass(ctx, j.nb, j.in, j.opts)
+}
+
+// printProblems prints Build's problems, one per line, then its notices
+// (changes that wait, such as a running VM's new address request).
+func printProblems(w io.Writer, r desired.Result) {
+	for _, pr := range r.Problems {
 		fmt.Fprintln(w, pr.String())
+	}
+	for _, n := range r.Notices {
+		fmt.Fprintf(w, "notice: %s %s/%s: %s: %s\n", n.Kind, n.Namespace, n.Name, n.Reason, n.Message)
 	}
 }
 
@@ -210,6 +199,7 @@ func printNotes(w io.Writer, notes []sources.Note) {
 type jsonReport struct {
 	Plan     diff.Plan         `json:"plan"`
 	Problems []desired.Problem `json:"problems"`
+	Notices  []desired.Problem `json:"notices"`
 	Applied  *apply.Result     `json:"applied,omitempty"`
 }
 
@@ -217,128 +207,105 @@ func writeJSON(w io.Writer, r jsonReport) error {
 	if r.Problems == nil {
 		r.Problems = []desired.Problem{}
 	}
+	if r.Notices == nil {
+		r.Notices = []desired.Problem{}
+	}
 	enc := json.NewEncoder(w)
 	enc.SetIndent("", "  ")
 	return enc.Encode(r)
 }
 
 // prepare reads the manifests and config and connects to the NB.
-func (o *oneShot) prepare(ctx context.Context, stderr io.Writer) (pass, func(), error) {
+func (o *oneShot) prepare(ctx context.Context, stderr io.Writer) (job, func(), error) {
 	cfg, err := o.net.load(o.fs, os.ReadFile)
 	if err != nil {
-		return pass{}, nil, err
+		return job{}, nil, err
 	}
 	in, notes, err := sources.ReadManifests(o.files)
 	if err != nil {
-		return pass{}, nil, err
+		return job{}, nil, err
 	}
 	printNotes(stderr, notes)
+	if sources.Count(in) == 0 && !o.allowEmpty {
+		return job{}, nil, fmt.Errorf("no Kubernetes objects read from %s: every port of ours would be deleted; "+
+			"pass --allow-empty if that is what you want", strings.Join(o.files, ", "))
+	}
 	nb, stop, err := o.nb.connect(ctx)
 	if err != nil {
-		return pass{}, nil, err
+		return job{}, nil, err
 	}
-	return pass{in: in, cfg: cfg, nb: nb}, stop, nil
+	return job{in: in, nb: nb, opts: o.nb.options(cfg)}, stop, nil
 }
 
 // oneShotCommand parses a plan or apply command line, reads the manifests,
-// connects to the NB and hands the pass to body.
-func oneShotCommand(name string, args []string, stderr io.Writer, body func(context.Context, *oneShot, pass) error) error {
+// connects to the NB and hands the job to body.
+func oneShotCommand(name string, args []string, stderr io.Writer, body func(context.Context, *oneShot, job) error) error {
 	o := newOneShot(name, stderr)
 	if err := o.parse(args); err != nil {
 		return err
 	}
 	ctx, cancel := signalContext()
 	defer cancel()
-	p, stop, err := o.prepare(ctx, stderr)
+	j, stop, err := o.prepare(ctx, stderr)
 	if err != nil {
 		return err
 	}
 	defer stop()
-	return body(ctx, o, p)
+	return body(ctx, o, j)
 }
 
 func cmdPlan(args []string, stdout, stderr io.Writer) error {
-	return oneShotCommand("plan", args, stderr, func(_ context.Context, o *oneShot, p pass) error {
-		return planOnce(o, p, stdout, stderr)
+	return oneShotCommand("plan", args, stderr, func(_ context.Context, o *oneShot, j job) error {
+		return planOnce(o, j, stdout, stderr)
 	})
 }
 
 func cmdApply(args []string, stdout, stderr io.Writer) error {
-	return oneShotCommand("apply", args, stderr, func(ctx context.Context, o *oneShot, p pass) error {
-		return applyOnce(ctx, o, p, stdout, stderr)
+	return oneShotCommand("apply", args, stderr, func(ctx context.Context, o *oneShot, j job) error {
+		return applyOnce(ctx, o, j, stdout, stderr)
 	})
 }
 
-func planOnce(o *oneShot, p pass, stdout, stderr io.Writer) error {
-	plan, problems, _ := p.compute()
+func planOnce(o *oneShot, j job, stdout, stderr io.Writer) error {
+	out := j.compute()
 	if o.output == "json" {
-		printProblems(stderr, problems)
-		if err := writeJSON(stdout, jsonReport{Plan: plan, Problems: problems}); err != nil {
+		printProblems(stderr, out.Result)
+		if err := writeJSON(stdout, jsonReport{Plan: out.Plan, Problems: out.Result.Problems, Notices: out.Result.Notices}); err != nil {
 			return err
 		}
 	} else {
-		printProblems(stdout, problems)
-		fmt.Fprintln(stdout, plan.String())
+		printProblems(stdout, out.Result)
+		fmt.Fprintln(stdout, out.Plan.String())
 	}
-	if o.exitCode && !plan.Empty() {
+	if o.exitCode && !out.Plan.Empty() {
 		return exitError{2}
 	}
 	return nil
 }
 
-func applyOnce(ctx context.Context, o *oneShot, p pass, stdout, stderr io.Writer) error {
-	plan, problems, res, err := applyPass(ctx, p, o.nb)
+func applyOnce(ctx context.Context, o *oneShot, j job, stdout, stderr io.Writer) error {
+	out, err := j.apply(ctx)
+	res := out.Applied
 	if o.output == "json" {
-		printProblems(stderr, problems)
-		if jerr := writeJSON(stdout, jsonReport{Plan: plan, Problems: problems, Applied: &res}); jerr != nil && err == nil {
+		printProblems(stderr, out.Result)
+		if jerr := writeJSON(stdout, jsonReport{Plan: out.Plan, Problems: out.Result.Problems, Notices: out.Result.Notices, Applied: &res}); jerr != nil && err == nil {
 			err = jerr
 		}
 	} else {
-		printProblems(stdout, problems)
-		fmt.Fprintln(stdout, plan.String())
-		if !plan.Empty() {
+		printProblems(stdout, out.Result)
+		for _, p := range out.Earlier {
+			fmt.Fprintln(stdout, p.String())
+		}
+		fmt.Fprintln(stdout, out.Plan.String())
+		if res.Ops > 0 || !out.Plan.Empty() {
 			fmt.Fprintf(stdout, "Applied %d operations in %d transactions.\n", res.Ops, len(res.Txns))
 		}
 	}
 	if err != nil {
 		return err
 	}
-	if o.exitCode && !plan.Empty() {
+	if o.exitCode && !out.Plan.Empty() {
 		return exitError{2}
 	}
 	return nil
-}
-
-// applyPass computes and applies one pass. A transaction that fails because
-// the NB changed under it is not replayed: the pass is computed again from the
-// refreshed cache, a few times, with a pause for the cache to catch up.
-func applyPass(ctx context.Context, p pass, nf nbFlags) (diff.Plan, []desired.Problem, apply.Result, error) {
-	c, res, err := reconcile(ctx, p, nf)
-	return c.plan, c.problems, res, err
-}
-
-// reconcile is applyPass returning the last computation, want included.
-func reconcile(ctx context.Context, p pass, nf nbFlags) (computed, apply.Result, error) {
-	var total apply.Result
-	for attempt := 0; ; attempt++ {
-		c := p.computeAll()
-		if !nf.allowMassDelete {
-			if err := c.plan.CheckDeletes(c.owned, nf.maxDeleteFrac); err != nil {
-				return c, total, err
-			}
-		}
-		if p.beforeApply != nil {
-			p.beforeApply(c.want)
-		}
-		res, err := apply.Apply(ctx, p.nb, c.plan, apply.Options{MaxOpsPerTxn: nf.maxOps, InFlight: nf.txnsInFlight})
-		total.Add(res)
-		if err == nil || !errors.Is(err, apply.ErrStale) || attempt >= 4 {
-			return c, total, err
-		}
-		select {
-		case <-ctx.Done():
-			return c, total, ctx.Err()
-		case <-time.After(time.Duration(50<<attempt) * time.Millisecond):
-		}
-	}
 }

@@ -214,9 +214,8 @@ func runMain(ctx context.Context, rf *runFlags, log logr.Logger) error {
 		OnEvent: func(k sources.Kind) { m.informerEvent.WithLabelValues(string(k)).Inc() },
 	})
 	r := newRunner(log, cfg, rf, src, m)
-	r.gateway = rf.net.loadedGateway
 	if rf.publish {
-		r.pub = newPublisher(kube, log.WithName("publish"), func(res string) { m.patches.WithLabelValues(res).Inc() })
+		r.pub = newPublisher(kube, dyn, log.WithName("publish"), func(res string) { m.patches.WithLabelValues(res).Inc() })
 	}
 	if rf.events {
 		ev, stop := newProblemEvents(kube, log.WithName("events"), func(reason string) { m.kubeEvents.WithLabelValues(reason).Inc() })

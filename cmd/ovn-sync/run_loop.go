@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"errors"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -18,6 +19,7 @@ import (
 	"github.com/ovn-sync/ovn-sync/diff"
 	"github.com/ovn-sync/ovn-sync/nbdb"
 	"github.com/ovn-sync/ovn-sync/observed"
+	"github.com/ovn-sync/ovn-sync/reconcile"
 	"github.com/ovn-sync/ovn-sync/sources"
 	"github.com/ovn-sync/ovn-sync/state"
 )
@@ -58,14 +60,13 @@ func (t trigger) String() string {
 // replica keeps its informers and NB cache warm so that a takeover starts
 // with synced caches.
 type runner struct {
-	log     logr.Logger
-	cfg     desired.Config
-	gateway string
-	flags   *runFlags
-	src     *sources.Informers
-	m       *metrics
-	pub     *publisher
-	events  *problemEvents
+	log    logr.Logger
+	cfg    desired.Config
+	flags  *runFlags
+	src    *sources.Informers
+	m      *metrics
+	pub    *publisher
+	events *problemEvents
 
 	nb          *observed.NB
 	nbUp        atomic.Bool // as watchNB last saw it
@@ -395,20 +396,25 @@ func (r *runner) pass(ctx context.Context, t trigger) error {
 	for _, u := range snap.Unreadable {
 		r.log.Info("object unreadable: deletes withheld", "object", u.String())
 	}
-	p := pass{
-		in: snap.Inputs, cfg: r.cfg, nb: r.nb,
-		policy:      diff.Policy{WithholdDeletes: !synced},
-		beforeApply: func(w state.State) { r.want.Store(&w) },
-		memo:        &r.memo,
-		inVersion:   snap.Version,
+	opts := r.flags.nb.options(r.cfg)
+	opts.Policy = diff.Policy{WithholdDeletes: !synced}
+	opts.BeforeApply = func(w state.State) { r.want.Store(&w) }
+	opts.Memo, opts.InputsVersion = &r.memo, snap.Version
+	out, err := reconcile.Pass(ctx, r.nb, snap.Inputs, opts)
+	res, problems := out.Applied, out.Result.Problems
+	applied := out.Plan
+	for _, p := range out.Earlier {
+		applied.Changes = append(slices.Clone(p.Changes), applied.Changes...)
 	}
-	c, res, err := reconcile(ctx, p, r.flags.nb)
-	r.m.observeApply(c.plan, res)
-	r.m.planSize.Observe(float64(len(c.plan.Changes)))
-	r.m.withheld.Set(float64(c.plan.Withheld))
-	r.observeProblems(c.problems)
+	r.m.observeApply(applied, res)
+	r.m.planSize.Observe(float64(len(out.Plan.Changes)))
+	r.m.withheld.Set(float64(out.Plan.Withheld))
+	r.observeProblems(problems)
 	if r.events != nil {
-		r.events.report(c.problems, snap.Inputs)
+		r.events.report(problems, snap.Inputs)
+	}
+	for _, n := range out.Result.Notices {
+		r.log.V(1).Info("pending change", "object", n.Kind+"/"+n.Namespace+"/"+n.Name, "reason", n.Reason, "message", n.Message)
 	}
 	if err != nil && errors.Is(err, apply.ErrSwitchInUse) {
 		// Everything else was done; the switch waits for its foreign ports.
@@ -439,28 +445,29 @@ func (r *runner) pass(ctx context.Context, t trigger) error {
 		r.m.driftRepairs.Add(float64(res.Created + res.Updated + res.Deleted))
 	}
 	r.m.passes.WithLabelValues(kind, "success").Inc()
-	r.m.ownedPorts.Set(float64(c.want.OwnedPorts()))
+	r.m.ownedPorts.Set(float64(out.Result.Want.OwnedPorts()))
 	r.m.lastSuccess.SetToCurrentTime()
 	r.mu.Lock()
 	r.passed, r.lastErr = true, nil
 	r.mu.Unlock()
-	counts := c.plan.Counts()
+	counts := out.Plan.Counts()
 	kv := []any{"trigger", t.String(), "add", counts.Add, "change", counts.Change, "destroy", counts.Destroy,
-		"withheld", c.plan.Withheld, "transactions", len(res.Txns), "problems", len(c.problems), "duration", dur.String()}
-	if c.plan.Empty() {
+		"withheld", out.Plan.Withheld, "transactions", len(res.Txns), "problems", len(problems), "duration", dur.String()}
+	if out.Plan.Empty() && len(out.Earlier) == 0 {
 		r.log.V(1).Info("pass: no changes", kv...)
 	} else {
 		r.log.Info("pass", kv...)
 	}
 	// Publishing follows the commit: every port in want is in the NB now.
 	if r.pub != nil {
-		nets := publishNets(r.cfg, r.gateway, snap.Inputs.NetworkAttachmentDefinitions)
-		patches := annotationPatches(c.want, snap.Inputs, nets)
-		live := make(map[types.UID]bool, len(snap.Inputs.Pods))
+		live := make(map[types.UID]bool, len(snap.Inputs.Pods)+len(snap.Inputs.VirtualMachines))
 		for _, p := range snap.Inputs.Pods {
 			live[p.UID] = true
 		}
-		r.pub.publish(ctx, patches, live)
+		for _, vm := range snap.Inputs.VirtualMachines {
+			live[vm.UID] = true
+		}
+		r.pub.publish(ctx, reconcile.Publications(out.Result), live)
 	}
 	return nil
 }

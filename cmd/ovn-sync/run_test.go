@@ -12,7 +12,6 @@ import (
 	"time"
 
 	"github.com/go-logr/logr"
-	nadv1 "github.com/k8snetworkplumbingwg/network-attachment-definition-client/pkg/apis/k8s.cni.cncf.io/v1"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -24,98 +23,15 @@ import (
 	kubefake "k8s.io/client-go/kubernetes/fake"
 	clienttesting "k8s.io/client-go/testing"
 	"k8s.io/client-go/tools/record"
-	kubevirtv1 "kubevirt.io/api/core/v1"
 
 	"github.com/ovn-sync/ovn-sync/desired"
 	"github.com/ovn-sync/ovn-sync/internal/nbtest"
 	"github.com/ovn-sync/ovn-sync/nbdb"
 	"github.com/ovn-sync/ovn-sync/observed"
+	"github.com/ovn-sync/ovn-sync/reconcile"
 	"github.com/ovn-sync/ovn-sync/sources"
 	"github.com/ovn-sync/ovn-sync/state"
 )
-
-func TestProviderOf(t *testing.T) {
-	for _, tc := range []struct {
-		name, owner, want string
-		ok                bool
-	}{
-		{"web.default", "Pod/default/web", "ovn", true},
-		{"db.tenant.blue.tenant.ovn", "VirtualMachine/tenant/db", "blue.tenant.ovn", true},
-		{"db.tenant.blue.tenant.ovn.net2", "VirtualMachine/tenant/db", "blue.tenant.ovn.net2", true},
-		{"other.default", "Pod/default/web", "", false},
-		{"web.default", "garbage", "", false},
-	} {
-		got, ok := providerOf(&state.Port{Name: tc.name, Owner: tc.owner})
-		if got != tc.want || ok != tc.ok {
-			t.Errorf("providerOf(%s, %s) = %q, %v; want %q, %v", tc.name, tc.owner, got, ok, tc.want, tc.ok)
-		}
-	}
-}
-
-func TestAnnotationPatches(t *testing.T) {
-	cfg, err := desired.NewConfig("ovn-default", []string{"10.16.0.0/16", "fd00:10:16::/64"}, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	want := state.New(3)
-	for _, p := range []*state.Port{
-		{Name: "web.default", Owner: "Pod/default/web", Network: "default", Switch: "ovn-default", Addresses: []string{"0a:58:0a:10:00:05 10.16.0.5 fd00:10:16::5"}},
-		{Name: "done.default", Owner: "Pod/default/done", Network: "default", Switch: "ovn-default", Addresses: []string{"0a:58:0a:10:00:06 10.16.0.6"}},
-		{Name: "db.tenant", Owner: "VirtualMachine/tenant/db", Network: "default", Switch: "ovn-default", Addresses: []string{"0a:58:0a:10:00:07 10.16.0.7"}},
-		{Name: "db.tenant.blue.tenant.ovn", Owner: "VirtualMachine/tenant/db", Network: "tenant/blue", Switch: "blue.tenant", Addresses: []string{"02:00:00:00:00:01 192.168.1.2"}},
-	} {
-		want.Ports[p.Name] = p
-	}
-	pods := []*corev1.Pod{
-		{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "web", UID: "u1",
-			// Already published, except the gateway.
-			Annotations: map[string]string{"ovn.kubernetes.io/allocated": "true", "ovn.kubernetes.io/ip_address": "10.16.0.5,fd00:10:16::5",
-				"ovn.kubernetes.io/mac_address": "0a:58:0a:10:00:05", "ovn.kubernetes.io/cidr": "10.16.0.0/16,fd00:10:16::/64",
-				"ovn.kubernetes.io/logical_switch": "ovn-default"}}},
-		{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "done", UID: "u2"}, Status: corev1.PodStatus{Phase: corev1.PodSucceeded}},
-		{ObjectMeta: metav1.ObjectMeta{Namespace: "tenant", Name: "virt-launcher-db-x", UID: "u3",
-			Labels:          map[string]string{"kubevirt.io": "virt-launcher"},
-			OwnerReferences: []metav1.OwnerReference{{APIVersion: "kubevirt.io/v1", Kind: "VirtualMachineInstance", Name: "db"}}}},
-		{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "nobody", UID: "u4"}},
-	}
-	vms := []*kubevirtv1.VirtualMachine{{ObjectMeta: metav1.ObjectMeta{Namespace: "tenant", Name: "db"}}}
-	nads := publishNets(cfg, "10.16.0.1, fd00:10:16::1", nil)
-	nads["tenant/blue"] = netInfo{cidr: "192.168.1.0/24"}
-	got := annotationPatches(want, desired.Inputs{Pods: pods, VirtualMachines: vms}, nads)
-	if len(got) != 2 {
-		t.Fatalf("annotationPatches = %+v, want patches for web and the launcher", got)
-	}
-	if g := got[0]; g.Name != "web" || len(g.Set) != 1 || g.Set["ovn.kubernetes.io/gateway"] != "10.16.0.1,fd00:10:16::1" {
-		t.Errorf("patch for web = %v, want only the gateway", g.Set)
-	}
-	l := got[1]
-	for k, v := range map[string]string{
-		"ovn.kubernetes.io/ip_address":                 "10.16.0.7",
-		"ovn.kubernetes.io/mac_address":                "0a:58:0a:10:00:07",
-		"blue.tenant.ovn.kubernetes.io/allocated":      "true",
-		"blue.tenant.ovn.kubernetes.io/ip_address":     "192.168.1.2",
-		"blue.tenant.ovn.kubernetes.io/cidr":           "192.168.1.0/24",
-		"blue.tenant.ovn.kubernetes.io/logical_switch": "blue.tenant",
-	} {
-		if l.Set[k] != v {
-			t.Errorf("launcher annotation %s = %q, want %q", k, l.Set[k], v)
-		}
-	}
-	if _, ok := l.Set["blue.tenant.ovn.kubernetes.io/gateway"]; ok {
-		t.Errorf("gateway published for a network that names none")
-	}
-}
-
-func TestPublishNetsFromNAD(t *testing.T) {
-	cfg, _ := desired.NewConfig("ovn-default", []string{"10.16.0.0/16"}, nil)
-	got := publishNets(cfg, "", nadList(`{"type":"kube-ovn","subnets":"192.168.5.7/24","gateway":"192.168.5.1"}`))
-	if n := got["ns/blue"]; n.cidr != "192.168.5.0/24" || n.gateway != "192.168.5.1" {
-		t.Errorf("publishNets(NAD) = %+v, want cidr 192.168.5.0/24 gateway 192.168.5.1", n)
-	}
-	if n := got["default"]; n.cidr != "10.16.0.0/16" || n.gateway != "" {
-		t.Errorf("publishNets(default) = %+v", n)
-	}
-}
 
 func TestPortDrift(t *testing.T) {
 	want := state.New(1)
@@ -267,7 +183,7 @@ func startTestRunner(t testing.TB, o testRunnerOptions) *testRunner {
 	}
 	r := newRunner(logr.Discard(), cfg, rf, src, m)
 	if o.publish {
-		r.pub = newPublisher(kube, logr.Discard(), func(res string) { m.patches.WithLabelValues(res).Inc() })
+		r.pub = newPublisher(kube, dyn, logr.Discard(), func(res string) { m.patches.WithLabelValues(res).Inc() })
 	}
 	r.attach(nb)
 	done := make(chan struct{}, 2)
@@ -363,25 +279,20 @@ func TestRunnerUnreadableWithholdsDeletes(t *testing.T) {
 	tr.waitPorts(t, "withheld delete carried out", 2)
 }
 
-func nadList(config string) []*nadv1.NetworkAttachmentDefinition {
-	return []*nadv1.NetworkAttachmentDefinition{{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "blue"},
-		Spec: nadv1.NetworkAttachmentDefinitionSpec{Config: config}}}
-}
-
 func TestPublisherSkipsOnlyUntilTheInformerCatchesUp(t *testing.T) {
 	kube := kubefake.NewClientset(testPod("a"))
 	var results []string
-	p := newPublisher(kube, logr.Discard(), func(r string) { results = append(results, r) })
+	p := newPublisher(kube, nil, logr.Discard(), func(r string) { results = append(results, r) })
 	live := map[types.UID]bool{"uid-a": true}
-	pp := podPatch{Namespace: "ns", Name: "a", UID: "uid-a", ResourceVersion: "1", Set: map[string]string{"ovn.kubernetes.io/ip_address": "10.16.0.2"}}
+	pp := reconcile.Publication{Kind: reconcile.KindPod, Namespace: "ns", Name: "a", UID: "uid-a", ResourceVersion: "1", Set: map[string]string{"ovn.kubernetes.io/ip_address": "10.16.0.2"}}
 	ctx := context.Background()
-	p.publish(ctx, []podPatch{pp}, live)
-	p.publish(ctx, []podPatch{pp}, live) // the informer still shows version 1
-	pp.ResourceVersion = "3"             // someone removed the annotation since
-	p.publish(ctx, []podPatch{pp}, live)
+	p.publish(ctx, []reconcile.Publication{pp}, live)
+	p.publish(ctx, []reconcile.Publication{pp}, live) // the informer still shows version 1
+	pp.ResourceVersion = "3"                          // someone removed the annotation since
+	p.publish(ctx, []reconcile.Publication{pp}, live)
 	gone := pp
 	gone.Name, gone.UID = "b", "uid-b"
-	p.publish(ctx, []podPatch{gone}, map[types.UID]bool{"uid-b": true})
+	p.publish(ctx, []reconcile.Publication{gone}, map[types.UID]bool{"uid-b": true})
 	if want := []string{"patched", "patched", "gone"}; !slices.Equal(results, want) {
 		t.Errorf("publish results = %v, want %v", results, want)
 	}

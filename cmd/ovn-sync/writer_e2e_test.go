@@ -233,7 +233,7 @@ func waitConverged(t *testing.T, tr *testRunner) {
 			return fmt.Errorf("informer holds %d pods of %d", len(snap.Inputs.Pods), len(pods.Items))
 		}
 		have := tr.nb.State()
-		want, _ := desired.Build(snap.Inputs, tr.r.cfg, have)
+		want := desired.Build(snap.Inputs, tr.r.cfg, have).Want
 		if p := diff.Compute(want, have, diff.Policy{}); !p.Empty() {
 			return fmt.Errorf("pending:\n%s", p)
 		}

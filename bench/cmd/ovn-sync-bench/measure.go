@@ -17,6 +17,7 @@ import (
 	"github.com/ovn-sync/ovn-sync/desired"
 	"github.com/ovn-sync/ovn-sync/diff"
 	"github.com/ovn-sync/ovn-sync/observed"
+	"github.com/ovn-sync/ovn-sync/reconcile"
 	"github.com/ovn-sync/ovn-sync/state"
 )
 
@@ -199,7 +200,7 @@ func coldStart(ctx context.Context, opts options, srv *server, r *sizeResult, sr
 		return nil, state.State{}, err
 	}
 	r.Cold.Dial = time.Since(start)
-	p, want, err := reconcile(ctx, opts, nb, src, cfg, newProgress(fmt.Sprintf("%d: cold start, ops", r.Size), 0))
+	p, want, err := runPass(ctx, opts, nb, src, cfg, newProgress(fmt.Sprintf("%d: cold start, ops", r.Size), 0))
 	wall := time.Since(start)
 	r.Cold.ClientCPU = selfCPU() - client0
 	server1, _ := srv.cpu()
@@ -229,7 +230,7 @@ func noopPasses(ctx context.Context, opts options, srv *server, nb *observed.NB,
 	}
 	server0, _ := srv.cpu()
 	for range max(opts.noopPasses, 2) {
-		p, _, err := reconcile(ctx, opts, nb, src, cfg, nil)
+		p, _, err := runPass(ctx, opts, nb, src, cfg, nil)
 		if err != nil {
 			stop()
 			return res, err
@@ -259,7 +260,7 @@ func churnPass(ctx context.Context, opts options, srv *server, nb *observed.NB, 
 		return res, err
 	}
 	server0, _ := srv.cpu()
-	p, want, err := reconcile(ctx, opts, nb, source{in: changed, version: src.version + 1, memo: src.memo}, cfg, nil)
+	p, want, err := runPass(ctx, opts, nb, source{in: changed, version: src.version + 1, memo: src.memo}, cfg, nil)
 	server1, _ := srv.cpu()
 	stop()
 	res.pass, res.ServerCPU = p, server1-server0
@@ -282,57 +283,52 @@ type source struct {
 	memo    *desired.Memo
 }
 
-// reconcile is one ovn-sync pass, as the run loop does it: snapshot the
-// cache, build the desired state, diff, and apply in batches as opts say.
-// bar, if not nil, follows the operations committed.
-func reconcile(ctx context.Context, opts options, nb *observed.NB, src source, cfg desired.Config, bar *progress) (pass, state.State, error) {
-	var p pass
-	start := time.Now()
-	have, haveVersion := nb.StateVersion()
-	p.State = time.Since(start)
-
-	t := time.Now()
-	v := desired.Versions{Inputs: src.version, Have: haveVersion}
-	p.Rebuilt = !src.memo.Hit(cfg, v)
-	want, problems := src.memo.Build(src.in, cfg, have, v)
-	p.Build = time.Since(t)
-	if len(problems) > 0 {
-		return p, want, fmt.Errorf("generated cluster has %d problems, first: %s", len(problems), problems[0])
-	}
-
-	t = time.Now()
-	plan := diff.Compute(want, have, diff.Policy{})
-	p.Compute = time.Since(t)
-	p.Plan = plan.Counts()
-
-	var tx apply.Transactor = nb.Client()
+// pass runs one ovn-sync pass through reconcile.Pass, as the run loop
+// does it: snapshot the cache, build the desired state (through the
+// source's memo), diff, and apply in batches as opts say. bar, if not nil,
+// follows the operations committed.
+func runPass(ctx context.Context, opts options, nb *observed.NB, src source, cfg desired.Config, bar *progress) (pass, state.State, error) {
+	var target reconcile.NB = nb
+	before := func(state.State) {}
 	if bar != nil {
-		bar.total = 2 * len(plan.Changes) // a port create is an insert and a switch mutate
-		tx = &watchedTransactor{Transactor: tx, bar: bar}
+		target = &watchedNB{NB: nb, bar: bar}
+		// Into an empty NB a port create is an insert and a switch mutate.
+		before = func(want state.State) { bar.total = 2 * len(want.Ports) }
 		defer bar.finish()
 	}
-	t = time.Now()
-	res, err := apply.Apply(ctx, tx, plan, apply.Options{MaxOpsPerTxn: opts.maxOps, InFlight: opts.inFlight})
-	p.Apply = time.Since(t)
-	p.Wall = time.Since(start)
-	p.Txns, p.Ops = len(res.Txns), res.Ops
+	start := time.Now()
+	out, err := reconcile.Pass(ctx, target, src.in, reconcile.Options{
+		Config: cfg, MaxDeleteFraction: 1,
+		Apply: apply.Options{MaxOpsPerTxn: opts.maxOps, InFlight: opts.inFlight},
+		Memo:  src.memo, InputsVersion: src.version,
+		BeforeApply: before,
+		Retries:     1,
+	})
+	p := pass{
+		Wall: time.Since(start), State: out.Timings.Observe, Build: out.Timings.Build, Compute: out.Timings.Diff, Apply: out.Timings.Apply,
+		Plan: out.Plan.Counts(), Txns: len(out.Applied.Txns), Ops: out.Applied.Ops, Rebuilt: out.Rebuilt,
+	}
+	want := out.Result.Want
+	if pr := out.Result.Problems; len(pr) > 0 {
+		return p, want, fmt.Errorf("generated cluster has %d problems, first: %s", len(pr), pr[0])
+	}
 	if err != nil {
-		return p, want, fmt.Errorf("apply %+v: %w", plan.Counts(), err)
+		return p, want, fmt.Errorf("apply %+v: %w", out.Plan.Counts(), err)
 	}
 	return p, want, nil
 }
 
-// watchedTransactor moves a progress bar on as transactions return, of
-// which several may be in flight.
-type watchedTransactor struct {
-	apply.Transactor
+// watchedNB moves a progress bar on as transactions return, of which
+// several may be in flight.
+type watchedNB struct {
+	*observed.NB
 	bar  *progress
 	mu   sync.Mutex
 	done int
 }
 
-func (w *watchedTransactor) Transact(ctx context.Context, ops ...ovsdb.Operation) ([]ovsdb.OperationResult, error) {
-	res, err := w.Transactor.Transact(ctx, ops...)
+func (w *watchedNB) Transact(ctx context.Context, ops ...ovsdb.Operation) ([]ovsdb.OperationResult, error) {
+	res, err := w.NB.Transact(ctx, ops...)
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	w.done += len(ops)

@@ -1,0 +1,164 @@
+package desired
+
+import (
+	corev1 "k8s.io/api/core/v1"
+	kubevirtv1 "kubevirt.io/api/core/v1"
+
+	"github.com/ovn-sync/ovn-sync/state"
+)
+
+// Result is what Build decides.
+type Result struct {
+	// Want is the desired state: every switch and port of ours that should
+	// exist, with what they should hold.
+	Want state.State
+	// Problems are bad or conflicting input, sorted by object then reason.
+	Problems []Problem
+	// Notices are not faults but changes that wait for something, such as a
+	// running VM's new address request, which takes effect at its next
+	// start (Reason RestartRequired). Sorted like Problems.
+	Notices []Problem
+	// Again reports that an address some owner asks for (or has a record
+	// of) is held by a port this pass removes or readdresses: the owner
+	// keeps what it has until that is done, and a pass over the applied
+	// result gives the address out. The caller should run one.
+	Again bool
+
+	specs []*portSpec
+}
+
+// Source says where one of a port's addresses came from.
+type Source uint8
+
+// The sources, strongest first.
+const (
+	SourceNone Source = iota
+	// SourceRequest is an explicit request: a kube-ovn annotation on the pod
+	// or the VM template, a KubeVirt interface's macAddress, a Multus
+	// network selection's ips or mac.
+	SourceRequest
+	// SourceRecord is a published record of what the owner held: the
+	// kube-ovn annotations on a VirtualMachine or on its virt-launcher pods.
+	SourceRecord
+	// SourceSticky is the address the owner's port holds in the NB.
+	SourceSticky
+	// SourceAllocated is the lowest free address (or, for a MAC, one derived
+	// from the IPv4 address or the port name).
+	SourceAllocated
+)
+
+var sourceNames = [...]string{"", "request", "record", "sticky", "allocated"}
+
+// String returns "request", "record", "sticky" or "allocated".
+func (s Source) String() string {
+	if int(s) < len(sourceNames) {
+		return sourceNames[s]
+	}
+	return "Source(?)"
+}
+
+// MarshalText encodes s as its String.
+func (s Source) MarshalText() ([]byte, error) { return []byte(s.String()), nil }
+
+// AddressFact is where one address of a port came from.
+type AddressFact struct {
+	Address string `json:"address"`
+	Source  Source `json:"source"`
+	// Field names the request or record: an annotation key (with the
+	// object that carries it, for a record) or a spec field.
+	Field string `json:"field,omitempty"`
+}
+
+// PortFacts is what Build knew about one port of Want: facts that are not
+// columns of the row but that publishing and explain need, so that nothing
+// has to be parsed back out of a port's name.
+type PortFacts struct {
+	// Port is the port as in Want.
+	Port *state.Port
+	// OwnerKind, OwnerNamespace and OwnerName name the owner.
+	OwnerKind, OwnerNamespace, OwnerName string
+	// Provider names the network in annotation keys:
+	// "<provider>.kubernetes.io/ip_address". Empty for a port kept as it is
+	// whose network is unknown.
+	Provider string
+	// CIDR and Gateway are the network's subnets and gateways as published,
+	// comma-separated ("" when unknown or none).
+	CIDR, Gateway string
+	// Kept is set when the port is kept exactly as the NB has it (its
+	// network or a request could not be read, or a claim failed): Addresses
+	// is then empty.
+	Kept bool
+	// Addresses says where each address came from: IPv4, IPv6, then the MAC.
+	Addresses []AddressFact
+	// Chassis explains options:requested-chassis, e.g. "node-1: the pod's
+	// node" ("" when unset).
+	Chassis string
+
+	// Pods are the pods that carry the port's addresses in annotations: a
+	// plain pod itself, or the virt-launcher pods of a VM or VMI. VM is the
+	// VirtualMachine that owns the port, when one does.
+	Pods []*corev1.Pod
+	VM   *kubevirtv1.VirtualMachine
+}
+
+// Ports returns the facts of every port in Want, in the order Build added
+// them (owners in input order). The values share memory with Want and the
+// inputs: read only.
+func (r Result) Ports() []PortFacts {
+	out := make([]PortFacts, 0, len(r.specs))
+	for _, s := range r.specs {
+		if r.Want.Ports[s.name] != &s.port {
+			continue
+		}
+		out = append(out, s.facts())
+	}
+	return out
+}
+
+func (s *portSpec) facts() PortFacts {
+	o := s.o
+	f := PortFacts{
+		Port: &s.port, OwnerKind: o.kind, OwnerNamespace: o.ns, OwnerName: o.name,
+		Provider: s.provider, Kept: s.state != specBuild, Chassis: o.chassisWhy,
+		Pods: o.objects.launchers.pods(), VM: o.objects.vm,
+	}
+	if o.objects.pod != nil {
+		f.Pods = []*corev1.Pod{o.objects.pod}
+	}
+	if s.net != nil {
+		f.CIDR, f.Gateway = s.net.cidr(), s.net.gateway
+	}
+	if s.state != specBuild {
+		return f
+	}
+	for c := range numComps {
+		if s.src[c] == SourceNone {
+			continue
+		}
+		var text string
+		if c == compMAC {
+			text = s.mac.String()
+		} else {
+			text = s.ip[c].String()
+		}
+		f.Addresses = append(f.Addresses, AddressFact{Address: text, Source: s.src[c], Field: s.field(c)})
+	}
+	return f
+}
+
+// field names where component c of s came from, when a request or record.
+func (s *portSpec) field(c int) string {
+	var r *requested
+	switch s.src[c] {
+	case SourceRequest:
+		r = s.req
+	case SourceRecord:
+		r = s.rec
+	default:
+		return ""
+	}
+	if c == compMAC {
+		return r.macSrc
+	}
+	return r.ipSrc
+}

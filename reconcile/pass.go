@@ -1,0 +1,151 @@
+package reconcile
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"github.com/ovn-sync/ovn-sync/apply"
+	"github.com/ovn-sync/ovn-sync/desired"
+	"github.com/ovn-sync/ovn-sync/diff"
+	"github.com/ovn-sync/ovn-sync/state"
+)
+
+// NB is what a pass needs of the northbound database: its cached state and
+// a way to send transactions. *observed.NB is one.
+type NB interface {
+	apply.Transactor
+	// StateVersion returns the NB as observed now, and a version that
+	// changes whenever the state may have.
+	StateVersion() (state.State, uint64)
+}
+
+// Options configures a pass. The zero value plans with an empty Config,
+// which Build reports as a Problem; set Config.
+type Options struct {
+	// Config is the default network.
+	Config desired.Config
+	// Policy is what diff.Compute is told: run mode withholds deletes while
+	// a source has not synced or an object could not be read.
+	Policy diff.Policy
+	// MaxDeleteFraction is the mass-delete guard's limit (see
+	// diff.Plan.CheckDeletes); AllowMassDelete turns the guard off.
+	MaxDeleteFraction float64
+	AllowMassDelete   bool
+	// Apply tunes the transactions.
+	Apply apply.Options
+	// Memo, when set, reuses the previous pass's Build while neither the
+	// inputs (InputsVersion) nor the NB snapshot changed.
+	Memo          *desired.Memo
+	InputsVersion uint64
+	// BeforeApply, when set, sees every desired state right before its plan
+	// is sent (run mode records it to tell its own NB changes from someone
+	// else's).
+	BeforeApply func(want state.State)
+	// Retries bounds how many times a pass computes again after the NB
+	// moved under a transaction (apply.ErrStale), or after Build said that
+	// an address frees up once the plan is applied (Result.Again). 0 means
+	// DefaultRetries.
+	Retries int
+}
+
+// DefaultRetries is the default of Options.Retries.
+const DefaultRetries = 4
+
+// Timings are how long each phase of the last computation took, and apply
+// over every attempt.
+type Timings struct {
+	Observe, Build, Diff, Apply time.Duration
+}
+
+// Outcome is everything a pass decided and did: the last computation, and
+// what every attempt applied.
+type Outcome struct {
+	// Result is Build's: the desired state, the problems and notices, and
+	// each port's facts.
+	Result desired.Result
+	// Plan is the last plan computed; Owned is how many ports of ours the
+	// NB held when it was. Earlier are the plans applied before it, when
+	// the pass computed again after Result.Again.
+	Plan    diff.Plan
+	Owned   int
+	Earlier []diff.Plan
+	// Rebuilt is false when the Memo answered.
+	Rebuilt bool
+	// Applied sums what every attempt sent; Attempts counts the
+	// computations.
+	Applied  apply.Result
+	Attempts int
+	Timings  Timings
+}
+
+// Compute observes the NB and builds and diffs once: the plan a pass would
+// apply. Nothing is written.
+func Compute(nb NB, in desired.Inputs, opts Options) Outcome {
+	var out Outcome
+	out.compute(nb, in, opts)
+	return out
+}
+
+func (out *Outcome) compute(nb NB, in desired.Inputs, opts Options) state.State {
+	t0 := time.Now()
+	have, haveVersion := nb.StateVersion()
+	t1 := time.Now()
+	if opts.Memo != nil {
+		out.Rebuilt = !opts.Memo.Hit(opts.Config, desired.Versions{Inputs: opts.InputsVersion, Have: haveVersion})
+		out.Result = opts.Memo.Build(in, opts.Config, have, desired.Versions{Inputs: opts.InputsVersion, Have: haveVersion})
+	} else {
+		out.Rebuilt = true
+		out.Result = desired.Build(in, opts.Config, have)
+	}
+	t2 := time.Now()
+	out.Plan = diff.Compute(out.Result.Want, have, opts.Policy)
+	out.Owned = have.OwnedPorts()
+	t3 := time.Now()
+	out.Timings.Observe, out.Timings.Build, out.Timings.Diff = t1.Sub(t0), t2.Sub(t1), t3.Sub(t2)
+	out.Attempts++
+	return have
+}
+
+// Pass computes and applies. A transaction that fails because the NB
+// changed under it is not replayed: the pass is computed again from the
+// refreshed cache, with a pause for the cache to catch up, up to
+// opts.Retries times. So is a pass after which Build said an address frees
+// up (Result.Again). The mass-delete guard refuses a plan with an error
+// wrapping diff.ErrMassDelete before anything is sent.
+func Pass(ctx context.Context, nb NB, in desired.Inputs, opts Options) (Outcome, error) {
+	retries := opts.Retries
+	if retries <= 0 {
+		retries = DefaultRetries
+	}
+	var out Outcome
+	for attempt := 0; ; attempt++ {
+		have := out.compute(nb, in, opts)
+		if !opts.AllowMassDelete {
+			if err := out.Plan.CheckDeletes(have, opts.MaxDeleteFraction); err != nil {
+				return out, err
+			}
+		}
+		if opts.BeforeApply != nil {
+			opts.BeforeApply(out.Result.Want)
+		}
+		t := time.Now()
+		res, err := apply.Apply(ctx, nb, out.Plan, opts.Apply)
+		out.Timings.Apply += time.Since(t)
+		out.Applied.Add(res)
+		// Again is worth a retry only if this plan removed or rewrote a port.
+		c := out.Plan.Counts()
+		again := err == nil && out.Result.Again && c.Destroy+c.Change > 0
+		if !again && (err == nil || !errors.Is(err, apply.ErrStale)) || attempt >= retries {
+			return out, err
+		}
+		if again {
+			out.Earlier = append(out.Earlier, out.Plan)
+		}
+		select {
+		case <-ctx.Done():
+			return out, ctx.Err()
+		case <-time.After(time.Duration(50<<attempt) * time.Millisecond):
+		}
+	}
+}

@@ -1,0 +1,129 @@
+package reconcile
+
+import (
+	"slices"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/ovn-sync/ovn-sync/desired"
+)
+
+// Annotation keys published, kube-ovn compatible: each is
+// "<provider>.kubernetes.io/<key>", the provider being "ovn" for the
+// default network and "<nad>.<nadns>.ovn" for an attachment.
+const (
+	AnnAllocated     = "allocated"
+	AnnIPAddress     = "ip_address"
+	AnnMACAddress    = "mac_address"
+	AnnCIDR          = "cidr"
+	AnnGateway       = "gateway"
+	AnnLogicalSwitch = "logical_switch"
+	annDomain        = ".kubernetes.io/"
+)
+
+// Kinds of objects publications go to.
+const (
+	KindPod            = "Pod"
+	KindVirtualMachine = "VirtualMachine"
+)
+
+// Publication is the annotations one object needs changed so that it
+// carries its ports' addresses.
+type Publication struct {
+	Kind            string // KindPod or KindVirtualMachine
+	Namespace, Name string
+	// UID is the precondition of the patch: it must not land on a new
+	// object of the same name.
+	UID types.UID
+	// ResourceVersion is the version of the object the publication was
+	// computed from.
+	ResourceVersion string
+	Set             map[string]string
+}
+
+// Publications computes, purely from Build's facts, the annotation changes
+// that make every live pod and every VirtualMachine carry its ports'
+// addresses: a plain pod its own, a virt-launcher pod and a VM the VM's
+// (during a migration both launcher pods carry the same ones: the port is
+// the VM's). A VM's annotations are the durable record of its addresses,
+// read back by every pass (see desired.SourceRecord). Only keys whose value
+// differs are set; objects that need nothing are left out. Keys of ports no
+// longer wanted are not removed: a node agent may still be tearing the
+// interface down. The result is sorted by kind, namespace and name.
+func Publications(r desired.Result) []Publication {
+	type target struct {
+		kind, ns, name string
+	}
+	byTarget := map[target]*Publication{}
+	var order []target
+	add := func(kind, ns, name string, uid types.UID, rv string, cur map[string]string, f *desired.PortFacts) {
+		t := target{kind, ns, name}
+		p := byTarget[t]
+		if p == nil {
+			p = &Publication{Kind: kind, Namespace: ns, Name: name, UID: uid, ResourceVersion: rv, Set: map[string]string{}}
+			byTarget[t] = p
+			order = append(order, t)
+		}
+		for k, v := range annotations(f) {
+			if c, ok := cur[k]; !ok || c != v {
+				p.Set[k] = v
+			}
+		}
+	}
+	for _, f := range r.Ports() {
+		if f.Provider == "" || !hasIP(f) {
+			continue
+		}
+		for _, pod := range f.Pods {
+			if livePod(pod) {
+				add(KindPod, pod.Namespace, pod.Name, pod.UID, pod.ResourceVersion, pod.Annotations, &f)
+			}
+		}
+		if vm := f.VM; vm != nil && vm.DeletionTimestamp == nil {
+			add(KindVirtualMachine, vm.Namespace, vm.Name, vm.UID, vm.ResourceVersion, vm.Annotations, &f)
+		}
+	}
+	var out []Publication
+	for _, t := range order {
+		if p := byTarget[t]; len(p.Set) > 0 {
+			out = append(out, *p)
+		}
+	}
+	slices.SortFunc(out, func(a, b Publication) int {
+		return strings.Compare(a.Kind+"/"+a.Namespace+"/"+a.Name, b.Kind+"/"+b.Namespace+"/"+b.Name)
+	})
+	return out
+}
+
+// livePod reports whether a pod can still use its addresses.
+func livePod(p *corev1.Pod) bool {
+	return p != nil && !p.Spec.HostNetwork && p.DeletionTimestamp == nil &&
+		p.Status.Phase != corev1.PodSucceeded && p.Status.Phase != corev1.PodFailed
+}
+
+// hasIP reports whether the port holds an IP: a MAC alone is nothing a CNI
+// could plumb.
+func hasIP(f desired.PortFacts) bool {
+	return len(f.Port.Addresses) > 0 && len(strings.Fields(f.Port.Addresses[0])) > 1
+}
+
+// annotations renders the annotations of one port.
+func annotations(f *desired.PortFacts) map[string]string {
+	words := strings.Fields(f.Port.Addresses[0])
+	k := f.Provider + annDomain
+	out := map[string]string{
+		k + AnnAllocated:     "true",
+		k + AnnMACAddress:    words[0],
+		k + AnnIPAddress:     strings.Join(words[1:], ","),
+		k + AnnLogicalSwitch: f.Port.Switch,
+	}
+	if f.CIDR != "" {
+		out[k+AnnCIDR] = f.CIDR
+	}
+	if f.Gateway != "" {
+		out[k+AnnGateway] = f.Gateway
+	}
+	return out
+}
