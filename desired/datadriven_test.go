@@ -131,7 +131,7 @@ func (h *harness) run(t *testing.T, d *datadriven.TestData) string {
 	case "build":
 		r := Build(h.in, h.cfg, h.have)
 		want, problems := r.Want, r.Problems
-		h.check(t, d, want, problems)
+		h.check(t, d, r)
 		h.last = &want
 		var out strings.Builder
 		out.WriteString(renderState(want))
@@ -161,7 +161,8 @@ func (h *harness) run(t *testing.T, d *datadriven.TestData) string {
 }
 
 // check asserts what must hold for every build.
-func (h *harness) check(t *testing.T, d *datadriven.TestData, want state.State, problems []Problem) {
+func (h *harness) check(t *testing.T, d *datadriven.TestData, r Result) {
+	want, problems := r.Want, r.Problems
 	t.Helper()
 	rev := reversed(h.in)
 	want2, problems2 := wantProblems(Build(rev, h.cfg, h.have))
@@ -171,16 +172,22 @@ func (h *harness) check(t *testing.T, d *datadriven.TestData, want state.State, 
 	if !slices.Equal(problems, problems2) {
 		t.Errorf("%s: Build over reversed inputs gives problems\n%v\nwant\n%v", d.Pos, problems2, problems)
 	}
-	for _, err := range invariants(h.have, want) {
+	for _, err := range invariants(h.have, r) {
 		t.Errorf("%s: %v", d.Pos, err)
 	}
 }
 
-// invariants returns what is wrong with want: ports whose switch is not in
-// want, addresses and port_security that differ, and addresses shared on
-// one switch (or with a port that is not ours) unless have already had
-// both ports so.
-func invariants(have, want state.State) []error {
+// invariants returns what is wrong with a Build's result: ports whose
+// switch is not in want, addresses and port_security that differ, and
+// addresses shared on one switch (or with a port that is not ours), unless
+// have already had both ports so and one of them is kept as it is (its
+// network or request unreadable: Build cannot move it).
+func invariants(have state.State, r Result) []error {
+	want := r.Want
+	kept := map[string]bool{}
+	for _, f := range r.Ports() {
+		kept[f.Port.Name] = f.Kept
+	}
 	var errs []error
 	if !slices.Equal(want.Index, state.IndexPorts(want.Ports)) {
 		errs = append(errs, fmt.Errorf("want.Index (%d entries) is not IndexPorts(want.Ports) (%d ports)", len(want.Index), len(want.Ports)))
@@ -193,6 +200,7 @@ func invariants(have, want state.State) []error {
 		hp, wp := have.Ports[name], want.Ports[name]
 		return hp != nil && wp != nil && hp.Equal(wp)
 	}
+	stuck := func(a, b string) bool { return unchanged(a) && unchanged(b) && (kept[a] || kept[b]) }
 	for _, name := range sortedKeys(want.Ports) {
 		p := want.Ports[name]
 		if p.Name != name {
@@ -210,7 +218,7 @@ func invariants(have, want state.State) []error {
 		for _, e := range p.Addresses {
 			for _, w := range strings.Fields(e) {
 				k := key{p.Switch, w}
-				if other, ok := holders[k]; ok && !(unchanged(name) && unchanged(other)) {
+				if other, ok := holders[k]; ok && !stuck(name, other) {
 					errs = append(errs, fmt.Errorf("ports %q and %q both hold %s on %s", other, name, w, p.Switch))
 				}
 				holders[k] = name
@@ -228,7 +236,7 @@ func invariants(have, want state.State) []error {
 					continue
 				}
 				for _, sw := range sortedKeys(want.Switches) {
-					if other, ok := holders[key{sw, w}]; ok && !unchanged(other) {
+					if other, ok := holders[key{sw, w}]; ok && !(unchanged(other) && kept[other]) {
 						errs = append(errs, fmt.Errorf("port %q was given %s, held by %q which is not ours", other, w, name))
 					}
 				}

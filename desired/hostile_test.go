@@ -51,8 +51,9 @@ func TestHostileInput(t *testing.T) {
 				if err := decodeObjects(d.Input, &in); err != nil {
 					d.Fatalf(t, "objects: %v", err)
 				}
-				want, problems := wantProblems(Build(in, cfg, have))
-				for _, err := range invariants(have, want) {
+				r := Build(in, cfg, have)
+				want, problems := r.Want, r.Problems
+				for _, err := range invariants(have, r) {
 					t.Errorf("%s: %v", d.Pos, err)
 				}
 				next := applied(have, want)

@@ -175,8 +175,9 @@ func shuffled(t *rapid.T, in Inputs) Inputs {
 func TestBuildProperties(t *testing.T) {
 	rapid.Check(t, func(t *rapid.T) {
 		w := genWorld(t)
-		want, problems := wantProblems(Build(w.in, w.cfg, w.have))
-		for _, err := range invariants(w.have, want) {
+		r := Build(w.in, w.cfg, w.have)
+		want, problems := r.Want, r.Problems
+		for _, err := range invariants(w.have, r) {
 			t.Fatal(err)
 		}
 		checkSubnets(t, want, w.subnets)
@@ -209,8 +210,9 @@ func TestBuildSticky(t *testing.T) {
 		in.Pods = slices.DeleteFunc(slices.Clone(in.Pods), func(p *corev1.Pod) bool { return !keep("keep " + p.Name) })
 		in.VirtualMachines = slices.DeleteFunc(slices.Clone(in.VirtualMachines), func(v *kubevirtv1.VirtualMachine) bool { return !keep("keep " + v.Name) })
 
-		next, _ := wantProblems(Build(in, w.cfg, have))
-		for _, err := range invariants(have, next) {
+		nextR := Build(in, w.cfg, have)
+		next := nextR.Want
+		for _, err := range invariants(have, nextR) {
 			t.Fatal(err)
 		}
 		for name, p := range next.Ports {
@@ -222,8 +224,9 @@ func TestBuildSticky(t *testing.T) {
 		// are held until those ports have left the NB. The one after that
 		// must not.
 		have = applied(have, next)
-		again, _ := wantProblems(Build(in, w.cfg, have))
-		for _, err := range invariants(have, again) {
+		againR := Build(in, w.cfg, have)
+		again := againR.Want
+		for _, err := range invariants(have, againR) {
 			t.Fatal(err)
 		}
 		settled, _ := wantProblems(Build(in, w.cfg, applied(have, again)))

@@ -4,6 +4,7 @@
 //	ovn-sync run   --nb ADDR [--kubeconfig F]           keep the NB in sync with a cluster (sidecar)
 //	ovn-sync plan  -f DIR|FILE... --nb ADDR|embedded   show what would change
 //	ovn-sync apply -f DIR|FILE... --nb ADDR|embedded   make one pass and print what was done
+//	ovn-sync explain KIND/NS/NAME|PORT -f ...|--kubeconfig F --nb ADDR   where each address comes from
 //	ovn-sync demo                                      the whole pipeline on an embedded NB
 //	ovn-sync version
 package main
@@ -34,6 +35,7 @@ Usage:
   ovn-sync run   --nb ADDR [--kubeconfig FILE] [--config FILE] [--resync 5m] [--leader-elect] [--metrics-addr :9476]
   ovn-sync plan  -f DIR|FILE... --nb ADDR|embedded [--config FILE] [-o text|json] [--detailed-exitcode]
   ovn-sync apply -f DIR|FILE... --nb ADDR|embedded [--config FILE]
+  ovn-sync explain KIND/NAMESPACE/NAME|PORT (-f DIR|FILE... | --kubeconfig FILE) --nb ADDR [-o text|json]
   ovn-sync demo
   ovn-sync version
 
@@ -55,6 +57,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 		err = cmdPlan(args[1:], stdout, stderr)
 	case "apply":
 		err = cmdApply(args[1:], stdout, stderr)
+	case "explain":
+		err = cmdExplain(args[1:], stdout, stderr)
 	case "demo":
 		err = cmdDemo(args[1:], stdout, stderr)
 	case "version", "--version":
