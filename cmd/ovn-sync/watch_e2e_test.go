@@ -283,35 +283,29 @@ func TestRunAPIWatchBreak(t *testing.T) {
 		stop, done := make(chan struct{}), make(chan error, 1)
 		n := 0
 		go func() {
-			for {
+			// The watch must have seen the port before it is deleted, and
+			// seen it back in a new row before it is deleted again: its
+			// cache trails the NB by a few milliseconds. The port is known
+			// back by its row, not by its absence in between: ovn-sync may
+			// recreate it before the watch looks.
+			row, err := waitPort(nb, drift, "")
+			for err == nil {
 				select {
 				case <-stop:
 					done <- nil
 					return
 				default:
 				}
-				// The watch must have seen the port back before it is
-				// deleted again, and seen it go before waiting for it
-				// back: its cache trails the NB by a few milliseconds.
-				if err := waitPort(nb, drift, true); err != nil {
-					done <- err
-					return
-				}
-				if _, err := nbs.TryNBCtl("lsp-del", drift); err != nil {
-					done <- err
-					return
+				if _, err = nbs.TryNBCtl("lsp-del", drift); err != nil {
+					break
 				}
 				n++
-				if err := waitPort(nb, drift, false); err != nil {
-					done <- err
-					return
-				}
-				if err := waitPort(nb, drift, true); err != nil {
-					done <- err
-					return
+				if row, err = waitPort(nb, drift, row); err != nil {
+					break
 				}
 				time.Sleep(300 * time.Millisecond)
 			}
+			done <- err
 		}()
 		return func() {
 			t.Helper()
@@ -389,17 +383,21 @@ func TestRunAPIWatchBreak(t *testing.T) {
 	t.Logf("%d ports judged: none deleted before its pod, none re-addressed; %d deletions seen in the NB", n, loss.count())
 }
 
-// waitPort waits up to 5s for nb's cache to hold the port (present) or not.
-func waitPort(nb *observed.NB, name string, present bool) error {
-	deadline := time.Now().Add(5 * time.Second)
-	for (nb.State().Ports[name] != nil) != present {
+// waitPort waits up to 15s for nb's cache to hold port name in a row other
+// than old (a UUID; "" for any row), and returns that row's UUID.
+func waitPort(nb *observed.NB, name, old string) (string, error) {
+	deadline := time.Now().Add(15 * time.Second)
+	for {
+		p := nb.State().Ports[name]
+		if p != nil && p.UUID != old {
+			return p.UUID, nil
+		}
 		if time.Now().After(deadline) {
-			if present {
-				return fmt.Errorf("port %s not recreated within 5s", name)
+			if p != nil {
+				return "", fmt.Errorf("port %s still row %s 15s after its deletion", name, old)
 			}
-			return fmt.Errorf("port %s still in the NB 5s after its deletion", name)
+			return "", fmt.Errorf("port %s absent for 15s", name)
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
-	return nil
 }
