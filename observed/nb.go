@@ -1,6 +1,7 @@
 package observed
 
 import (
+	"cmp"
 	"context"
 	"crypto/tls"
 	"errors"
@@ -36,6 +37,14 @@ type Options struct {
 	// when leadership moves. Dial sets it for real servers; the embedded
 	// in-memory server has no _Server database and must run without it.
 	LeaderOnly bool
+	// ReconnectTimeout bounds each attempt to reconnect after the
+	// connection dropped. An attempt monitors again, which reloads every
+	// row into the cache and takes as long as Dial did (about 9s at 100k
+	// ports on a busy machine); one cut short starts again from scratch, so
+	// a bound below that never reconnects. It is also how long an attempt
+	// waits on a RAFT member that accepts the connection but does not
+	// answer yet, as one rejoining after a restart. Zero means 30s.
+	ReconnectTimeout time.Duration
 }
 
 // ParseEndpoints splits a --nb value ("unix:/p,tcp:1.2.3.4:6641") into endpoints,
@@ -99,9 +108,10 @@ func Dial(ctx context.Context, opts Options) (*NB, error) {
 	if err != nil {
 		return nil, err
 	}
+	reconnectTimeout := cmp.Or(opts.ReconnectTimeout, 30*time.Second)
 	copts := []client.Option{
 		client.WithLeaderOnly(opts.LeaderOnly),
-		client.WithReconnect(5*time.Second, reconnectBackoff()),
+		client.WithReconnect(reconnectTimeout, reconnectBackoff()),
 	}
 	for _, e := range opts.Endpoints {
 		copts = append(copts, client.WithEndpoint(e))

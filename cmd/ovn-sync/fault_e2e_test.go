@@ -309,7 +309,7 @@ func faultTail(s string, n int) string {
 // is closed first: the fault must come while the cold start is under way.
 func waitRows(t *testing.T, nb *observed.NB, n int, done <-chan struct{}, what string, why func() string) {
 	t.Helper()
-	deadline := time.Now().Add(40 * time.Second)
+	deadline := time.Now().Add(90 * time.Second)
 	table := func() int { return nb.Client().Cache().Table(nbdb.LogicalSwitchPortTable).Len() }
 	for table() < n {
 		select {
@@ -318,7 +318,7 @@ func waitRows(t *testing.T, nb *observed.NB, n int, done <-chan struct{}, what s
 		default:
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("%s: %d ports after 40s, waiting for %d", what, table(), n)
+			t.Fatalf("%s: %d ports after 90s, waiting for %d", what, table(), n)
 		}
 		time.Sleep(2 * time.Millisecond)
 	}
@@ -430,7 +430,7 @@ func TestFaultApply(t *testing.T) {
 				last = time.Now()
 				t.Logf("fault at %d ports, %s into the apply", len(maps), last.Sub(start).Round(time.Millisecond))
 			}
-			code := p.wait(t, 45*time.Second)
+			code := p.wait(t, 90*time.Second)
 			if tc.rerun {
 				if code != -1 {
 					t.Fatalf("killed apply exited %d, want killed by a signal", code)
@@ -443,7 +443,7 @@ func TestFaultApply(t *testing.T) {
 				var file string
 				fc, file = addedWhileDown(t, fc)
 				p = startApply(t, fc, n.addr(), "-f", file)
-				code = p.wait(t, 45*time.Second)
+				code = p.wait(t, 90*time.Second)
 			}
 			if code != 0 {
 				t.Fatalf("apply after the faults: exit %d\nstderr:\n%s", code, faultTail(p.stderr.String(), 3000))
@@ -496,7 +496,7 @@ func TestFaultRun(t *testing.T) {
 				last = time.Now()
 				t.Logf("fault at %d ports, %s into the run", len(maps), last.Sub(start).Round(time.Millisecond))
 			}
-			waitFor(t, 45*time.Second, "run converges", func() error {
+			waitFor(t, 90*time.Second, "run converges", func() error {
 				if ok, why := r.ready(); !ok {
 					return errors.New(why)
 				}
@@ -691,7 +691,7 @@ func TestFaultApplyAnswerLost(t *testing.T) {
 	d := startAnswerDropper(t, s.Sock, 3)
 	start := time.Now()
 	p := startApply(t, fc, d.addr())
-	if code := p.wait(t, 45*time.Second); code != 0 {
+	if code := p.wait(t, 90*time.Second); code != 0 {
 		t.Fatalf("apply: exit %d\nstderr:\n%s", code, faultTail(p.stderr.String(), 3000))
 	}
 	if !d.dropped.Load() {

@@ -43,7 +43,7 @@ func (n *nbFlags) register(fs *flag.FlagSet) {
 	fs.IntVar(&n.txnsInFlight, "txns-in-flight", apply.DefaultInFlight, "most NB transactions sent and not yet answered")
 	fs.Float64Var(&n.maxDeleteFrac, "max-delete-fraction", 0.5, "refuse a pass deleting more than this fraction of our ports (and more than 20)")
 	fs.BoolVar(&n.allowMassDelete, "allow-mass-delete", false, "allow a pass past --max-delete-fraction")
-	fs.DurationVar(&n.connectTimeout, "connect-timeout", 30*time.Second, "how long to wait for the NB")
+	fs.DurationVar(&n.connectTimeout, "connect-timeout", 30*time.Second, "how long to wait for the NB, when connecting and at each attempt to reconnect")
 }
 
 func (n *nbFlags) tlsConfig() (*tls.Config, error) {
@@ -100,7 +100,7 @@ func (n *nbFlags) connect(ctx context.Context) (*observed.NB, func(), error) {
 	if err != nil {
 		return nil, nil, err
 	}
-	nb, err := observed.Dial(ctx, observed.Options{Endpoints: eps, TLS: tlsCfg, LeaderOnly: true})
+	nb, err := observed.Dial(ctx, observed.Options{Endpoints: eps, TLS: tlsCfg, LeaderOnly: true, ReconnectTimeout: n.connectTimeout})
 	if err != nil {
 		return nil, nil, err
 	}
