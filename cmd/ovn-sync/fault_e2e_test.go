@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"maps"
+	"math"
 	"net"
 	"os"
 	"os/exec"
@@ -21,6 +22,7 @@ import (
 	"time"
 
 	"github.com/go-logr/logr"
+	"github.com/ovn-org/libovsdb/ovsdb"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -221,6 +223,206 @@ func killLeader(t *testing.T, n faultNB) {
 
 func restartNB(t *testing.T, n faultNB) { t.Helper(); n.s.Restart() }
 
+// faultGate is a unix-socket proxy in front of every member of an NB. It
+// passes a writer's transactions on until those answered without error
+// have inserted at least a given number of ports, and from then on holds
+// every new one, relaying nothing more its client sends, until the number
+// is raised. A fault struck once the test sees that many ports thus comes
+// while the writer waits for an answer, however fast the writer and
+// however far the test's own view of the NB trails the server.
+type faultGate struct {
+	socks []string
+
+	mu       sync.Mutex
+	until    int
+	inserted int               // ports inserted by transactions answered without error
+	raised   chan struct{}     // closed when until is raised
+	conns    map[net.Conn]bool // nil once the test has ended
+}
+
+func startFaultGate(t *testing.T, n faultNB, until int) *faultGate {
+	t.Helper()
+	upstreams := []*nbtest.Server{n.s}
+	if n.c != nil {
+		upstreams = n.c.Members
+	}
+	dir, err := os.MkdirTemp("", "gate")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	g := &faultGate{until: until, raised: make(chan struct{}), conns: map[net.Conn]bool{}}
+	var conns sync.WaitGroup
+	// Closed, not opened, at the end: a transaction held for a writer that
+	// is gone must not reach the NB.
+	t.Cleanup(func() {
+		g.mu.Lock()
+		for c := range g.conns {
+			c.Close()
+		}
+		g.conns = nil
+		g.mu.Unlock()
+		conns.Wait()
+	})
+	for i, up := range upstreams {
+		sock := filepath.Join(dir, fmt.Sprintf("nb%d.sock", i))
+		l, err := net.Listen("unix", sock)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { l.Close() })
+		g.socks = append(g.socks, sock)
+		conns.Add(1)
+		go func() {
+			defer conns.Done()
+			for {
+				c, err := l.Accept()
+				if err != nil {
+					return
+				}
+				conns.Add(1)
+				go func() { defer conns.Done(); g.serve(c, up.Sock) }()
+			}
+		}()
+	}
+	return g
+}
+
+// addr lists the gate's sockets, one per member, as --nb takes them.
+func (g *faultGate) addr() string {
+	eps := make([]string, len(g.socks))
+	for i, s := range g.socks {
+		eps[i] = "unix:" + s
+	}
+	return strings.Join(eps, ",")
+}
+
+// hold raises the number of ports after which transactions are held.
+func (g *faultGate) hold(until int) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	g.until = until
+	close(g.raised)
+	g.raised = make(chan struct{})
+}
+
+// open passes every transaction on from now on, those held included: it
+// must not be called while a writer that is gone has one held.
+func (g *faultGate) open() { g.hold(math.MaxInt) }
+
+// pass waits until a transaction may be passed on; false if closed first.
+func (g *faultGate) pass(closed <-chan struct{}) bool {
+	for {
+		g.mu.Lock()
+		ok, raised := g.inserted < g.until, g.raised
+		g.mu.Unlock()
+		if ok {
+			return true
+		}
+		select {
+		case <-raised:
+		case <-closed:
+			return false
+		}
+	}
+}
+
+// serve relays one client connection, message by message, counting the
+// ports each transaction inserts once the server has answered it without
+// error.
+func (g *faultGate) serve(c net.Conn, upstream string) {
+	defer c.Close()
+	s, err := net.Dial("unix", upstream)
+	if err != nil {
+		return
+	}
+	defer s.Close()
+	g.mu.Lock()
+	if g.conns == nil {
+		g.mu.Unlock()
+		return
+	}
+	g.conns[c], g.conns[s] = true, true
+	g.mu.Unlock()
+	defer func() {
+		g.mu.Lock()
+		delete(g.conns, c)
+		delete(g.conns, s)
+		g.mu.Unlock()
+	}()
+	closed := make(chan struct{})
+	defer close(closed)
+	var mu sync.Mutex
+	ports := map[string]int{} // by the id of a transaction passed on
+	go func() {
+		defer s.Close()
+		dec := json.NewDecoder(c)
+		for {
+			var raw json.RawMessage
+			if dec.Decode(&raw) != nil {
+				return
+			}
+			var m struct {
+				Method string            `json:"method"`
+				ID     json.RawMessage   `json:"id"`
+				Params []json.RawMessage `json:"params"`
+			}
+			_ = json.Unmarshal(raw, &m)
+			if m.Method == "transact" {
+				if !g.pass(closed) {
+					return
+				}
+				n := 0
+				for _, p := range m.Params {
+					var op struct{ Op, Table string }
+					if json.Unmarshal(p, &op) == nil && op.Op == ovsdb.OperationInsert && op.Table == nbdb.LogicalSwitchPortTable {
+						n++
+					}
+				}
+				mu.Lock()
+				ports[string(m.ID)] = n
+				mu.Unlock()
+			}
+			if _, err := s.Write(raw); err != nil {
+				return
+			}
+		}
+	}()
+	dec := json.NewDecoder(s)
+	for {
+		var raw json.RawMessage
+		if dec.Decode(&raw) != nil {
+			return
+		}
+		var m struct {
+			Method string                       `json:"method"`
+			ID     json.RawMessage              `json:"id"`
+			Result []map[string]json.RawMessage `json:"result"`
+			Error  json.RawMessage              `json:"error"`
+		}
+		if json.Unmarshal(raw, &m) == nil && m.Method == "" {
+			mu.Lock()
+			n, ok := ports[string(m.ID)]
+			delete(ports, string(m.ID))
+			mu.Unlock()
+			committed := ok && (len(m.Error) == 0 || string(m.Error) == "null")
+			for _, r := range m.Result {
+				if e, ok := r["error"]; ok && string(e) != "null" {
+					committed = false
+				}
+			}
+			if committed {
+				g.mu.Lock()
+				g.inserted += n
+				g.mu.Unlock()
+			}
+		}
+		if _, err := c.Write(raw); err != nil {
+			return
+		}
+	}
+}
+
 // portAddrs is every port's addresses, by name.
 func portAddrs(s state.State) map[string][]string {
 	m := make(map[string][]string, len(s.Ports))
@@ -413,13 +615,15 @@ func TestFaultApply(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			fc := generatedCluster(t)
 			n := startFaultNB(t, tc.cluster)
+			at := func(i int) int { return int(tc.at[i] * float64(len(fc.want))) }
+			g := startFaultGate(t, n, at(0))
 			start := time.Now()
-			p := startApply(t, fc, n.addr(), tc.slow...)
+			p := startApply(t, fc, g.addr(), tc.slow...)
 			before := map[string][]string{}
 			var last time.Time
-			for _, f := range tc.at {
+			for i := range tc.at {
 				watch := n.progress(t)
-				waitRows(t, watch, int(f*float64(len(fc.want))), p.done, "apply", func() string {
+				waitRows(t, watch, at(i), p.done, "apply", func() string {
 					return fmt.Sprintf("exit %d; NB: %v\nstderr:\n%s", p.exit, portsConverged(n.dial(t), fc, nil), faultTail(p.stderr.String(), 3000))
 				})
 				maps := portAddrs(watch.State())
@@ -429,6 +633,12 @@ func TestFaultApply(t *testing.T) {
 				tc.fault(t, n, p)
 				last = time.Now()
 				t.Logf("fault at %d ports, %s into the apply", len(maps), last.Sub(start).Round(time.Millisecond))
+				switch {
+				case i+1 < len(tc.at):
+					g.hold(at(i + 1))
+				case !tc.rerun: // a killed apply's held transaction stays held
+					g.open()
+				}
 			}
 			code := p.wait(t, 90*time.Second)
 			if tc.rerun {
@@ -478,13 +688,15 @@ func TestFaultRun(t *testing.T) {
 			fc := generatedCluster(t)
 			n := startFaultNB(t, tc.cluster)
 			watch := n.dial(t)
+			at := func(i int) int { return int(tc.at[i] * float64(len(fc.want))) }
+			g := startFaultGate(t, n, at(0))
 			start := time.Now()
-			r := startFaultRunner(t, n.addr(), fc.in)
+			r := startFaultRunner(t, g.addr(), fc.in)
 			before := map[string][]string{}
 			var last time.Time
-			for _, f := range tc.at {
+			for i, f := range tc.at {
 				progress := n.progress(t)
-				waitRows(t, progress, int(f*float64(len(fc.want))), nil, "run", nil)
+				waitRows(t, progress, at(i), nil, "run", nil)
 				maps := portAddrs(progress.State())
 				if len(maps) >= len(fc.want) {
 					t.Fatalf("run wrote all %d ports before the fault at %.0f%%", len(maps), 100*f)
@@ -495,6 +707,11 @@ func TestFaultRun(t *testing.T) {
 				tc.fault(t, n)
 				last = time.Now()
 				t.Logf("fault at %d ports, %s into the run", len(maps), last.Sub(start).Round(time.Millisecond))
+				if i+1 < len(tc.at) {
+					g.hold(at(i + 1))
+				} else {
+					g.open()
+				}
 			}
 			waitFor(t, 90*time.Second, "run converges", func() error {
 				if ok, why := r.ready(); !ok {
