@@ -19,6 +19,7 @@ test: lint
 	$(GO) test -count=1 -short -run '^$$' -bench . -benchtime=1x ./bench/
 	$(GO) test -run '^$$' -fuzz '^FuzzBuildHostileInput$$' -fuzztime 10s ./desired/
 	$(GO) test -run '^$$' -fuzz '^FuzzComputeApply$$' -fuzztime 10s ./diff/
+	$(GO) test -run '^$$' -fuzz '^FuzzOutsideEdits$$' -fuzztime 10s -fuzzminimizetime 2s ./reconcile/
 
 # test-unit skips the tests that need ovsdb-server.
 test-unit:
@@ -42,13 +43,15 @@ demo:
 bench:
 	$(GO) test -run '^$$' -bench . -benchmem -timeout 60m ./bench/
 
-# fuzz searches longer for input that breaks Build's or Compute's guarantees
+# fuzz searches longer for input that breaks Build's or Compute's guarantees,
+# or leaves an address held twice after outside edits of the NB
 # (make test runs the seeds, then each target for 10s). One -fuzz target per
 # invocation: go test allows no more.
 FUZZTIME ?= 60s
 fuzz:
 	$(GO) test -run '^$$' -fuzz '^FuzzBuildHostileInput$$' -fuzztime $(FUZZTIME) ./desired/
 	$(GO) test -run '^$$' -fuzz '^FuzzComputeApply$$' -fuzztime $(FUZZTIME) ./diff/
+	$(GO) test -run '^$$' -fuzz '^FuzzOutsideEdits$$' -fuzztime $(FUZZTIME) ./reconcile/
 
 bench-e2e:
 	$(GO) run ./bench/cmd/ovn-sync-bench

@@ -121,6 +121,43 @@ func (s *Server) Restart() {
 	s.start()
 }
 
+// Wipe stops the server, replaces its database with a fresh empty one and
+// starts it again on the same socket: the NB of a RAFT cluster rebuilt from
+// nothing.
+func (s *Server) Wipe() {
+	s.t.Helper()
+	s.Stop()
+	if err := os.Remove(s.DBFile); err != nil {
+		s.t.Fatal(err)
+	}
+	if out, err := exec.Command("ovsdb-tool", "create", s.DBFile, SchemaPath).CombinedOutput(); err != nil {
+		s.t.Fatalf("ovsdb-tool create: %v: %s", err, out)
+	}
+	s.start()
+}
+
+// Backup takes a backup of the database as it is now, as an operator
+// would (ovsdb-client backup): a standalone database file.
+func (s *Server) Backup() []byte {
+	s.t.Helper()
+	out, err := exec.Command("ovsdb-client", "--timeout=10", "backup", s.Addr(), "OVN_Northbound").Output()
+	if err != nil {
+		s.t.Fatalf("ovsdb-client backup: %v", err)
+	}
+	return out
+}
+
+// Restore stops the server, puts a Backup in place of its database and
+// starts it again on the same socket.
+func (s *Server) Restore(backup []byte) {
+	s.t.Helper()
+	s.Stop()
+	if err := os.WriteFile(s.DBFile, backup, 0o644); err != nil {
+		s.t.Fatal(err)
+	}
+	s.start()
+}
+
 // NBCtl runs ovn-nbctl against the server and returns its trimmed output.
 func (s *Server) NBCtl(args ...string) string {
 	s.t.Helper()
