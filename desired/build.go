@@ -63,8 +63,10 @@ type builder struct {
 	// points at each spec's port, filled in by finish. byName maps names to
 	// specs; it is built on the first need only (a clash, a conflict).
 	byName map[string]*portSpec
-	// atts and vmiAtts are reused for each owner's attachments.
+	// atts and vmiAtts are reused for each owner's attachments, names for
+	// the names of its ports.
 	atts, vmiAtts []attachment
+	names         []string
 	// pending are specs that need addresses claimed or allocated; moved are
 	// specs that keep addresses but change switch; kept are specs that keep
 	// an address they hold, which another port may hold too.

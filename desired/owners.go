@@ -74,16 +74,13 @@ func (b *builder) addPods(in Inputs) {
 		}
 		atts, ok := b.primaryAttachment(o, p.Annotations, b.atts[:0], "eth0")
 		atts, annOK := b.annotationAttachments(o, p.Annotations, atts)
-		b.addOwner(o, atts, p.Annotations, keepOthersUnless(ok && annOK))
+		names := b.addOwner(o, atts, p.Annotations)
+		if !ok || !annOK {
+			b.keepOwnerPorts(o, names)
+		}
 		b.atts = atts
 	}
 }
-
-// keepOthers says whether an owner's have ports on networks it does not
-// list are kept (its list of networks could not be read) or go.
-type keepOthers bool
-
-func keepOthersUnless(listRead bool) keepOthers { return keepOthers(!listRead) }
 
 // primaryAttachment adds a pod's primary interface: the default network,
 // unless the v1.multus-cni.io/default-network annotation puts it on a
@@ -145,7 +142,9 @@ func (b *builder) addVirtualMachines(in Inputs) {
 			b.vmiAtts = o.running
 			o.runningAnn = vmi.Annotations
 		}
-		b.addOwner(o, atts, ann, keepOthersUnless(ok))
+		if names := b.addOwner(o, atts, ann); !ok {
+			b.keepOwnerPorts(o, names)
+		}
 		b.atts = atts
 	}
 }
@@ -177,7 +176,9 @@ func (b *builder) addVirtualMachineInstances(in Inputs) {
 			o.objects.launchers = e.launchers
 		}
 		atts, ok := b.kubevirtAttachments(o, &vmi.Spec, vmi.Annotations, "spec", b.atts[:0])
-		b.addOwner(o, atts, vmi.Annotations, keepOthersUnless(ok))
+		if names := b.addOwner(o, atts, vmi.Annotations); !ok {
+			b.keepOwnerPorts(o, names)
+		}
 		b.atts = atts
 	}
 }
@@ -306,9 +307,12 @@ func (b *builder) annotationAttachments(o *owner, ann map[string]string, atts []
 	return atts, true
 }
 
-// addOwner turns an owner's attachments into port specs.
-func (b *builder) addOwner(o *owner, atts []attachment, ann map[string]string, others keepOthers) {
-	var names []string
+// addOwner turns an owner's attachments into port specs and returns the
+// names of the ports they want. When the owner's list of networks could
+// not be read whole, the caller keeps its other ports (keepOwnerPorts).
+// The slice is reused by the next call.
+func (b *builder) addOwner(o *owner, atts []attachment, ann map[string]string) []string {
+	names := b.names[:0]
 	for i := range atts {
 		at := &atts[i]
 		var n *network
@@ -342,9 +346,7 @@ func (b *builder) addOwner(o *owner, atts []attachment, ann map[string]string, o
 		if provider != providerDefault {
 			name = o.base + "." + provider
 		}
-		if others {
-			names = append(names, name)
-		}
+		names = append(names, name)
 		if !known {
 			b.keepPort(o, name, provider)
 			continue
@@ -371,9 +373,8 @@ func (b *builder) addOwner(o *owner, atts []attachment, ann map[string]string, o
 		b.readRecords(s)
 		b.add(s)
 	}
-	if others {
-		b.keepOwnerPorts(o, names)
-	}
+	b.names = names
+	return names
 }
 
 // readRunning sets, for a VM whose VMI runs, s.req to the requests of the
