@@ -152,8 +152,6 @@ type owner struct {
 	vmi                string
 	chassis            string
 	activationStrategy string
-	// chassisWhy explains chassis, for explain.
-	chassisWhy string
 	// base is "<name>.<ns>", the LSP name on the default network.
 	base string
 	// objects are where the owner's addresses are published and read back
@@ -479,23 +477,22 @@ func (b *builder) resolve() {
 // request (s.tmpl) is the best there is. What the template asks for beyond
 // that waits for the next start: finish reports it (RestartRequired).
 func (s *portSpec) startRequests(h lsp) {
-	var r requested
+	r := *s.req
 	use := false
 	for f := range r.ip {
-		r.ip[f] = s.req.ip[f]
 		if !r.ip[f].IsValid() && !h.ip[f].IsValid() && !s.rec.ip[f].IsValid() && s.tmpl.ip[f].IsValid() {
 			r.ip[f], use = s.tmpl.ip[f], true
+			if r.ipSrc == "" {
+				r.ipSrc = s.tmpl.ipSrc
+			}
 		}
 	}
-	r.mac, r.ipSrc, r.macSrc = s.req.mac, s.req.ipSrc, s.req.macSrc
 	if !r.mac.valid() && !h.mac.valid() && !s.rec.mac.valid() && s.tmpl.mac.valid() {
 		r.mac, r.macSrc, use = s.tmpl.mac, s.tmpl.macSrc, true
 	}
 	if use {
-		if r.ipSrc == "" {
-			r.ipSrc = s.tmpl.ipSrc
-		}
-		s.req = &r
+		q := r // allocated only here: most running VMs take no template request
+		s.req = &q
 	}
 }
 

@@ -1,7 +1,6 @@
 package desired
 
 import (
-	"fmt"
 	"slices"
 	"strings"
 
@@ -222,9 +221,9 @@ func liveLauncher(p *corev1.Pod) bool {
 // known from status.migrationState while the migration is neither completed
 // nor failed, from a running VirtualMachineInstanceMigration, or from a
 // second live launcher pod. A VMI that is absent or final has no chassis.
-func (b *builder) chassis(vmi *kubevirtv1.VirtualMachineInstance, e *kvEntry) (chassis, strategy, why string) {
+func (b *builder) chassis(vmi *kubevirtv1.VirtualMachineInstance, e *kvEntry) (chassis, strategy string) {
 	if vmi == nil || vmi.IsFinal() {
-		return "", "", ""
+		return "", ""
 	}
 	if e == nil {
 		e = &kvEntry{}
@@ -255,7 +254,7 @@ func (b *builder) chassis(vmi *kubevirtv1.VirtualMachineInstance, e *kvEntry) (c
 	}
 	l := e.launchers
 	if l.one != nil && l.more == nil && liveLauncher(l.one) && l.one.Spec.NodeName == cur && len(others) == 0 {
-		return cur, "", cur + ": the VMI's node" // the common case: one launcher pod, where the VMI runs
+		return cur, "" // the common case: one launcher pod, where the VMI runs
 	}
 	for _, p := range sortedLaunchers(l) {
 		if !liveLauncher(p) {
@@ -279,16 +278,14 @@ func (b *builder) chassis(vmi *kubevirtv1.VirtualMachineInstance, e *kvEntry) (c
 	}
 	if cur == "" {
 		if len(others) == 0 {
-			return "", "", ""
+			return "", ""
 		}
 		cur, others = others[0], others[1:]
 	}
 	if len(others) == 0 {
-		return cur, "", cur + ": the VMI's node"
+		return cur, ""
 	}
-	return cur + "," + strings.Join(others, ","), activationRARP,
-		fmt.Sprintf("%s: live migration from %s to %s; bound on both until it ends, the target activated by the VM's first RARP",
-			cur+","+strings.Join(others, ","), cur, strings.Join(others, ","))
+	return cur + "," + strings.Join(others, ","), activationRARP
 }
 
 // sortedLaunchers returns the pods of l oldest first, then by name.

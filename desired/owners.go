@@ -69,9 +69,6 @@ func (b *builder) addPods(in Inputs) {
 			continue
 		}
 		o.chassis, o.objects.pod = p.Spec.NodeName, p
-		if o.chassis != "" {
-			o.chassisWhy = o.chassis + ": the pod's node"
-		}
 		atts, ok := b.primaryAttachment(o, p.Annotations, b.atts[:0], "eth0")
 		atts, annOK := b.annotationAttachments(o, p.Annotations, atts)
 		names := b.addOwner(o, atts, p.Annotations)
@@ -119,7 +116,7 @@ func (b *builder) addVirtualMachines(in Inputs) {
 			continue
 		}
 		vmiEntry := b.vmiEntry(e.vmi, e, vm.Name)
-		o.chassis, o.activationStrategy, o.chassisWhy = b.chassis(e.vmi, vmiEntry)
+		o.chassis, o.activationStrategy = b.chassis(e.vmi, vmiEntry)
 		o.objects.vm = vm
 		if vmiEntry != nil {
 			o.objects.launchers = vmiEntry.launchers
@@ -171,7 +168,7 @@ func (b *builder) addVirtualMachineInstances(in Inputs) {
 			continue
 		}
 		e := b.vmiEntry(vmi, nil, "")
-		o.chassis, o.activationStrategy, o.chassisWhy = b.chassis(vmi, e)
+		o.chassis, o.activationStrategy = b.chassis(vmi, e)
 		if e != nil {
 			o.objects.launchers = e.launchers
 		}
@@ -575,55 +572,81 @@ func (b *builder) readRecords(s *portSpec) {
 	if obj.vm == nil && obj.launchers.one == nil {
 		return // a plain pod: its annotations are requests
 	}
-	ipKey, macKey := s.provider+annIPSuffix, s.provider+annMACSuffix
 	var r requested
-	found := false
-	read := func(kind, ns, name string, ann map[string]string) {
-		if v := strings.TrimSpace(ann[ipKey]); v != "" && !r.ip[ipv4].IsValid() && !r.ip[ipv6].IsValid() {
-			src := recordSource(kind, ns, name, ipKey)
-			var got [2]netip.Addr
-			for _, w := range strings.Split(v, ",") {
-				a, err := parseIP(w)
-				why := ""
-				switch {
-				case err != nil:
-					why = err.Error()
-				case s.net.unusable(a) != "":
-					why = s.net.unusable(a)
-				case got[familyOf(a)].IsValid():
-					why = "more than one " + familyName[familyOf(a)] + " address"
-				}
-				if why != "" {
-					b.problem(kind, ns, name, "InvalidRecord", fmt.Sprintf("%s %q: %s; ignored", ipKey, v, why))
-					got = [2]netip.Addr{}
-					break
-				}
-				got[familyOf(a)] = a
-			}
-			if got[ipv4].IsValid() || got[ipv6].IsValid() {
-				r.ip, r.ipSrc, found = got, src, true
-			}
+	if obj.launchers.more == nil {
+		if p := obj.launchers.one; p != nil && liveLauncher(p) {
+			b.readRecord(s, &r, kindPod, p.Namespace, p.Name, p.Annotations)
 		}
-		if v := strings.TrimSpace(ann[macKey]); v != "" && !r.mac.valid() {
-			m, err := parseMAC(v)
-			if err != nil {
-				b.problem(kind, ns, name, "InvalidRecord", fmt.Sprintf("%s %q: %v; ignored", macKey, v, err))
-				return
+	} else {
+		for _, p := range sortedLaunchers(obj.launchers) {
+			if liveLauncher(p) {
+				b.readRecord(s, &r, kindPod, p.Namespace, p.Name, p.Annotations)
 			}
-			r.mac, r.macSrc, found = m, recordSource(kind, ns, name, macKey), true
-		}
-	}
-	for _, p := range sortedLaunchers(obj.launchers) {
-		if liveLauncher(p) {
-			read(kindPod, p.Namespace, p.Name, p.Annotations)
 		}
 	}
 	if vm := obj.vm; vm != nil {
-		read(kindVirtualMachine, vm.Namespace, vm.Name, vm.Annotations)
+		b.readRecord(s, &r, kindVirtualMachine, vm.Namespace, vm.Name, vm.Annotations)
 	}
-	if found {
-		s.rec = &r
+	if r.ipSrc != "" || r.macSrc != "" {
+		q := r
+		s.rec = &q
 	}
+}
+
+// readRecord reads one object's record of s's addresses into r, where r
+// has none yet.
+func (b *builder) readRecord(s *portSpec, r *requested, kind, ns, name string, ann map[string]string) {
+	if len(ann) == 0 {
+		return
+	}
+	if v := strings.TrimSpace(providerAnnotation(ann, s.provider, annIPSuffix)); v != "" && r.ipSrc == "" {
+		key := s.provider + annIPSuffix
+		var got [2]netip.Addr
+		for _, w := range strings.Split(v, ",") {
+			a, err := parseIP(w)
+			why := ""
+			switch {
+			case err != nil:
+				why = err.Error()
+			case s.net.unusable(a) != "":
+				why = s.net.unusable(a)
+			case got[familyOf(a)].IsValid():
+				why = "more than one " + familyName[familyOf(a)] + " address"
+			}
+			if why != "" {
+				b.problem(kind, ns, name, "InvalidRecord", fmt.Sprintf("%s %q: %s; ignored", key, v, why))
+				got = [2]netip.Addr{}
+				break
+			}
+			got[familyOf(a)] = a
+		}
+		if got[ipv4].IsValid() || got[ipv6].IsValid() {
+			r.ip, r.ipSrc = got, recordSource(kind, ns, name, key)
+		}
+	}
+	if v := strings.TrimSpace(providerAnnotation(ann, s.provider, annMACSuffix)); v != "" && r.macSrc == "" {
+		key := s.provider + annMACSuffix
+		m, err := parseMAC(v)
+		if err != nil {
+			b.problem(kind, ns, name, "InvalidRecord", fmt.Sprintf("%s %q: %v; ignored", key, v, err))
+			return
+		}
+		r.mac, r.macSrc = m, recordSource(kind, ns, name, key)
+	}
+}
+
+// providerAnnotation returns ann[provider+suffix] without building the
+// key: objects carry few annotations, and most have none for provider.
+func providerAnnotation(ann map[string]string, provider, suffix string) string {
+	if len(ann) > 16 {
+		return ann[provider+suffix]
+	}
+	for k, v := range ann {
+		if len(k) == len(provider)+len(suffix) && strings.HasPrefix(k, provider) && strings.HasSuffix(k, suffix) {
+			return v
+		}
+	}
+	return ""
 }
 
 func recordSource(kind, ns, name, key string) string {

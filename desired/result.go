@@ -1,6 +1,8 @@
 package desired
 
 import (
+	"strings"
+
 	corev1 "k8s.io/api/core/v1"
 	kubevirtv1 "kubevirt.io/api/core/v1"
 
@@ -119,7 +121,7 @@ func (s *portSpec) facts() PortFacts {
 	o := s.o
 	f := PortFacts{
 		Port: &s.port, OwnerKind: o.kind, OwnerNamespace: o.ns, OwnerName: o.name,
-		Provider: s.provider, Kept: s.state != specBuild, Chassis: o.chassisWhy,
+		Provider: s.provider, Kept: s.state != specBuild, Chassis: o.chassisWhy(),
 		Pods: o.objects.launchers.pods(), VM: o.objects.vm,
 	}
 	if o.objects.pod != nil {
@@ -144,6 +146,21 @@ func (s *portSpec) facts() PortFacts {
 		f.Addresses = append(f.Addresses, AddressFact{Address: text, Source: s.src[c], Field: s.field(c)})
 	}
 	return f
+}
+
+// chassisWhy explains o.chassis.
+func (o *owner) chassisWhy() string {
+	switch {
+	case o.chassis == "":
+		return ""
+	case o.kind == kindPod:
+		return o.chassis + ": the pod's node"
+	case o.activationStrategy == activationRARP:
+		src, dst, _ := strings.Cut(o.chassis, ",")
+		return o.chassis + ": live migration from " + src + " to " + dst +
+			"; bound on both until it ends, the target activated by the VM's first RARP"
+	}
+	return o.chassis + ": the VMI's node"
 }
 
 // field names where component c of s came from, when a request or record.
