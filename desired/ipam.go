@@ -370,6 +370,103 @@ func cmpUint(a, b uint64) int {
 	return 0
 }
 
+// mayHoldTwice reports whether some address may be held twice in have: a
+// cheap check for passes that hand nothing out, reading the addresses
+// resolve already parsed. It errs on the side of true (newIPAM and
+// findDuplicates then look closely): a port of ours whose addresses are
+// not the one entry ovn-sync writes, or a port of ours no spec accounts
+// for, is enough.
+func (b *builder) mayHoldTwice() bool {
+	owned := 0
+	var foreign map[addrKey]bool
+	each := func(yield func(*state.Port) bool) {
+		// The packed index, when have carries one, is quicker to walk.
+		if idx := b.have.Index; len(idx) == len(b.have.Ports) {
+			for i := range idx {
+				if !yield(idx[i].Port) {
+					return
+				}
+			}
+			return
+		}
+		for _, p := range b.have.Ports {
+			if !yield(p) {
+				return
+			}
+		}
+	}
+	for p := range each {
+		switch {
+		case p == nil:
+		case p.Owned():
+			owned++
+			if len(p.Addresses) > 1 || p.DynamicAddresses != "" {
+				return true
+			}
+		default:
+			var words [8]string
+			list := words[:0]
+			for _, e := range p.Addresses {
+				list = appendWords(list, e)
+			}
+			for _, w := range appendWords(list, p.DynamicAddresses) {
+				if foreign == nil {
+					foreign = map[addrKey]bool{}
+				}
+				if x, ok := colonMAC(w); ok {
+					foreign[macKey(0, x).addrKey] = true
+				} else if a, err := netip.ParseAddr(w); err == nil {
+					foreign[ipKey(0, a.Unmap()).addrKey] = true
+				}
+			}
+		}
+	}
+	size := 1
+	for size < 4*owned {
+		size <<= 1
+	}
+	table := make([]uint64, size)
+	seen := func(k heldKey) bool {
+		if foreign[k.addrKey] {
+			return true
+		}
+		h := (k.lo ^ k.hi*0x9e3779b97f4a7c15 ^ uint64(k.comp)<<61 ^ uint64(k.sw)<<40) * 0xbf58476d1ce4e5b9
+		h = h ^ h>>31 | 1
+		for i := h & uint64(size-1); ; i = (i + 1) & uint64(size-1) {
+			switch table[i] {
+			case 0:
+				table[i] = h
+				return false
+			case h:
+				return true // the same key, or a rare collision: look closely
+			}
+		}
+	}
+	accounted := 0
+	for _, s := range b.specs {
+		if s.have == nil || s.state == specDropped {
+			continue
+		}
+		accounted++
+		var h lsp
+		if s.state == specBuild {
+			h.ip, h.mac = s.ip, s.mac // resolve kept them: nothing is pending
+		} else {
+			h = parseLSPAddresses(s.have.Addresses)
+		}
+		sw := b.switchID(s.have.Switch)
+		for _, a := range h.ip {
+			if a.IsValid() && seen(ipKey(sw, a)) {
+				return true
+			}
+		}
+		if h.mac.valid() && seen(macKey(sw, h.mac)) {
+			return true
+		}
+	}
+	return accounted != owned
+}
+
 // holderMap builds the map from the list: a second have port holding an
 // address makes it shared; a claim overrides (it was checked not to
 // conflict).
@@ -469,6 +566,9 @@ func (m *ipam) isHeld(n *network, w *window, k heldKey) bool {
 //  3. Fresh addresses, lowest free, after every claim, so a new dynamic
 //     port never takes an address a claim in the same pass asks for.
 func (b *builder) allocate() {
+	if len(b.pending) == 0 && len(b.moved) == 0 && !b.mayHoldTwice() {
+		return // the common pass: nothing to hand out, nothing held twice
+	}
 	m := b.newIPAM()
 	for _, g := range m.findDuplicates() {
 		b.settle(m, g)
