@@ -13,6 +13,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -96,8 +97,10 @@ type Informers struct {
 	ctx     context.Context
 	inf     map[Kind]cache.SharedIndexInformer // started informers
 	absent  map[Kind]bool                      // discovered missing
-	dyn     dynamicinformer.DynamicSharedInformerFactory
-	podf    informers.SharedInformerFactory
+	// crdWatched marks the absent kinds whose CRD is watched.
+	crdWatched map[Kind]bool
+	dyn        dynamicinformer.DynamicSharedInformerFactory
+	podf       informers.SharedInformerFactory
 }
 
 // NewInformers returns informers that are not started yet.
@@ -107,11 +110,12 @@ func NewInformers(opts InformerOptions) *Informers {
 		d = opts.Kube.Discovery()
 	}
 	return &Informers{
-		opts:    opts,
-		disco:   d,
-		changes: make(chan struct{}, 1),
-		inf:     map[Kind]cache.SharedIndexInformer{},
-		absent:  map[Kind]bool{},
+		opts:       opts,
+		disco:      d,
+		changes:    make(chan struct{}, 1),
+		inf:        map[Kind]cache.SharedIndexInformer{},
+		absent:     map[Kind]bool{},
+		crdWatched: map[Kind]bool{},
 	}
 }
 
@@ -169,8 +173,9 @@ func (s *Informers) discoverLocked(ctx context.Context) error {
 	for _, k := range missing {
 		if !present[k] {
 			if !s.absent[k] {
-				s.opts.Logger.Info("custom resource not installed: treating it as empty", "kind", k, "resource", crdKinds[k].String())
+				s.opts.Logger.Info("custom resource not installed: treating it as empty until its CRD appears", "kind", k, "resource", crdKinds[k].String())
 				s.absent[k] = true
+				s.watchCRD(k)
 			}
 			continue
 		}
@@ -186,6 +191,85 @@ func (s *Informers) discoverLocked(ctx context.Context) error {
 	// A kind that appeared changes the inputs.
 	s.notify()
 	return nil
+}
+
+// GVRCustomResourceDefinition is the resource of CRDs.
+var GVRCustomResourceDefinition = schema.GroupVersionResource{Group: "apiextensions.k8s.io", Version: "v1", Resource: "customresourcedefinitions"}
+
+// ListKinds maps every resource the informers list to its list kind, as
+// client-go's fake dynamic client needs told.
+var ListKinds = map[schema.GroupVersionResource]string{
+	GVRVirtualMachine:                  "VirtualMachineList",
+	GVRVirtualMachineInstance:          "VirtualMachineInstanceList",
+	GVRVirtualMachineInstanceMigration: "VirtualMachineInstanceMigrationList",
+	GVRNetworkAttachmentDefinition:     "NetworkAttachmentDefinitionList",
+	GVRCustomResourceDefinition:        "CustomResourceDefinitionList",
+}
+
+// crdName is the name of the CRD that defines kind k: "<plural>.<group>".
+func crdName(k Kind) string { return crdKinds[k].Resource + "." + crdKinds[k].Group }
+
+// watchCRD watches the one CustomResourceDefinition that would define the
+// absent kind k (a field selector on its name: nothing else of the
+// cluster's CRDs is listed or held) and runs discovery as soon as it is
+// established, so that objects of a kind installed after start are read
+// within seconds rather than at the next resync. The watch ends with the
+// informers. If it cannot list CRDs (RBAC of an older release), discovery
+// at every resync still finds the kind.
+func (s *Informers) watchCRD(k Kind) {
+	if s.crdWatched[k] {
+		return
+	}
+	s.crdWatched[k] = true
+	name := crdName(k)
+	inf := dynamicinformer.NewFilteredDynamicInformer(s.opts.Dynamic, GVRCustomResourceDefinition, "", 0, cache.Indexers{},
+		func(o *metav1.ListOptions) { o.FieldSelector = "metadata.name=" + name })
+	seen := func(obj any) {
+		u, ok := Unwrap(obj).(*unstructured.Unstructured)
+		if !ok || !crdEstablished(u) {
+			return
+		}
+		go func() {
+			if err := s.Discover(s.ctx); err != nil && s.ctx.Err() == nil {
+				s.opts.Logger.Error(err, "discovery after a CRD appeared failed; the next resync retries", "crd", name)
+			}
+		}()
+	}
+	_, _ = inf.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
+		AddFunc:    seen,
+		UpdateFunc: func(_, cur any) { seen(cur) },
+	})
+	go inf.Informer().Run(s.ctx.Done())
+}
+
+// crdEstablished reports whether a CRD's Established condition is True.
+func crdEstablished(u *unstructured.Unstructured) bool {
+	conds, _, _ := unstructured.NestedSlice(u.Object, "status", "conditions")
+	for _, c := range conds {
+		m, _ := c.(map[string]any)
+		if m["type"] == "Established" && m["status"] == "True" {
+			return true
+		}
+	}
+	return false
+}
+
+// WaitForCacheSync blocks until every started informer has listed its kind
+// once (kinds not installed count as synced), and reports true; or until
+// ctx is done, and reports false.
+func (s *Informers) WaitForCacheSync(ctx context.Context) bool {
+	s.mu.Lock()
+	started := s.started
+	synced := make([]cache.InformerSynced, 0, len(s.inf))
+	for _, inf := range s.inf {
+		synced = append(synced, inf.HasSynced)
+	}
+	s.mu.Unlock()
+	if !started {
+		<-ctx.Done()
+		return false
+	}
+	return cache.WaitForCacheSync(ctx.Done(), synced...)
 }
 
 // served reports which of kinds the API server serves.

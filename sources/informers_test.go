@@ -12,19 +12,12 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/apimachinery/pkg/runtime/schema"
 	fakediscovery "k8s.io/client-go/discovery/fake"
 	dynamicfake "k8s.io/client-go/dynamic/fake"
 	kubefake "k8s.io/client-go/kubernetes/fake"
 	"k8s.io/client-go/tools/cache"
 )
 
-var listKinds = map[schema.GroupVersionResource]string{
-	GVRVirtualMachine:                  "VirtualMachineList",
-	GVRVirtualMachineInstance:          "VirtualMachineInstanceList",
-	GVRVirtualMachineInstanceMigration: "VirtualMachineInstanceMigrationList",
-	GVRNetworkAttachmentDefinition:     "NetworkAttachmentDefinitionList",
-}
 
 type fakes struct {
 	kube  *kubefake.Clientset
@@ -46,7 +39,7 @@ func newFakes(t *testing.T, kubevirt, multus bool, objs ...runtime.Object) *fake
 	}
 	f := &fakes{
 		kube: kubefake.NewClientset(kubeObjs...),
-		dyn:  dynamicfake.NewSimpleDynamicClientWithCustomListKinds(runtime.NewScheme(), listKinds, dynObjs...),
+		dyn:  dynamicfake.NewSimpleDynamicClientWithCustomListKinds(runtime.NewScheme(), ListKinds, dynObjs...),
 	}
 	f.disco = f.kube.Discovery().(*fakediscovery.FakeDiscovery)
 	f.install(kubevirt, multus)
@@ -325,6 +318,34 @@ func TestInformersVersion(t *testing.T) {
 	eventually(t, "a new version", func() error {
 		if v := f.inf.Inputs().Version; v == v1 {
 			return fmt.Errorf("version still %d after a pod was created", v)
+		}
+		return nil
+	})
+}
+
+// TestInformersCRDInstalledAfterStart: KubeVirt's CRD installed after the
+// informers started is seen through its CRD, without waiting for a resync:
+// its kind is watched and read.
+func TestInformersCRDInstalledAfterStart(t *testing.T) {
+	f := newFakes(t, false, false)
+	ctx := start(t, f)
+	if _, err := f.dyn.Resource(GVRVirtualMachine).Namespace("default").Create(ctx,
+		vm("default", "db", map[string]any{"runStrategy": "Halted"}), metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	f.install(true, false)
+	crd := &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
+		"metadata": map[string]any{"name": "virtualmachines.kubevirt.io"},
+		"spec":     map[string]any{"group": "kubevirt.io", "names": map[string]any{"plural": "virtualmachines", "kind": "VirtualMachine"}},
+		"status":   map[string]any{"conditions": []any{map[string]any{"type": "Established", "status": "True"}}},
+	}}
+	if _, err := f.dyn.Resource(GVRCustomResourceDefinition).Create(ctx, crd, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "VM read once its CRD appeared", func() error {
+		if n := len(f.inf.Inputs().Inputs.VirtualMachines); n != 1 {
+			return fmt.Errorf("%d VMs, absent %v", n, f.inf.Absent())
 		}
 		return nil
 	})

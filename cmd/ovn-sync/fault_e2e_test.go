@@ -27,7 +27,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/apimachinery/pkg/runtime/schema"
 	dynamicfake "k8s.io/client-go/dynamic/fake"
 	kubefake "k8s.io/client-go/kubernetes/fake"
 
@@ -751,10 +750,7 @@ func startFaultRunner(t *testing.T, addr string, in desired.Inputs) *runner {
 		dynObjs = append(dynObjs, toDyn(o))
 	}
 	kube := kubefake.NewClientset(kubeObjs...)
-	dyn := dynamicfake.NewSimpleDynamicClientWithCustomListKinds(runtime.NewScheme(), map[schema.GroupVersionResource]string{
-		sources.GVRVirtualMachine: "VirtualMachineList", sources.GVRVirtualMachineInstance: "VirtualMachineInstanceList",
-		sources.GVRVirtualMachineInstanceMigration: "VirtualMachineInstanceMigrationList", sources.GVRNetworkAttachmentDefinition: "NetworkAttachmentDefinitionList",
-	}, dynObjs...)
+	dyn := dynamicfake.NewSimpleDynamicClientWithCustomListKinds(runtime.NewScheme(), sources.ListKinds, dynObjs...)
 	// The fake client files objects given up front under the resource it
 	// guesses from the kind, "networkattachmentdefinitions": NADs are
 	// created under their real resource instead.

@@ -653,3 +653,37 @@ func TestRunLeaderElection(t *testing.T) {
 		t.Errorf("b never logged that it led")
 	}
 }
+
+// TestRunCRDsInstalledAfterStart: KubeVirt and Multus installed after
+// "ovn-sync run" started (as the service account deploy/rbac.yaml binds):
+// a VM created right after gets its ports within seconds, not at the next
+// resync.
+func TestRunCRDsInstalledAfterStart(t *testing.T) {
+	nbtest.Require(t)
+	k := kubetest.StartBare(t)
+	nbs := nbtest.Start(t)
+	k.Namespace("kube-system")
+	k.ApplyFile("../../deploy/rbac.yaml")
+	k.Namespace("tenant")
+	run := startRun(t, k.ServiceAccountKubeconfig, nbs.Addr(), "--leader-elect=false", "--resync", "1h")
+	nb := nbWatch(t, nbs.Addr())
+	waitFor(t, 30*time.Second, "ready", func() error { _, err := run.get("/readyz"); return err })
+
+	start := time.Now()
+	k.InstallCRDs()
+	k.Create(sources.GVRNetworkAttachmentDefinition, `
+apiVersion: k8s.cni.cncf.io/v1
+kind: NetworkAttachmentDefinition
+metadata: {name: blue, namespace: tenant}
+spec:
+  config: '{"cniVersion":"0.3.1","name":"blue","type":"ovn-k8s-cni-overlay","topology":"layer2","subnets":"192.168.100.0/24","netAttachDefName":"tenant/blue"}'
+`)
+	k.Create(sources.GVRVirtualMachine, `
+apiVersion: kubevirt.io/v1
+kind: VirtualMachine
+metadata: {name: db, namespace: tenant}
+spec:
+  runStrategy: Halted`+vmTemplate)
+	portIs(t, nb, "db.tenant.blue.tenant.ovn", "created for a VM whose CRD came after start", present)
+	t.Logf("CRDs installed, NAD and VM created: the VM's ports in the NB after %s", time.Since(start).Round(time.Millisecond))
+}

@@ -17,7 +17,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	dynamicfake "k8s.io/client-go/dynamic/fake"
 	kubefake "k8s.io/client-go/kubernetes/fake"
@@ -143,10 +142,7 @@ func startTestRunner(t testing.TB, o testRunnerOptions) *testRunner {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	kube := kubefake.NewClientset(o.kubeObjs...)
-	dyn := dynamicfake.NewSimpleDynamicClientWithCustomListKinds(runtime.NewScheme(), map[schema.GroupVersionResource]string{
-		sources.GVRVirtualMachine: "VirtualMachineList", sources.GVRVirtualMachineInstance: "VirtualMachineInstanceList",
-		sources.GVRVirtualMachineInstanceMigration: "VirtualMachineInstanceMigrationList", sources.GVRNetworkAttachmentDefinition: "NetworkAttachmentDefinitionList",
-	}, o.dynObjs...)
+	dyn := dynamicfake.NewSimpleDynamicClientWithCustomListKinds(runtime.NewScheme(), sources.ListKinds, o.dynObjs...)
 	kube.Resources = []*metav1.APIResourceList{{GroupVersion: "kubevirt.io/v1", APIResources: []metav1.APIResource{
 		{Name: "virtualmachines", Kind: "VirtualMachine", Namespaced: true},
 		{Name: "virtualmachineinstances", Kind: "VirtualMachineInstance", Namespaced: true},

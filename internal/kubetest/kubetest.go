@@ -164,6 +164,15 @@ func Require(t testing.TB) string {
 // and Multus CRDs installed, and returns once both are ready.
 func Start(t testing.TB) *Server {
 	t.Helper()
+	s := StartBare(t)
+	s.InstallCRDs()
+	return s
+}
+
+// StartBare is Start without the CRDs: a cluster where KubeVirt and Multus
+// are installed later (InstallCRDs), or never.
+func StartBare(t testing.TB) *Server {
+	t.Helper()
 	bin := Require(t)
 	dir, err := os.MkdirTemp("", "kubetest")
 	if err != nil {
@@ -227,7 +236,6 @@ func Start(t testing.TB) *Server {
 	if s.Dynamic, err = dynamic.NewForConfig(s.Config); err != nil {
 		t.Fatal(err)
 	}
-	s.InstallCRDs()
 	return s
 }
 

@@ -1,0 +1,131 @@
+package observed
+
+import (
+	"context"
+	"time"
+
+	"github.com/ovn-org/libovsdb/cache"
+	"github.com/ovn-org/libovsdb/model"
+
+	"github.com/ovn-sync/ovn-sync/nbdb"
+	"github.com/ovn-sync/ovn-sync/state"
+)
+
+// WatchDrift calls onDrift with the table's name whenever a row of ours —
+// one carrying external_ids:ovn-sync/owner before or after the change — is
+// left other than want says: someone else edited, deleted or added one of
+// our rows. Changes that leave a row as want has it (our own transactions)
+// and changes to rows that are not ours are not drift. want returns nil
+// while nobody reconciles; then nothing is drift. onDrift runs in
+// libovsdb's cache event loop: it must be quick (notify a channel).
+func (nb *NB) WatchDrift(want func() *state.State, onDrift func(table string)) {
+	event := func(table string, old, cur model.Model) {
+		w := want()
+		if w == nil {
+			return
+		}
+		var drift bool
+		switch table {
+		case nbdb.LogicalSwitchPortTable:
+			o, _ := old.(*nbdb.LogicalSwitchPort)
+			c, _ := cur.(*nbdb.LogicalSwitchPort)
+			drift = PortDrift(*w, o, c)
+		case nbdb.LogicalSwitchTable:
+			o, _ := old.(*nbdb.LogicalSwitch)
+			c, _ := cur.(*nbdb.LogicalSwitch)
+			drift = SwitchDrift(*w, o, c)
+		}
+		if drift {
+			onDrift(table)
+		}
+	}
+	nb.client.Cache().AddEventHandler(&cache.EventHandlerFuncs{
+		AddFunc:    func(table string, row model.Model) { event(table, nil, row) },
+		UpdateFunc: func(table string, old, row model.Model) { event(table, old, row) },
+		DeleteFunc: func(table string, row model.Model) { event(table, row, nil) },
+	})
+}
+
+// PortDrift reports whether a change of one LSP row (old and cur nil for an
+// insert and a delete) leaves one of our ports other than want has it.
+// Rows that are not ours before or after are someone else's business.
+func PortDrift(want state.State, old, cur *nbdb.LogicalSwitchPort) bool {
+	owned := func(r *nbdb.LogicalSwitchPort) bool { return r != nil && r.ExternalIDs[state.KeyOwner] != "" }
+	if !owned(old) && !owned(cur) {
+		return false
+	}
+	if cur == nil {
+		return want.Ports[old.Name] != nil
+	}
+	w := want.Ports[cur.Name]
+	return w == nil || !w.Equal(PortFromRow(cur))
+}
+
+// SwitchDrift is PortDrift for a Logical_Switch row.
+func SwitchDrift(want state.State, old, cur *nbdb.LogicalSwitch) bool {
+	owned := func(r *nbdb.LogicalSwitch) bool { return r != nil && r.ExternalIDs[state.KeyOwner] != "" }
+	if !owned(old) && !owned(cur) {
+		return false
+	}
+	if cur == nil {
+		return want.Switches[old.Name] != nil
+	}
+	w := want.Switches[cur.Name]
+	return w != nil && !w.Equal(SwitchFromRow(cur))
+}
+
+// ConnEvent is a change of the NB connection.
+type ConnEvent uint8
+
+// The connection events WatchConnection reports.
+const (
+	// ConnLost: the client has no connection; it reconnects by itself.
+	ConnLost ConnEvent = iota + 1
+	// ConnRestored: the client reconnected (to the same or another RAFT
+	// member) and its cache was reloaded or caught up from a fresh
+	// monitor: what the NB holds may have changed in any way meanwhile.
+	ConnRestored
+)
+
+// Up reports whether the client is connected to an endpoint now.
+func (nb *NB) Up() bool {
+	return nb.client.CurrentEndpoint() != "" && nb.client.Connected()
+}
+
+// WatchConnection follows the connection until ctx is done, calling on
+// (from its own goroutine) at every loss and every restoration, with the
+// endpoint restored to.
+//
+// libovsdb v0.7.0 does not say when it reconnected (Connected stays true
+// while it reconnects after the server dropped the connection), so this
+// watches what a reconnect changes, every 50ms: the client has no current
+// endpoint while it is down, the endpoint changes when it moves to another
+// RAFT member, and the cache's port table is replaced when the cache is
+// purged.
+func (nb *NB) WatchConnection(ctx context.Context, on func(ev ConnEvent, endpoint string)) {
+	t := time.NewTicker(50 * time.Millisecond)
+	defer t.Stop()
+	c := nb.client
+	lastEP, lastTable := c.CurrentEndpoint(), c.Cache().Table(nbdb.LogicalSwitchPortTable)
+	down := false
+	for {
+		ep, table := c.CurrentEndpoint(), c.Cache().Table(nbdb.LogicalSwitchPortTable)
+		up := ep != "" && c.Connected()
+		switch {
+		case !up && !down:
+			down = true
+			on(ConnLost, "")
+		case up && (down || ep != lastEP || table != lastTable):
+			down = false
+			on(ConnRestored, ep)
+		}
+		if up {
+			lastEP, lastTable = ep, table
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+	}
+}
