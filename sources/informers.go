@@ -7,6 +7,7 @@ import (
 	"sort"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/go-logr/logr"
 	nadv1 "github.com/k8snetworkplumbingwg/network-attachment-definition-client/pkg/apis/k8s.cni.cncf.io/v1"
@@ -229,10 +230,23 @@ func (s *Informers) watchCRD(k Kind) {
 		if !ok || !crdEstablished(u) {
 			return
 		}
+		// The API server may serve the kind a moment after the CRD is
+		// established: look until it does, for a while.
 		go func() {
-			if err := s.Discover(s.ctx); err != nil && s.ctx.Err() == nil {
-				s.opts.Logger.Error(err, "discovery after a CRD appeared failed; the next resync retries", "crd", name)
+			for wait := 100 * time.Millisecond; wait < 30*time.Second; wait *= 2 {
+				if err := s.Discover(s.ctx); err != nil && s.ctx.Err() == nil {
+					s.opts.Logger.Error(err, "discovery after a CRD appeared failed", "crd", name)
+				}
+				if !s.isAbsent(k) {
+					return
+				}
+				select {
+				case <-s.ctx.Done():
+					return
+				case <-time.After(wait):
+				}
 			}
+			s.opts.Logger.Info("CRD established but its kind not served yet; the next resync looks again", "crd", name)
 		}()
 	}
 	_, _ = inf.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
@@ -240,6 +254,12 @@ func (s *Informers) watchCRD(k Kind) {
 		UpdateFunc: func(_, cur any) { seen(cur) },
 	})
 	go inf.Informer().Run(s.ctx.Done())
+}
+
+func (s *Informers) isAbsent(k Kind) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.absent[k]
 }
 
 // crdEstablished reports whether a CRD's Established condition is True.

@@ -18,7 +18,6 @@ import (
 	"k8s.io/client-go/tools/cache"
 )
 
-
 type fakes struct {
 	kube  *kubefake.Clientset
 	dyn   *dynamicfake.FakeDynamicClient

@@ -21,18 +21,12 @@ import (
 	"testing"
 	"time"
 
-	"github.com/go-logr/logr"
 	"github.com/ovn-org/libovsdb/ovsdb"
-	"github.com/prometheus/client_golang/prometheus/testutil"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/runtime"
-	dynamicfake "k8s.io/client-go/dynamic/fake"
-	kubefake "k8s.io/client-go/kubernetes/fake"
 
 	"github.com/ovn-sync/ovn-sync/apply"
 	"github.com/ovn-sync/ovn-sync/bench"
 	"github.com/ovn-sync/ovn-sync/desired"
+	"github.com/ovn-sync/ovn-sync/internal/looptest"
 	"github.com/ovn-sync/ovn-sync/internal/nbtest"
 	"github.com/ovn-sync/ovn-sync/nbdb"
 	"github.com/ovn-sync/ovn-sync/observed"
@@ -713,13 +707,13 @@ func TestFaultRun(t *testing.T) {
 				}
 			}
 			waitFor(t, 90*time.Second, "run converges", func() error {
-				if ok, why := r.ready(); !ok {
+				if ok, why := r.Loop.Ready(); !ok {
 					return errors.New(why)
 				}
 				return portsConverged(watch, fc, before)
 			})
 			t.Logf("%d ports; %d faults; converged %s after the last; %v reconnects seen",
-				len(fc.want), len(tc.at), time.Since(last).Round(time.Millisecond), testutil.ToFloat64(r.m.nbReconnects))
+				len(fc.want), len(tc.at), time.Since(last).Round(time.Millisecond), r.Metric("ovn_sync_nb_reconnects_total"))
 			checkConverged(t, n, fc, before)
 		})
 	}
@@ -728,65 +722,17 @@ func TestFaultRun(t *testing.T) {
 // startFaultRunner runs the reconcile loop in-process on fake Kubernetes
 // clients holding in, connected to the NB at addr with the flags and code
 // path of "ovn-sync run".
-func startFaultRunner(t *testing.T, addr string, in desired.Inputs) *runner {
+func startFaultRunner(t *testing.T, addr string, in desired.Inputs) *looptest.Runner {
 	t.Helper()
-	ctx, cancel := context.WithCancel(context.Background())
-	t.Cleanup(cancel)
-	var kubeObjs, dynObjs []runtime.Object
-	for _, p := range in.Pods {
-		kubeObjs = append(kubeObjs, p)
-	}
-	toDyn := func(o any) *unstructured.Unstructured {
-		u, err := runtime.DefaultUnstructuredConverter.ToUnstructured(o)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return &unstructured.Unstructured{Object: u}
-	}
-	for _, o := range in.VirtualMachines {
-		dynObjs = append(dynObjs, toDyn(o))
-	}
-	for _, o := range in.VirtualMachineInstances {
-		dynObjs = append(dynObjs, toDyn(o))
-	}
-	kube := kubefake.NewClientset(kubeObjs...)
-	dyn := dynamicfake.NewSimpleDynamicClientWithCustomListKinds(runtime.NewScheme(), sources.ListKinds, dynObjs...)
-	// The fake client files objects given up front under the resource it
-	// guesses from the kind, "networkattachmentdefinitions": NADs are
-	// created under their real resource instead.
-	for _, o := range in.NetworkAttachmentDefinitions {
-		if _, err := dyn.Resource(sources.GVRNetworkAttachmentDefinition).Namespace(o.Namespace).Create(ctx, toDyn(o), metav1.CreateOptions{}); err != nil {
-			t.Fatal(err)
-		}
-	}
-	kube.Resources = []*metav1.APIResourceList{
-		{GroupVersion: "kubevirt.io/v1", APIResources: []metav1.APIResource{
-			{Name: "virtualmachines", Kind: "VirtualMachine", Namespaced: true},
-			{Name: "virtualmachineinstances", Kind: "VirtualMachineInstance", Namespaced: true},
-			{Name: "virtualmachineinstancemigrations", Kind: "VirtualMachineInstanceMigration", Namespaced: true},
-		}},
-		{GroupVersion: "k8s.cni.cncf.io/v1", APIResources: []metav1.APIResource{
-			{Name: "network-attachment-definitions", Kind: "NetworkAttachmentDefinition", Namespaced: true},
-		}},
-	}
+	kubeObjs, dynObjs, nads := looptest.Objects(t, in)
 	rf := newRunFlags(io.Discard)
-	rf.coalesce = 10 * time.Millisecond
 	rf.nb.addr = addr
-	nb, closeNB, err := rf.nb.connect(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	src := sources.NewInformers(sources.InformerOptions{Kube: kube, Dynamic: dyn, Logger: logr.Discard()})
-	if err := src.Start(ctx); err != nil {
-		t.Fatal(err)
-	}
-	r := newRunner(logr.Discard(), bench.Config(), rf, src, newMetrics())
-	r.attach(nb)
-	done := make(chan struct{}, 2)
-	go func() { defer func() { done <- struct{}{} }(); r.watchNB(ctx) }()
-	go func() { defer func() { done <- struct{}{} }(); r.lead(ctx, ctx.Done()) }()
-	t.Cleanup(func() { cancel(); <-done; <-done; closeNB() })
-	return r
+	cfg := bench.Config()
+	return looptest.Start(t, looptest.Options{
+		KubeObjs: kubeObjs, DynObjs: dynObjs, NADs: nads, Config: &cfg, Coalesce: 10 * time.Millisecond,
+		Resources: append(slices.Clone(looptest.KubeVirtResources), looptest.MultusResources),
+		Dial:      rf.nb.connect,
+	})
 }
 
 // answerDropper is a unix-socket proxy in front of an NB that lets the n-th

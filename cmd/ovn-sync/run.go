@@ -11,6 +11,7 @@ import (
 	"os"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/cenkalti/backoff/v4"
@@ -27,6 +28,8 @@ import (
 	"k8s.io/klog/v2"
 
 	"github.com/ovn-sync/ovn-sync/observed"
+	"github.com/ovn-sync/ovn-sync/publish"
+	"github.com/ovn-sync/ovn-sync/reconcile"
 	"github.com/ovn-sync/ovn-sync/sources"
 )
 
@@ -208,23 +211,37 @@ func runMain(ctx context.Context, rf *runFlags, log logr.Logger) error {
 	if err != nil {
 		return err
 	}
-	m := newMetrics()
+	m := reconcile.NewMetrics()
 	src := sources.NewInformers(sources.InformerOptions{
 		Kube: kube, Dynamic: dyn, Logger: log.WithName("sources"),
-		OnEvent: func(k sources.Kind) { m.informerEvent.WithLabelValues(string(k)).Inc() },
+		OnEvent: func(k sources.Kind) { m.InformerEvent(string(k)) },
 	})
-	r := newRunner(log, cfg, rf, src, m)
+	opts := reconcile.LoopOptions{
+		Pass: rf.nb.options(cfg), Resync: rf.resync, Coalesce: rf.coalesce,
+		Log: log, Metrics: m,
+	}
 	if rf.publish {
-		r.pub = newPublisher(kube, dyn, log.WithName("publish"), func(res string) { m.patches.WithLabelValues(res).Inc() })
+		pub := publish.NewPublisher(kube, dyn, log.WithName("publish"), m.Publication)
+		opts.Publish = func(ctx context.Context, out reconcile.Outcome, snap sources.Snapshot) {
+			pub.Publish(ctx, reconcile.Publications(out.Result), publish.Live(snap.Inputs))
+		}
 	}
 	if rf.events {
-		ev, stop := newProblemEvents(kube, log.WithName("events"), func(reason string) { m.kubeEvents.WithLabelValues(reason).Inc() })
+		ev, stop := publish.NewEvents(kube, log.WithName("events"), m.ProblemEvent)
 		defer stop()
-		r.events = ev
+		opts.Report = func(out reconcile.Outcome, snap sources.Snapshot) { ev.Report(out.Result.Problems, snap.Inputs) }
 	}
 
+	// Health first, so that a probe sees the process while it connects.
+	var started atomic.Pointer[reconcile.Loop]
 	if rf.metricsAddr != "" {
-		stop, err := serveHTTP(log, rf.metricsAddr, m, r.ready)
+		ready := func() (bool, string) {
+			if l := started.Load(); l != nil {
+				return l.Ready()
+			}
+			return false, "starting: reading Kubernetes and connecting to the NB"
+		}
+		stop, err := serveHTTP(log, rf.metricsAddr, m, ready)
 		if err != nil {
 			return fmt.Errorf("--metrics-addr %s: %w", rf.metricsAddr, err)
 		}
@@ -245,13 +262,14 @@ func runMain(ctx context.Context, rf *runFlags, log logr.Logger) error {
 		return err
 	}
 	defer closeNB()
-	r.attach(nb)
+	loop := reconcile.NewLoop(src, nb, opts)
+	started.Store(loop)
 	var wg sync.WaitGroup
 	defer wg.Wait()
 	watchCtx, stopWatch := context.WithCancel(ctx)
 	defer stopWatch() // before wg.Wait: deferred calls run last first
 	wg.Add(1)
-	go func() { defer wg.Done(); r.watchNB(watchCtx) }()
+	go func() { defer wg.Done(); loop.Watch(watchCtx) }()
 
 	if !rf.leaderElect {
 		log.Info("leader election off: this process writes")
@@ -260,11 +278,11 @@ func runMain(ctx context.Context, rf *runFlags, log logr.Logger) error {
 		defer cancel()
 		stop := context.AfterFunc(ctx, func() { time.AfterFunc(rf.grace, cancel) })
 		defer stop()
-		r.m.leader.Set(1)
-		r.lead(wctx, ctx.Done())
+		m.SetLeader(true)
+		loop.Lead(wctx, ctx.Done())
 		return nil
 	}
-	return r.elect(ctx, kube)
+	return elect(ctx, rf, log, kube, loop, m)
 }
 
 // retry calls f with backoff until it succeeds or ctx is done.
@@ -281,8 +299,7 @@ func retry(ctx context.Context, log logr.Logger, what string, f func() error) er
 // done) the writer starts no new pass and the one in flight may finish
 // within --shutdown-grace; only then is the Lease released, so a standby
 // takes over without waiting for it to expire and never writes alongside.
-func (r *runner) elect(ctx context.Context, kube kubernetes.Interface) error {
-	rf := r.flags
+func elect(ctx context.Context, rf *runFlags, log logr.Logger, kube kubernetes.Interface, loop *reconcile.Loop, m *reconcile.Metrics) error {
 	id := rf.identity
 	if id == "" {
 		host, _ := os.Hostname()
@@ -304,11 +321,11 @@ func (r *runner) elect(ctx context.Context, kube kubernetes.Interface) error {
 		select {
 		case <-w.idle():
 		case <-time.After(rf.grace):
-			r.log.Info("the pass in flight did not finish within the grace period; abandoning it", "grace", rf.grace.String())
+			log.Info("the pass in flight did not finish within the grace period; abandoning it", "grace", rf.grace.String())
 		}
 		stopElect()
 	}()
-	log := r.log.WithValues("lease", rf.leaseNS+"/"+rf.leaseName, "identity", id)
+	log = log.WithValues("lease", rf.leaseNS+"/"+rf.leaseName, "identity", id)
 	for electCtx.Err() == nil && ctx.Err() == nil {
 		le, err := leaderelection.NewLeaderElector(leaderelection.LeaderElectionConfig{
 			Lock:            lock,
@@ -322,11 +339,11 @@ func (r *runner) elect(ctx context.Context, kube kubernetes.Interface) error {
 					w.begin()
 					defer w.end()
 					log.Info("leading: writing to the NB")
-					r.m.leader.Set(1)
-					defer r.m.leader.Set(0)
-					r.lead(lctx, ctx.Done())
+					m.SetLeader(true)
+					defer m.SetLeader(false)
+					loop.Lead(lctx, ctx.Done())
 				},
-				OnStoppedLeading: func() { r.m.leader.Set(0) },
+				OnStoppedLeading: func() { m.SetLeader(false) },
 				OnNewLeader: func(holder string) {
 					if holder != id {
 						log.Info("standing by", "leader", holder)

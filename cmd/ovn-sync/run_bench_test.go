@@ -12,6 +12,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 
+	"github.com/ovn-sync/ovn-sync/internal/looptest"
 	"github.com/ovn-sync/ovn-sync/internal/nbtest"
 	"github.com/ovn-sync/ovn-sync/nbdb"
 	"github.com/ovn-sync/ovn-sync/observed"
@@ -38,10 +39,10 @@ func benchEventToCommit(b *testing.B, n int) {
 	srv := nbtest.Start(b)
 	pods := make([]runtime.Object, n)
 	for i := range pods {
-		pods[i] = testPod(fmt.Sprintf("p%d", i))
+		pods[i] = looptest.Pod(fmt.Sprintf("p%d", i))
 	}
 	start := time.Now()
-	tr := startTestRunner(b, testRunnerOptions{kubeObjs: pods, nbAddr: srv.Addr(), coalesce: 20 * time.Millisecond})
+	tr := looptest.Start(b, looptest.Options{KubeObjs: pods, NBAddr: srv.Addr(), Coalesce: 20 * time.Millisecond})
 
 	// The observer: another client, told of every port insert.
 	ctx, cancel := context.WithCancel(context.Background())
@@ -60,9 +61,9 @@ func benchEventToCommit(b *testing.B, n int) {
 			}
 		}
 	}})
-	for deadline := time.Now().Add(10 * time.Minute); tr.nb.State().OwnedPorts() < n; {
+	for deadline := time.Now().Add(10 * time.Minute); tr.NB.State().OwnedPorts() < n; {
 		if time.Now().After(deadline) {
-			b.Fatalf("initial pass: %d of %d ports", tr.nb.State().OwnedPorts(), n)
+			b.Fatalf("initial pass: %d of %d ports", tr.NB.State().OwnedPorts(), n)
 		}
 		time.Sleep(500 * time.Millisecond) // State() at 100k is not free
 	}
@@ -77,7 +78,7 @@ func benchEventToCommit(b *testing.B, n int) {
 	for i := 0; i < b.N; i++ {
 		name := fmt.Sprintf("new%d", i)
 		t0 := time.Now()
-		if _, err := tr.kube.CoreV1().Pods("ns").Create(ctx, testPod(name), metav1.CreateOptions{}); err != nil {
+		if _, err := tr.Kube.CoreV1().Pods("ns").Create(ctx, looptest.Pod(name), metav1.CreateOptions{}); err != nil {
 			b.Fatal(err)
 		}
 		want := name + ".ns"

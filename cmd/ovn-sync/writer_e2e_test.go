@@ -12,11 +12,11 @@ import (
 	"testing"
 	"time"
 
-	"github.com/prometheus/client_golang/prometheus/testutil"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/ovn-sync/ovn-sync/desired"
 	"github.com/ovn-sync/ovn-sync/diff"
+	"github.com/ovn-sync/ovn-sync/internal/looptest"
 	"github.com/ovn-sync/ovn-sync/internal/nbtest"
 	"github.com/ovn-sync/ovn-sync/state"
 )
@@ -35,10 +35,10 @@ import (
 // foreign port took the lowest free address.
 func TestRunConcurrentWriter(t *testing.T) {
 	s := nbtest.Start(t)
-	tr := startTestRunner(t, testRunnerOptions{nbAddr: s.Addr()})
+	tr := looptest.Start(t, looptest.Options{NBAddr: s.Addr()})
 	const stable, tampered = 5, 5 // p0..p4 are tampered with, p5..p9 are not
-	tr.pods(t, 0, stable+tampered)
-	tr.waitPorts(t, "a port per pod", stable+tampered)
+	tr.Pods(t, 0, stable+tampered)
+	tr.WaitPorts(t, "a port per pod", stable+tampered)
 
 	// What the writer never touches but may decorate: their rows, kept.
 	orig := map[string]string{}
@@ -75,12 +75,12 @@ func TestRunConcurrentWriter(t *testing.T) {
 			edits = hammer(hctx, s, round, tampered, stable)
 		}()
 		for range 3 {
-			tr.pods(t, nextPod, nextPod+1)
+			tr.Pods(t, nextPod, nextPod+1)
 			nextPod++
 			time.Sleep(200 * time.Millisecond)
 		}
 		victim := fmt.Sprintf("p%d", nextPod-2)
-		if err := tr.kube.CoreV1().Pods("ns").Delete(ctx, victim, metav1.DeleteOptions{}); err != nil {
+		if err := tr.Kube.CoreV1().Pods("ns").Delete(ctx, victim, metav1.DeleteOptions{}); err != nil {
 			t.Fatal(err)
 		}
 		wg.Wait()
@@ -90,31 +90,31 @@ func TestRunConcurrentWriter(t *testing.T) {
 
 		// A foreign port takes the lowest free address; pods created once
 		// ovn-sync has seen it must not get that address.
-		ip := lowestFree(tr.nb.State())
+		ip := lowestFree(tr.NB.State())
 		name := fmt.Sprintf("foreign-low-%d", round)
 		addForeign("ovn-default", name, "0a:00:00:00:02:0"+fmt.Sprint(round)+" "+ip.String())
 		waitFor(t, 5*time.Second, "the foreign port in ovn-sync's cache", func() error {
-			if tr.nb.State().Ports[name] == nil {
+			if tr.NB.State().Ports[name] == nil {
 				return fmt.Errorf("not yet")
 			}
 			return nil
 		})
-		tr.pods(t, nextPod, nextPod+2)
+		tr.Pods(t, nextPod, nextPod+2)
 		nextPod += 2
 		waitConverged(t, tr)
 		for i := nextPod - 2; i < nextPod; i++ {
-			p := tr.nb.State().Ports[fmt.Sprintf("p%d.ns", i)]
+			p := tr.NB.State().Ports[fmt.Sprintf("p%d.ns", i)]
 			if p == nil || slices.ContainsFunc(p.Addresses, func(a string) bool { return slices.Contains(strings.Fields(a), ip.String()) }) {
 				t.Errorf("round %d: new pod p%d has port %+v: %s is held by the foreign port %s", round, i, p, ip, name)
 			}
 		}
 	}
 
-	if n := testutil.ToFloat64(tr.r.m.driftRepairs); n == 0 {
+	if n := tr.Metric("ovn_sync_drift_repairs_total"); n == 0 {
 		t.Errorf("no drift repairs counted: the writer's edits were not seen")
 	}
-	have := tr.nb.State()
-	pods, err := tr.kube.CoreV1().Pods("ns").List(ctx, metav1.ListOptions{})
+	have := tr.NB.State()
+	pods, err := tr.Kube.CoreV1().Pods("ns").List(ctx, metav1.ListOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -221,19 +221,19 @@ func foreignRow(t *testing.T, s *nbtest.Server, name string) string {
 
 // waitConverged waits until the runner's informers hold every pod and a
 // pass over them and the NB cache would plan nothing.
-func waitConverged(t *testing.T, tr *testRunner) {
+func waitConverged(t *testing.T, tr *looptest.Runner) {
 	t.Helper()
 	waitFor(t, 10*time.Second, "ovn-sync converged", func() error {
-		pods, err := tr.kube.CoreV1().Pods("ns").List(context.Background(), metav1.ListOptions{})
+		pods, err := tr.Kube.CoreV1().Pods("ns").List(context.Background(), metav1.ListOptions{})
 		if err != nil {
 			return err
 		}
-		snap := tr.r.src.Inputs()
+		snap := tr.Src.Inputs()
 		if len(snap.Inputs.Pods) != len(pods.Items) {
 			return fmt.Errorf("informer holds %d pods of %d", len(snap.Inputs.Pods), len(pods.Items))
 		}
-		have := tr.nb.State()
-		want := desired.Build(snap.Inputs, tr.r.cfg, have).Want
+		have := tr.NB.State()
+		want := desired.Build(snap.Inputs, tr.Config, have).Want
 		if p := diff.Compute(want, have, diff.Policy{}); !p.Empty() {
 			return fmt.Errorf("pending:\n%s", p)
 		}

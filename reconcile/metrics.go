@@ -1,24 +1,18 @@
-package main
+package reconcile
 
 import (
-	"context"
-	"errors"
-	"net"
-	"net/http"
-	"time"
-
-	"github.com/go-logr/logr"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
-	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"github.com/ovn-sync/ovn-sync/apply"
 	"github.com/ovn-sync/ovn-sync/diff"
 )
 
-// metrics are run mode's Prometheus metrics, all prefixed ovn_sync_. The
-// README lists them.
-type metrics struct {
+// Metrics are run mode's Prometheus metrics, all prefixed ovn_sync_. The
+// README lists them. The loop keeps most of them; what it does not see
+// (informer events, publications, problem events, the lease) is counted
+// through the methods below.
+type Metrics struct {
 	reg *prometheus.Registry
 
 	passes        *prometheus.CounterVec   // kind, result
@@ -43,8 +37,10 @@ type metrics struct {
 	lastSuccess   prometheus.Gauge
 }
 
-func newMetrics() *metrics {
-	m := &metrics{reg: prometheus.NewRegistry()}
+// NewMetrics registers every metric, and the Go and process collectors, in
+// a registry of their own.
+func NewMetrics() *Metrics {
+	m := &Metrics{reg: prometheus.NewRegistry()}
 	f := func(c prometheus.Collector) { m.reg.MustRegister(c) }
 	m.passes = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "ovn_sync_passes_total",
 		Help: "Reconciliation passes by kind (full: startup, resync, reconnect; change: informer events or NB drift) and result (success, error, refused, stale)."},
@@ -77,7 +73,7 @@ func newMetrics() *metrics {
 	m.informerEvent = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "ovn_sync_informer_events_total",
 		Help: "Informer events by kind (each only schedules a pass)."}, []string{"kind"})
 	m.patches = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "ovn_sync_annotation_patches_total",
-		Help: "Pod annotation patches publishing addresses, by result (patched, gone, error)."}, []string{"result"})
+		Help: "Annotation patches publishing addresses on pods and VirtualMachines, by result (patched, gone, error)."}, []string{"result"})
 	m.kubeEvents = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "ovn_sync_problem_events_total",
 		Help: "Kubernetes Events emitted for new problems, by reason."}, []string{"reason"})
 	m.lastSuccess = prometheus.NewGauge(prometheus.GaugeOpts{Name: "ovn_sync_last_success_timestamp_seconds", Help: "Unix time of the last successful pass."})
@@ -96,7 +92,7 @@ func newMetrics() *metrics {
 }
 
 // observeApply records what one apply did.
-func (m *metrics) observeApply(plan diff.Plan, res apply.Result) {
+func (m *Metrics) observeApply(plan diff.Plan, res apply.Result) {
 	m.operations.Add(float64(res.Ops))
 	m.transactions.Add(float64(len(res.Txns)))
 	for _, t := range res.Txns {
@@ -128,37 +124,24 @@ func (m *metrics) observeApply(plan diff.Plan, res apply.Result) {
 	}
 }
 
-// serve runs the metrics and health endpoints on addr until ctx is done.
-// ready reports readiness with a reason when not ready.
-func serveHTTP(log logr.Logger, addr string, m *metrics, ready func() (bool, string)) (func(), error) {
-	mux := http.NewServeMux()
-	mux.Handle("/metrics", promhttp.HandlerFor(m.reg, promhttp.HandlerOpts{Registry: m.reg}))
-	mux.HandleFunc("/healthz", func(w http.ResponseWriter, _ *http.Request) { _, _ = w.Write([]byte("ok")) })
-	mux.HandleFunc("/readyz", func(w http.ResponseWriter, _ *http.Request) {
-		if ok, why := ready(); !ok {
-			w.WriteHeader(http.StatusServiceUnavailable)
-			_, _ = w.Write([]byte(why))
-			return
-		}
-		_, _ = w.Write([]byte("ok"))
-	})
-	l, err := net.Listen("tcp", addr)
-	if err != nil {
-		return nil, err
+// Registry is where the metrics are registered, to serve them.
+func (m *Metrics) Registry() *prometheus.Registry { return m.reg }
+
+// InformerEvent counts one informer event of kind.
+func (m *Metrics) InformerEvent(kind string) { m.informerEvent.WithLabelValues(kind).Inc() }
+
+// Publication counts one annotation patch by result (patched, gone, error).
+func (m *Metrics) Publication(result string) { m.patches.WithLabelValues(result).Inc() }
+
+// ProblemEvent counts one Kubernetes Event emitted for a problem.
+func (m *Metrics) ProblemEvent(reason string) { m.kubeEvents.WithLabelValues(reason).Inc() }
+
+// SetLeader records whether this process holds the lease.
+func (m *Metrics) SetLeader(leading bool) { m.leader.Set(b2f(leading)) }
+
+func b2f(b bool) float64 {
+	if b {
+		return 1
 	}
-	log.Info("serving metrics and health", "addr", l.Addr().String())
-	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		if err := srv.Serve(l); err != nil && !errors.Is(err, http.ErrServerClosed) {
-			log.Error(err, "metrics server")
-		}
-	}()
-	return func() {
-		sctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
-		defer cancel()
-		_ = srv.Shutdown(sctx)
-		<-done
-	}, nil
+	return 0
 }

@@ -1,4 +1,4 @@
-package main
+package publish
 
 import (
 	"github.com/go-logr/logr"
@@ -12,11 +12,11 @@ import (
 	"github.com/ovn-sync/ovn-sync/desired"
 )
 
-// problemEvents turns Problems into Kubernetes Events on the objects they
+// Events turns Problems into Kubernetes Events on the objects they
 // name, once per distinct problem: a problem that stays from pass to pass is
 // reported when it first appears, and again only after it went away and
 // came back.
-type problemEvents struct {
+type Events struct {
 	log      logr.Logger
 	recorder record.EventRecorder
 	onEmit   func(reason string)
@@ -24,13 +24,14 @@ type problemEvents struct {
 	seen map[desired.Problem]bool
 }
 
-// newProblemEvents starts an event broadcaster writing to the API server
-// (a goroutine client-go runs until stop is called).
-func newProblemEvents(kube kubernetes.Interface, log logr.Logger, onEmit func(string)) (*problemEvents, func()) {
+// NewEvents starts an event broadcaster writing to the API server (a
+// goroutine client-go runs until stop is called); onEmit, when set, sees
+// the reason of each Event emitted.
+func NewEvents(kube kubernetes.Interface, log logr.Logger, onEmit func(string)) (*Events, func()) {
 	b := record.NewBroadcaster()
 	b.StartRecordingToSink(&typedcorev1.EventSinkImpl{Interface: kube.CoreV1().Events("")})
 	rec := b.NewRecorder(scheme.Scheme, corev1.EventSource{Component: "ovn-sync"})
-	return &problemEvents{log: log, recorder: rec, onEmit: onEmit, seen: map[desired.Problem]bool{}}, b.Shutdown
+	return &Events{log: log, recorder: rec, onEmit: onEmit, seen: map[desired.Problem]bool{}}, b.Shutdown
 }
 
 // objectRefs indexes the inputs' objects for event references (the UID ties
@@ -65,9 +66,9 @@ func indexRefs(in desired.Inputs) objectRefs {
 	return refs
 }
 
-// report emits events for the problems not reported by the previous pass.
+// Report emits events for the problems not reported by the previous pass.
 // Problems on objects that are not in the inputs (the config) are only logged.
-func (e *problemEvents) report(problems []desired.Problem, in desired.Inputs) {
+func (e *Events) Report(problems []desired.Problem, in desired.Inputs) {
 	now := make(map[desired.Problem]bool, len(problems))
 	var refs objectRefs
 	for _, p := range problems {

@@ -1,4 +1,9 @@
-package main
+// Package publish writes what a pass decided back to the Kubernetes API:
+// each owner's addresses as annotations on its pods and VirtualMachine
+// (Publisher, from reconcile.Publications), and Problems as Events on the
+// objects they name (Events). Both are run mode's; plan and apply write
+// nothing to Kubernetes.
+package publish
 
 import (
 	"context"
@@ -12,18 +17,19 @@ import (
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
 
+	"github.com/ovn-sync/ovn-sync/desired"
 	"github.com/ovn-sync/ovn-sync/reconcile"
 	"github.com/ovn-sync/ovn-sync/sources"
 )
 
-// publisher patches pods and VirtualMachines with the annotations
+// Publisher patches pods and VirtualMachines with the annotations
 // reconcile.Publications computes. It remembers what it patched per object
 // so that a pass running before the informer has seen its own patch does
 // not send it again: a patch is skipped while the object the informer
 // holds is still the version the same patch was computed from. Once the
 // informer has a newer version (ours or anyone's), the annotations it
 // shows decide.
-type publisher struct {
+type Publisher struct {
 	kube     kubernetes.Interface
 	dyn      dynamic.Interface
 	log      logr.Logger
@@ -38,14 +44,17 @@ type sentPatch struct {
 	set  map[string]string
 }
 
-func newPublisher(kube kubernetes.Interface, dyn dynamic.Interface, log logr.Logger, onResult func(string)) *publisher {
-	return &publisher{kube: kube, dyn: dyn, log: log, workers: 8, onResult: onResult, sent: map[types.UID]sentPatch{}}
+// NewPublisher returns a publisher patching through kube (pods) and dyn
+// (VirtualMachines); onResult, when set, sees each patch's result
+// (patched, gone, error).
+func NewPublisher(kube kubernetes.Interface, dyn dynamic.Interface, log logr.Logger, onResult func(string)) *Publisher {
+	return &Publisher{kube: kube, dyn: dyn, log: log, workers: 8, onResult: onResult, sent: map[types.UID]sentPatch{}}
 }
 
-// publish sends patches, at most p.workers at a time; live holds the UIDs
+// Publish sends patches, at most p.workers at a time; live holds the UIDs
 // of every object that exists. An object that is gone is not an error;
 // other failures are logged and retried by the next pass.
-func (p *publisher) publish(ctx context.Context, patches []reconcile.Publication, live map[types.UID]bool) {
+func (p *Publisher) Publish(ctx context.Context, patches []reconcile.Publication, live map[types.UID]bool) {
 	p.mu.Lock()
 	for uid := range p.sent {
 		if !live[uid] {
@@ -84,7 +93,7 @@ func (p *publisher) publish(ctx context.Context, patches []reconcile.Publication
 	wg.Wait()
 }
 
-func (p *publisher) patch(ctx context.Context, pp reconcile.Publication) {
+func (p *Publisher) patch(ctx context.Context, pp reconcile.Publication) {
 	body, err := json.Marshal(map[string]any{"metadata": map[string]any{
 		"annotations": pp.Set,
 		// The UID precondition keeps a patch meant for one object off a new
@@ -119,7 +128,7 @@ func (p *publisher) patch(ctx context.Context, pp reconcile.Publication) {
 	}
 }
 
-func (p *publisher) result(r string) {
+func (p *Publisher) result(r string) {
 	if p.onResult != nil {
 		p.onResult(r)
 	}
@@ -132,4 +141,16 @@ func subset(a, b map[string]string) bool {
 		}
 	}
 	return true
+}
+
+// Live returns the UIDs of every pod and VirtualMachine in, for Publish.
+func Live(in desired.Inputs) map[types.UID]bool {
+	live := make(map[types.UID]bool, len(in.Pods)+len(in.VirtualMachines))
+	for _, p := range in.Pods {
+		live[p.UID] = true
+	}
+	for _, vm := range in.VirtualMachines {
+		live[vm.UID] = true
+	}
+	return live
 }

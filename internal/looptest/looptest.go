@@ -1,0 +1,288 @@
+// Package looptest runs run mode's reconcile loop in-process for tests: on
+// client-go's fake Kubernetes clients, read through the real informers, and
+// an NB (libovsdb's embedded one, or a real ovsdb-server at an address).
+package looptest
+
+import (
+	"context"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/go-logr/logr"
+	dto "github.com/prometheus/client_model/go"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
+	dynamicfake "k8s.io/client-go/dynamic/fake"
+	kubefake "k8s.io/client-go/kubernetes/fake"
+
+	"github.com/ovn-sync/ovn-sync/apply"
+	"github.com/ovn-sync/ovn-sync/desired"
+	"github.com/ovn-sync/ovn-sync/observed"
+	"github.com/ovn-sync/ovn-sync/publish"
+	"github.com/ovn-sync/ovn-sync/reconcile"
+	"github.com/ovn-sync/ovn-sync/sources"
+)
+
+// Options configures Start.
+type Options struct {
+	// KubeObjs are pods; DynObjs are custom objects, as the fake dynamic
+	// client holds them (Objects converts desired.Inputs into both).
+	KubeObjs, DynObjs []runtime.Object
+	// NADs are created under their resource once the clients exist: the
+	// fake dynamic client files objects given up front under the resource
+	// it guesses from the kind, which for NADs is not theirs.
+	NADs []*unstructured.Unstructured
+	// NBAddr is a real NB; empty means the embedded one.
+	NBAddr string
+	// Dial, when set, connects to the NB instead (run mode's own path).
+	Dial func(ctx context.Context) (*observed.NB, func(), error)
+	// Config is the default network; nil means 10.16.0.0/12 excluding
+	// 10.16.0.1.
+	Config *desired.Config
+	// Publish annotates pods and VMs, as run mode does by default.
+	Publish bool
+	// Coalesce is the loop's window; 0 means 5ms.
+	Coalesce time.Duration
+	// Resources, when set, is what discovery serves instead of every
+	// KubeVirt kind.
+	Resources []*metav1.APIResourceList
+	// BeforeStart, when set, is called before the informers start (to add
+	// reactors to the fake clients, say).
+	BeforeStart func(*kubefake.Clientset, *dynamicfake.FakeDynamicClient)
+}
+
+// Runner is a running loop and what it runs on.
+type Runner struct {
+	Loop    *reconcile.Loop
+	Src     *sources.Informers
+	Kube    *kubefake.Clientset
+	Dyn     *dynamicfake.FakeDynamicClient
+	NB      *observed.NB
+	Metrics *reconcile.Metrics
+	// Config is the default network the loop builds with.
+	Config desired.Config
+
+	ctx      context.Context
+	stopLead func() // ends the running Lead and waits for it
+}
+
+// KubeVirtResources is what discovery serves by default: KubeVirt's kinds.
+var KubeVirtResources = []*metav1.APIResourceList{{GroupVersion: "kubevirt.io/v1", APIResources: []metav1.APIResource{
+	{Name: "virtualmachines", Kind: "VirtualMachine", Namespaced: true},
+	{Name: "virtualmachineinstances", Kind: "VirtualMachineInstance", Namespaced: true},
+	{Name: "virtualmachineinstancemigrations", Kind: "VirtualMachineInstanceMigration", Namespaced: true},
+}}}
+
+// MultusResources is Multus' kind, as discovery serves it.
+var MultusResources = &metav1.APIResourceList{GroupVersion: "k8s.cni.cncf.io/v1", APIResources: []metav1.APIResource{
+	{Name: "network-attachment-definitions", Kind: "NetworkAttachmentDefinition", Namespaced: true},
+}}
+
+// Start runs the loop, leading, until the test ends.
+func Start(t testing.TB, o Options) *Runner {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	kube := kubefake.NewClientset(o.KubeObjs...)
+	dyn := dynamicfake.NewSimpleDynamicClientWithCustomListKinds(runtime.NewScheme(), sources.ListKinds, o.DynObjs...)
+	kube.Resources = KubeVirtResources
+	if o.Resources != nil {
+		kube.Resources = o.Resources
+	}
+	for _, u := range o.NADs {
+		if _, err := dyn.Resource(sources.GVRNetworkAttachmentDefinition).Namespace(u.GetNamespace()).Create(ctx, u, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if o.BeforeStart != nil {
+		o.BeforeStart(kube, dyn)
+	}
+	dial := o.Dial
+	if dial == nil {
+		dial = func(ctx context.Context) (*observed.NB, func(), error) {
+			addr, closeNB := o.NBAddr, func() {}
+			if addr == "" {
+				emb, err := observed.StartEmbedded()
+				if err != nil {
+					return nil, nil, err
+				}
+				addr, closeNB = emb.Endpoint, emb.Close
+			}
+			nb, err := observed.Dial(ctx, observed.Options{Endpoints: []string{addr}})
+			if err != nil {
+				closeNB()
+				return nil, nil, err
+			}
+			return nb, func() { nb.Close(); closeNB() }, nil
+		}
+	}
+	nb, closeNB, err := dial(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := o.Config
+	if cfg == nil {
+		c, err := desired.NewConfig("ovn-default", []string{"10.16.0.0/12"}, []string{"10.16.0.1"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		cfg = &c
+	}
+	m := reconcile.NewMetrics()
+	src := sources.NewInformers(sources.InformerOptions{Kube: kube, Dynamic: dyn, Logger: logr.Discard()})
+	if err := src.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	opts := reconcile.LoopOptions{
+		Pass: reconcile.Options{Config: *cfg, MaxDeleteFraction: 0.5,
+			Apply: apply.Options{MaxOpsPerTxn: apply.DefaultMaxOpsPerTxn, InFlight: apply.DefaultInFlight}},
+		Resync: 5 * time.Minute, Coalesce: 5 * time.Millisecond, Log: logr.Discard(), Metrics: m,
+	}
+	if o.Coalesce != 0 {
+		opts.Coalesce = o.Coalesce
+	}
+	if o.Publish {
+		pub := publish.NewPublisher(kube, dyn, logr.Discard(), m.Publication)
+		opts.Publish = func(ctx context.Context, out reconcile.Outcome, snap sources.Snapshot) {
+			pub.Publish(ctx, reconcile.Publications(out.Result), publish.Live(snap.Inputs))
+		}
+	}
+	loop := reconcile.NewLoop(src, nb, opts)
+	watched := make(chan struct{})
+	go func() { defer close(watched); loop.Watch(ctx) }()
+	r := &Runner{Loop: loop, Src: src, Kube: kube, Dyn: dyn, NB: nb, Metrics: m, Config: *cfg, ctx: ctx}
+	r.Lead()
+	t.Cleanup(func() { cancel(); <-watched; r.StepDown(); closeNB() })
+	return r
+}
+
+// Lead runs the reconcile loop, as winning the lease does.
+func (r *Runner) Lead() {
+	ctx, cancel := context.WithCancel(r.ctx)
+	done := make(chan struct{})
+	go func() { defer close(done); r.Loop.Lead(ctx, ctx.Done()) }()
+	r.stopLead = func() { cancel(); <-done }
+}
+
+// StepDown ends the reconcile loop, as losing the lease does, and returns
+// once it has ended.
+func (r *Runner) StepDown() { r.stopLead() }
+
+// Pod is a running pod in namespace ns on node n1, with UID "uid-<name>".
+func Pod(name string) *corev1.Pod {
+	return &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: name, UID: types.UID("uid-" + name)},
+		Spec:       corev1.PodSpec{NodeName: "n1"}}
+}
+
+// Pods creates pods p<from>..p<to-1> in namespace ns.
+func (r *Runner) Pods(t testing.TB, from, to int) {
+	t.Helper()
+	for i := from; i < to; i++ {
+		if _, err := r.Kube.CoreV1().Pods("ns").Create(context.Background(), Pod(fmt.Sprintf("p%d", i)), metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// WaitPorts waits until the NB holds want ports of ours.
+func (r *Runner) WaitPorts(t testing.TB, what string, want int) {
+	t.Helper()
+	WaitFor(t, 5*time.Second, what, func() error {
+		if n := r.NB.State().OwnedPorts(); n != want {
+			return fmt.Errorf("%d ports, want %d", n, want)
+		}
+		return nil
+	})
+}
+
+// Metric sums the samples of the named metric whose labels include every
+// pair of labels ("name", "value", ...).
+func (r *Runner) Metric(name string, labels ...string) float64 {
+	mfs, err := r.Metrics.Registry().Gather()
+	if err != nil {
+		return -1
+	}
+	var sum float64
+	for _, mf := range mfs {
+		if mf.GetName() != name {
+			continue
+		}
+		for _, m := range mf.GetMetric() {
+			if !hasLabels(m, labels) {
+				continue
+			}
+			switch {
+			case m.Counter != nil:
+				sum += m.Counter.GetValue()
+			case m.Gauge != nil:
+				sum += m.Gauge.GetValue()
+			}
+		}
+	}
+	return sum
+}
+
+func hasLabels(m *dto.Metric, labels []string) bool {
+	for i := 0; i+1 < len(labels); i += 2 {
+		found := false
+		for _, l := range m.GetLabel() {
+			if l.GetName() == labels[i] && l.GetValue() == labels[i+1] {
+				found = true
+			}
+		}
+		if !found {
+			return false
+		}
+	}
+	return true
+}
+
+// WaitFor polls f until it returns nil, failing the test after timeout.
+func WaitFor(t testing.TB, timeout time.Duration, what string, f func() error) {
+	t.Helper()
+	deadline := time.Now().Add(timeout)
+	for {
+		err := f()
+		if err == nil {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%s: not within %s: %v", what, timeout, err)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// Objects turns inputs into the objects the fake clients hold: pods, the
+// custom objects as unstructured, and the NADs to create under their
+// resource.
+func Objects(t testing.TB, in desired.Inputs) (kube, dyn []runtime.Object, nads []*unstructured.Unstructured) {
+	t.Helper()
+	toDyn := func(o any) *unstructured.Unstructured {
+		u, err := runtime.DefaultUnstructuredConverter.ToUnstructured(o)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return &unstructured.Unstructured{Object: u}
+	}
+	for _, p := range in.Pods {
+		kube = append(kube, p)
+	}
+	for _, o := range in.VirtualMachines {
+		dyn = append(dyn, toDyn(o))
+	}
+	for _, o := range in.VirtualMachineInstances {
+		dyn = append(dyn, toDyn(o))
+	}
+	for _, o := range in.Migrations {
+		dyn = append(dyn, toDyn(o))
+	}
+	for _, o := range in.NetworkAttachmentDefinitions {
+		nads = append(nads, toDyn(o))
+	}
+	return kube, dyn, nads
+}

@@ -1,0 +1,445 @@
+package reconcile
+
+import (
+	"context"
+	"errors"
+	"slices"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/go-logr/logr"
+
+	"github.com/ovn-sync/ovn-sync/apply"
+	"github.com/ovn-sync/ovn-sync/desired"
+	"github.com/ovn-sync/ovn-sync/diff"
+	"github.com/ovn-sync/ovn-sync/observed"
+	"github.com/ovn-sync/ovn-sync/sources"
+	"github.com/ovn-sync/ovn-sync/state"
+)
+
+// Sources is what the loop reads from Kubernetes. *sources.Informers is one.
+type Sources interface {
+	// Inputs snapshots every object, with a version read before the stores.
+	Inputs() sources.Snapshot
+	// Synced reports, per kind, whether its informer has listed it once.
+	Synced() map[sources.Kind]bool
+	// WaitForCacheSync blocks until every informer has synced, or ctx ends.
+	WaitForCacheSync(ctx context.Context) bool
+	// Changes holds at most one pending notification that objects changed.
+	Changes() <-chan struct{}
+	// Discover looks again for kinds not installed at start.
+	Discover(ctx context.Context) error
+}
+
+// WatchedNB is what the loop needs of the NB: a pass's NB, its connection
+// and the drift of our rows. *observed.NB is one.
+type WatchedNB interface {
+	NB
+	Up() bool
+	WatchDrift(want func() *state.State, onDrift func(table string))
+	WatchConnection(ctx context.Context, on func(ev observed.ConnEvent, endpoint string))
+}
+
+// LoopOptions configures a Loop.
+type LoopOptions struct {
+	// Pass is every pass's options; the loop sets Policy, Memo and
+	// InputsVersion.
+	Pass Options
+	// Resync is how often a full pass runs at least; Coalesce how long
+	// after a change the loop waits for more before a pass (0: at once).
+	Resync, Coalesce time.Duration
+	Log              logr.Logger
+	// Metrics, when set, are kept up to date.
+	Metrics *Metrics
+	// Report, when set, sees every pass's outcome (problems become Events).
+	Report func(Outcome, sources.Snapshot)
+	// Publish, when set, runs after every pass that succeeded: every port
+	// wanted is in the NB then, and its addresses may be published.
+	Publish func(context.Context, Outcome, sources.Snapshot)
+}
+
+// trigger is why a pass runs; several coalesce into one pass.
+type trigger uint8
+
+const (
+	trigStartup   trigger = 1 << iota // first pass after the caches synced (or the lease was won)
+	trigKube                          // an informer event
+	trigDrift                         // someone else changed one of our NB rows
+	trigReconnect                     // the NB connection came back
+	trigResync                        // Resync elapsed
+)
+
+// kind is "full" for a pass that nothing in particular triggered (startup,
+// reconnect, resync), else "change".
+func (t trigger) kind() string {
+	if t&(trigStartup|trigReconnect|trigResync) != 0 {
+		return "full"
+	}
+	return "change"
+}
+
+func (t trigger) String() string {
+	var parts []string
+	for _, x := range []struct {
+		t trigger
+		s string
+	}{{trigStartup, "startup"}, {trigKube, "kubernetes"}, {trigDrift, "nb-drift"}, {trigReconnect, "reconnect"}, {trigResync, "resync"}} {
+		if t&x.t != 0 {
+			parts = append(parts, x.s)
+		}
+	}
+	return strings.Join(parts, "+")
+}
+
+// Loop is run mode: a full pass once everything has synced, then a pass per
+// coalesced batch of changes (Kubernetes objects, or our NB rows changed by
+// someone else), a full pass every Resync and after every NB reconnect. A
+// pass that fails is retried with backoff. Only the leader calls Lead;
+// every replica calls Watch, which keeps its view of the NB current, so a
+// takeover starts with synced caches.
+type Loop struct {
+	src  Sources
+	nb   WatchedNB
+	opts LoopOptions
+	m    *Metrics
+	log  logr.Logger
+
+	nbUp        atomic.Bool
+	drift       chan struct{}
+	reconnected chan struct{}
+
+	// want is what the last pass sent to the NB, nil while not leading: NB
+	// events that leave our rows as want has them are our own.
+	want atomic.Pointer[state.State]
+	// memo keeps the last pass's Build; only the goroutine running passes
+	// uses it.
+	memo desired.Memo
+
+	mu      sync.Mutex
+	leading bool
+	passed  bool // a pass succeeded since the lease was won
+	lastErr error
+}
+
+// NewLoop returns a loop over src and nb that is not running yet: start
+// Watch, then Lead.
+func NewLoop(src Sources, nb WatchedNB, opts LoopOptions) *Loop {
+	l := &Loop{
+		src: src, nb: nb, opts: opts, m: opts.Metrics, log: opts.Log,
+		drift:       make(chan struct{}, 1),
+		reconnected: make(chan struct{}, 1),
+	}
+	if l.m == nil {
+		l.m = NewMetrics()
+	}
+	l.nbUp.Store(nb.Up())
+	nb.WatchDrift(func() *state.State { return l.want.Load() }, func(table string) {
+		l.m.driftEvents.WithLabelValues(table).Inc()
+		notify(l.drift)
+	})
+	return l
+}
+
+func notify(c chan struct{}) {
+	select {
+	case c <- struct{}{}:
+	default:
+	}
+}
+
+// Watch follows the NB connection and keeps the sync metrics until ctx is
+// done. After a reconnect the NB may hold anything: a full pass follows.
+func (l *Loop) Watch(ctx context.Context) {
+	go func() {
+		t := time.NewTicker(200 * time.Millisecond)
+		defer t.Stop()
+		for {
+			up := l.nb.Up()
+			l.nbUp.Store(up)
+			l.m.nbConnected.Set(b2f(up))
+			l.m.synced.WithLabelValues("nb").Set(b2f(up))
+			for k, ok := range l.src.Synced() {
+				l.m.synced.WithLabelValues(string(k)).Set(b2f(ok))
+			}
+			select {
+			case <-ctx.Done():
+				return
+			case <-t.C:
+			}
+		}
+	}()
+	l.nb.WatchConnection(ctx, func(ev observed.ConnEvent, endpoint string) {
+		switch ev {
+		case observed.ConnLost:
+			l.log.Info("NB connection lost; reconnecting")
+			l.nbUp.Store(false)
+		case observed.ConnRestored:
+			l.log.Info("NB reconnected: full pass", "endpoint", endpoint)
+			l.nbUp.Store(true)
+			l.m.nbReconnects.Inc()
+			notify(l.reconnected)
+		}
+	})
+}
+
+// Synced reports whether every informer and the NB cache are ready, naming
+// what is not.
+func (l *Loop) Synced() (bool, string) {
+	var not []string
+	synced := l.src.Synced()
+	for _, k := range sources.Kinds {
+		if !synced[k] {
+			not = append(not, string(k))
+		}
+	}
+	if !l.nbUp.Load() {
+		not = append(not, "NB")
+	}
+	if len(not) > 0 {
+		return false, "not synced: " + strings.Join(not, ", ")
+	}
+	return true, ""
+}
+
+// Ready is /readyz: synced and, when leading, the last pass succeeded.
+func (l *Loop) Ready() (bool, string) {
+	if ok, why := l.Synced(); !ok {
+		return false, why
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.leading && !l.passed {
+		if l.lastErr != nil {
+			return false, "last pass failed: " + l.lastErr.Error()
+		}
+		return false, "leading: no pass yet"
+	}
+	return true, ""
+}
+
+// Lead is the writer: wait for every cache, a full pass, then a pass per
+// coalesced batch of changes and a full pass every Resync. Passes stop at
+// once when ctx is done (the lease is lost); stop ends the loop between
+// passes (shutdown), letting the pass in flight finish.
+func (l *Loop) Lead(ctx context.Context, stop <-chan struct{}) {
+	l.mu.Lock()
+	l.leading, l.passed, l.lastErr = true, false, nil
+	l.mu.Unlock()
+	defer func() {
+		l.want.Store(nil)
+		l.mu.Lock()
+		l.leading = false
+		l.mu.Unlock()
+	}()
+	if !l.waitSynced(ctx, stop) {
+		return
+	}
+	resync := time.NewTicker(l.opts.Resync)
+	defer resync.Stop()
+	pending := trigStartup
+	var retry <-chan time.Time
+	failures := 0
+	for {
+		if pending != 0 && retry == nil && l.nbUp.Load() {
+			pending |= l.coalesce(ctx, stop)
+			if ctx.Err() != nil || closed(stop) {
+				return
+			}
+			t := pending
+			pending = 0
+			if err := l.pass(ctx, t); err != nil {
+				if ctx.Err() != nil {
+					return
+				}
+				pending |= t
+				failures++
+				retry = time.After(retryDelay(failures, l.opts.Resync))
+			} else {
+				failures = 0
+			}
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-stop:
+			return
+		case <-l.src.Changes():
+			pending |= trigKube
+		case <-l.drift:
+			pending |= trigDrift
+		case <-l.reconnected:
+			pending |= trigReconnect
+		case <-resync.C:
+			pending |= trigResync
+			if err := l.src.Discover(ctx); err != nil {
+				l.log.Error(err, "discovery of custom resources failed")
+			}
+		case <-retry:
+			retry = nil
+		}
+	}
+}
+
+func closed(c <-chan struct{}) bool {
+	select {
+	case <-c:
+		return true
+	default:
+		return false
+	}
+}
+
+// retryDelay is the pause after the n-th failed pass in a row: 200ms
+// doubling, at most 30s and at most the resync period.
+func retryDelay(n int, resync time.Duration) time.Duration {
+	d := 200 * time.Millisecond << min(n-1, 8)
+	return min(d, 30*time.Second, resync)
+}
+
+// coalesce waits Coalesce for more changes so that a burst of events makes
+// one pass; it returns the triggers that came meanwhile.
+func (l *Loop) coalesce(ctx context.Context, stop <-chan struct{}) trigger {
+	if l.opts.Coalesce <= 0 {
+		return 0
+	}
+	var t trigger
+	timer := time.NewTimer(l.opts.Coalesce)
+	defer timer.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return t
+		case <-stop:
+			return t
+		case <-timer.C:
+			return t
+		case <-l.src.Changes():
+			t |= trigKube
+		case <-l.drift:
+			t |= trigDrift
+		case <-l.reconnected:
+			t |= trigReconnect
+		}
+	}
+}
+
+// waitSynced blocks until every informer and the NB cache are synced,
+// logging what it waits for every 10s.
+func (l *Loop) waitSynced(ctx context.Context, stop <-chan struct{}) bool {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	start := time.Now()
+	go func() {
+		t := time.NewTicker(10 * time.Second)
+		defer t.Stop()
+		for {
+			select {
+			case <-stop:
+				cancel()
+				return
+			case <-ctx.Done():
+				return
+			case <-t.C:
+				_, why := l.Synced()
+				l.log.Info("waiting for caches", "state", why)
+			}
+		}
+	}()
+	if !l.src.WaitForCacheSync(ctx) {
+		return false
+	}
+	for !l.nbUp.Load() {
+		select {
+		case <-ctx.Done():
+			return false
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
+	l.log.Info("caches synced", "after", time.Since(start).Round(time.Millisecond).String())
+	return true
+}
+
+// pass is one reconciliation: read every informer and the NB cache, build,
+// diff, apply (recomputing on ErrStale), then report problems and publish
+// addresses. Deletes are withheld unless every source has synced and every
+// object could be read.
+func (l *Loop) pass(ctx context.Context, t trigger) error {
+	start := time.Now()
+	kind := t.kind()
+	snap := l.src.Inputs()
+	synced, _ := l.Synced()
+	synced = synced && len(snap.Unreadable) == 0
+	for _, u := range snap.Unreadable {
+		l.log.Info("object unreadable: deletes withheld", "object", u.String())
+	}
+	opts := l.opts.Pass
+	opts.Policy = diff.Policy{WithholdDeletes: !synced}
+	opts.BeforeApply = func(w state.State) { l.want.Store(&w) }
+	opts.Memo, opts.InputsVersion = &l.memo, snap.Version
+	out, err := Pass(ctx, l.nb, snap.Inputs, opts)
+	res, problems := out.Applied, out.Result.Problems
+	applied := out.Plan
+	for _, p := range out.Earlier {
+		applied.Changes = append(slices.Clone(p.Changes), applied.Changes...)
+	}
+	l.m.observeApply(applied, res)
+	l.m.planSize.Observe(float64(len(out.Plan.Changes)))
+	l.m.withheld.Set(float64(out.Plan.Withheld))
+	l.m.problems.Reset()
+	for _, p := range problems {
+		l.m.problems.WithLabelValues(p.Reason).Inc()
+	}
+	if l.opts.Report != nil {
+		l.opts.Report(out, snap)
+	}
+	for _, n := range out.Result.Notices {
+		l.log.V(1).Info("pending change", "object", n.Kind+"/"+n.Namespace+"/"+n.Name, "reason", n.Reason, "message", n.Message)
+	}
+	if err != nil && errors.Is(err, apply.ErrSwitchInUse) {
+		// Everything else was done; the switch waits for its foreign ports.
+		l.log.Info("switch not deleted", "reason", err.Error())
+		err = nil
+	}
+	dur := time.Since(start)
+	l.m.passDuration.WithLabelValues(kind).Observe(dur.Seconds())
+	if err != nil {
+		result := "error"
+		switch {
+		case errors.Is(err, diff.ErrMassDelete):
+			result = "refused"
+		case errors.Is(err, apply.ErrStale):
+			result = "stale"
+		}
+		l.m.passes.WithLabelValues(kind, result).Inc()
+		l.mu.Lock()
+		l.lastErr, l.passed = err, false
+		l.mu.Unlock()
+		if ctx.Err() == nil {
+			l.log.Error(err, "pass failed", "trigger", t.String(), "duration", dur.String())
+		}
+		return err
+	}
+	if t&(trigKube|trigStartup) == 0 {
+		l.m.driftRepairs.Add(float64(res.Created + res.Updated + res.Deleted))
+	}
+	l.m.passes.WithLabelValues(kind, "success").Inc()
+	l.m.ownedPorts.Set(float64(out.Result.Want.OwnedPorts()))
+	l.m.lastSuccess.SetToCurrentTime()
+	l.mu.Lock()
+	l.passed, l.lastErr = true, nil
+	l.mu.Unlock()
+	counts := out.Plan.Counts()
+	kv := []any{"trigger", t.String(), "add", counts.Add, "change", counts.Change, "destroy", counts.Destroy,
+		"withheld", out.Plan.Withheld, "transactions", len(res.Txns), "problems", len(problems), "duration", dur.String()}
+	if out.Plan.Empty() && len(out.Earlier) == 0 {
+		l.log.V(1).Info("pass: no changes", kv...)
+	} else {
+		l.log.Info("pass", kv...)
+	}
+	if l.opts.Publish != nil {
+		l.opts.Publish(ctx, out, snap)
+	}
+	return nil
+}

@@ -1,0 +1,250 @@
+package reconcile_test
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/go-logr/logr"
+	corev1 "k8s.io/api/core/v1"
+
+	"github.com/ovn-sync/ovn-sync/apply"
+	"github.com/ovn-sync/ovn-sync/desired"
+	"github.com/ovn-sync/ovn-sync/internal/looptest"
+	"github.com/ovn-sync/ovn-sync/nbdb"
+	"github.com/ovn-sync/ovn-sync/observed"
+	"github.com/ovn-sync/ovn-sync/reconcile"
+	"github.com/ovn-sync/ovn-sync/sources"
+)
+
+// fakeSources is reconcile.Sources over objects held in memory: the loop
+// alone, without informers.
+type fakeSources struct {
+	mu      sync.Mutex
+	pods    map[string]*corev1.Pod
+	version uint64
+	synced  map[sources.Kind]bool
+	changes chan struct{}
+}
+
+func newFakeSources() *fakeSources {
+	f := &fakeSources{pods: map[string]*corev1.Pod{}, synced: map[sources.Kind]bool{}, changes: make(chan struct{}, 1)}
+	for _, k := range sources.Kinds {
+		f.synced[k] = true
+	}
+	return f
+}
+
+func (f *fakeSources) Inputs() sources.Snapshot {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	var in desired.Inputs
+	for _, p := range f.pods {
+		in.Pods = append(in.Pods, p)
+	}
+	return sources.Snapshot{Inputs: in, Version: f.version}
+}
+
+func (f *fakeSources) Synced() map[sources.Kind]bool {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	out := map[sources.Kind]bool{}
+	for k, v := range f.synced {
+		out[k] = v
+	}
+	return out
+}
+
+func (f *fakeSources) WaitForCacheSync(ctx context.Context) bool {
+	for {
+		all := true
+		for _, ok := range f.Synced() {
+			all = all && ok
+		}
+		if all {
+			return true
+		}
+		select {
+		case <-ctx.Done():
+			return false
+		case <-time.After(5 * time.Millisecond):
+		}
+	}
+}
+
+func (f *fakeSources) Changes() <-chan struct{}       { return f.changes }
+func (f *fakeSources) Discover(context.Context) error { return nil }
+
+// set changes the objects and notifies, as an informer event does.
+func (f *fakeSources) set(change func(pods map[string]*corev1.Pod)) {
+	f.mu.Lock()
+	change(f.pods)
+	f.version++
+	f.mu.Unlock()
+	select {
+	case f.changes <- struct{}{}:
+	default:
+	}
+}
+
+func (f *fakeSources) setSynced(k sources.Kind, ok bool) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.synced[k] = ok
+}
+
+func addPods(pods map[string]*corev1.Pod, from, to int) {
+	for i := from; i < to; i++ {
+		p := looptest.Pod(fmt.Sprintf("p%d", i))
+		pods[p.Name] = p
+	}
+}
+
+// fakeLoop is a Loop over fakeSources and the embedded NB, leading.
+type fakeLoop struct {
+	loop *reconcile.Loop
+	src  *fakeSources
+	nb   *observed.NB
+	m    *reconcile.Metrics
+}
+
+func startFakeLoop(t *testing.T, coalesce time.Duration, fill func(map[string]*corev1.Pod)) *fakeLoop {
+	t.Helper()
+	e, err := observed.StartEmbedded()
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	nb, err := observed.Dial(ctx, observed.Options{Endpoints: []string{e.Endpoint}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	src := newFakeSources()
+	if fill != nil {
+		src.set(fill)
+	}
+	cfg, _ := desired.NewConfig("ovn-default", []string{"10.16.0.0/16"}, []string{"10.16.0.1"})
+	m := reconcile.NewMetrics()
+	loop := reconcile.NewLoop(src, nb, reconcile.LoopOptions{
+		Pass:   reconcile.Options{Config: cfg, MaxDeleteFraction: 0.5, Apply: apply.Options{}},
+		Resync: time.Hour, Coalesce: coalesce, Log: logr.Discard(), Metrics: m,
+	})
+	var wg sync.WaitGroup
+	wg.Add(2)
+	go func() { defer wg.Done(); loop.Watch(ctx) }()
+	go func() { defer wg.Done(); loop.Lead(ctx, ctx.Done()) }()
+	t.Cleanup(func() { cancel(); wg.Wait(); nb.Close(); e.Close() })
+	return &fakeLoop{loop: loop, src: src, nb: nb, m: m}
+}
+
+func (f *fakeLoop) metric(name string, labels ...string) float64 {
+	return (&looptest.Runner{Metrics: f.m}).Metric(name, labels...)
+}
+
+func (f *fakeLoop) waitPorts(t *testing.T, want int) {
+	t.Helper()
+	looptest.WaitFor(t, 10*time.Second, fmt.Sprintf("%d ports", want), func() error {
+		if n := f.nb.State().OwnedPorts(); n != want {
+			return fmt.Errorf("%d ports", n)
+		}
+		return nil
+	})
+}
+
+// TestLoopCoalesces: a burst of changes, 5ms apart, is carried out in a
+// pass per coalescing window (100ms), not one per change.
+func TestLoopCoalesces(t *testing.T) {
+	f := startFakeLoop(t, 100*time.Millisecond, nil)
+	f.waitPorts(t, 0)
+	looptest.WaitFor(t, 5*time.Second, "the startup pass", func() error {
+		if f.metric("ovn_sync_passes_total", "result", "success") < 1 {
+			return fmt.Errorf("no pass")
+		}
+		return nil
+	})
+	before := f.metric("ovn_sync_passes_total")
+	for i := range 50 {
+		f.src.set(func(pods map[string]*corev1.Pod) { addPods(pods, i, i+1) })
+		time.Sleep(5 * time.Millisecond)
+	}
+	f.waitPorts(t, 50)
+	if n := f.metric("ovn_sync_passes_total") - before; n > 10 {
+		t.Errorf("50 changes in a burst took %v passes, want a few", n)
+	}
+}
+
+// TestLoopWithholdsDeletes: while a source has not synced, a pass deletes
+// nothing; once it has, the withheld delete goes through.
+func TestLoopWithholdsDeletes(t *testing.T) {
+	f := startFakeLoop(t, time.Millisecond, func(pods map[string]*corev1.Pod) { addPods(pods, 0, 3) })
+	f.waitPorts(t, 3)
+	f.src.setSynced(sources.KindVirtualMachine, false)
+	f.src.set(func(pods map[string]*corev1.Pod) { delete(pods, "p0"); addPods(pods, 3, 4) })
+	f.waitPorts(t, 4)
+	looptest.WaitFor(t, 5*time.Second, "the delete withheld", func() error {
+		if n := f.metric("ovn_sync_withheld_deletes"); n != 1 {
+			return fmt.Errorf("withheld %v", n)
+		}
+		return nil
+	})
+	f.src.setSynced(sources.KindVirtualMachine, true)
+	f.src.set(func(map[string]*corev1.Pod) {})
+	f.waitPorts(t, 3)
+}
+
+// TestLoopGuardBacksOff: a pass the mass-delete guard refuses is retried
+// with growing pauses, not in a tight loop, and /readyz names the refusal.
+func TestLoopGuardBacksOff(t *testing.T) {
+	f := startFakeLoop(t, time.Millisecond, func(pods map[string]*corev1.Pod) { addPods(pods, 0, 40) })
+	f.waitPorts(t, 40)
+	f.src.set(func(pods map[string]*corev1.Pod) { clear(pods) })
+	looptest.WaitFor(t, 5*time.Second, "a refused pass", func() error {
+		if f.metric("ovn_sync_passes_total", "result", "refused") < 1 {
+			return fmt.Errorf("none refused")
+		}
+		return nil
+	})
+	time.Sleep(1500 * time.Millisecond)
+	// Pauses of 200ms, 400ms, 800ms...: at most 4 more in 1.5s.
+	if n := f.metric("ovn_sync_passes_total", "result", "refused"); n > 5 {
+		t.Errorf("%v refused passes in 1.5s, want a few: no backoff", n)
+	}
+	if n := f.nb.State().OwnedPorts(); n != 40 {
+		t.Errorf("%d ports after refused passes, want 40", n)
+	}
+	if ok, why := f.loop.Ready(); ok || !strings.Contains(why, "refusing mass delete") {
+		t.Errorf("Ready() = %v, %q; want not ready, naming the refusal", ok, why)
+	}
+}
+
+// TestLoopRepairsDrift: someone else edits one of our ports; the loop
+// notices (no Kubernetes change) and puts it back.
+func TestLoopRepairsDrift(t *testing.T) {
+	f := startFakeLoop(t, time.Millisecond, func(pods map[string]*corev1.Pod) { addPods(pods, 0, 2) })
+	f.waitPorts(t, 2)
+	p0 := f.nb.State().Ports["p0.ns"]
+	set := &nbdb.LogicalSwitchPort{UUID: p0.UUID, Options: map[string]string{"requested-chassis": "n9", "foreign": "x"}}
+	upd, err := f.nb.Client().Where(set).Update(set, &set.Options)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.nb.Client().Transact(context.Background(), upd...); err != nil {
+		t.Fatal(err)
+	}
+	looptest.WaitFor(t, 5*time.Second, "the edit repaired", func() error {
+		p := f.nb.State().Ports["p0.ns"]
+		if p == nil || p.RequestedChassis != "n1" {
+			return fmt.Errorf("p0.ns = %+v", p)
+		}
+		return nil
+	})
+	if n := f.metric("ovn_sync_drift_events_total", "table", nbdb.LogicalSwitchPortTable); n < 1 {
+		t.Errorf("drift events %v, want at least 1", n)
+	}
+	if n := f.metric("ovn_sync_drift_repairs_total"); n < 1 {
+		t.Errorf("drift repairs %v, want at least 1", n)
+	}
+}
