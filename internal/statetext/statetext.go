@@ -1,0 +1,269 @@
+package statetext
+
+import (
+	"errors"
+	"fmt"
+	"maps"
+	"slices"
+	"strconv"
+	"strings"
+	"unicode"
+
+	"github.com/ovn-sync/ovn-sync/state"
+)
+
+// column is one single-valued key of a row and the field it fills.
+type column[T any] struct {
+	key   string
+	field func(*T) *string
+}
+
+// switchColumns are a switch's keys in the order Print writes them.
+var switchColumns = []column[state.Switch]{
+	{"uuid", func(s *state.Switch) *string { return &s.UUID }},
+	{"owner", func(s *state.Switch) *string { return &s.Owner }},
+	{"network", func(s *state.Switch) *string { return &s.Network }},
+	{"subnet", func(s *state.Switch) *string { return &s.Subnet }},
+	{"ipv6_prefix", func(s *state.Switch) *string { return &s.IPv6Prefix }},
+}
+
+// portBeforeLists and portAfterLists are a port's single-valued keys in the
+// order Print writes them, addresses and port_security between the two;
+// portColumns is both.
+var (
+	portBeforeLists = []column[state.Port]{
+		{"uuid", func(p *state.Port) *string { return &p.UUID }},
+		{"switch", func(p *state.Port) *string { return &p.Switch }},
+		{"owner", func(p *state.Port) *string { return &p.Owner }},
+		{"network", func(p *state.Port) *string { return &p.Network }},
+	}
+	portAfterLists = []column[state.Port]{
+		{"dynamic", func(p *state.Port) *string { return &p.DynamicAddresses }},
+		{"requested-chassis", func(p *state.Port) *string { return &p.RequestedChassis }},
+		{"activation-strategy", func(p *state.Port) *string { return &p.ActivationStrategy }},
+	}
+	portColumns = slices.Concat(portBeforeLists, portAfterLists)
+)
+
+const (
+	keyAddresses    = "addresses"
+	keyPortSecurity = "port_security"
+	// emptyPortSecurity, unquoted, is a port_security of no entries.
+	emptyPortSecurity = "none"
+)
+
+// Print returns s as text: switches, then ports, each sorted by name, one
+// line each.
+func Print(s state.State) string {
+	var b strings.Builder
+	for _, name := range slices.Sorted(maps.Keys(s.Switches)) {
+		sw := s.Switches[name]
+		b.WriteString("switch " + quoteIfNeeded(sw.Name))
+		for _, c := range switchColumns {
+			writeValue(&b, c.key, *c.field(sw))
+		}
+		b.WriteString("\n")
+	}
+	for _, name := range slices.Sorted(maps.Keys(s.Ports)) {
+		p := s.Ports[name]
+		b.WriteString("port " + quoteIfNeeded(p.Name))
+		for _, c := range portBeforeLists {
+			writeValue(&b, c.key, *c.field(p))
+		}
+		writeLists(&b, p)
+		for _, c := range portAfterLists {
+			writeValue(&b, c.key, *c.field(p))
+		}
+		b.WriteString("\n")
+	}
+	return b.String()
+}
+
+// writeLists writes addresses, and port_security where it is not the same.
+func writeLists(b *strings.Builder, p *state.Port) {
+	for _, a := range p.Addresses {
+		b.WriteString(" " + keyAddresses + "=" + strconv.Quote(a))
+	}
+	if slices.Equal(p.Addresses, p.PortSecurity) {
+		return
+	}
+	if len(p.PortSecurity) == 0 {
+		b.WriteString(" " + keyPortSecurity + "=" + emptyPortSecurity)
+	}
+	for _, a := range p.PortSecurity {
+		b.WriteString(" " + keyPortSecurity + "=" + strconv.Quote(a))
+	}
+}
+
+func writeValue(b *strings.Builder, key, v string) {
+	if v != "" {
+		b.WriteString(" " + key + "=" + quoteIfNeeded(v))
+	}
+}
+
+// quoteIfNeeded quotes v when it would not read back as one bare word.
+func quoteIfNeeded(v string) string {
+	if v == "" || strings.ContainsFunc(v, func(r rune) bool {
+		return r == '"' || unicode.IsSpace(r) || !unicode.IsPrint(r)
+	}) {
+		return strconv.Quote(v)
+	}
+	return v
+}
+
+// Parse reads the text Print writes. Errors name the line.
+func Parse(text string) (state.State, error) {
+	s := state.New(0)
+	for i, line := range strings.Split(text, "\n") {
+		line = strings.TrimSpace(line)
+		if line == "" || strings.HasPrefix(line, "#") {
+			continue
+		}
+		if err := parseRow(s, line); err != nil {
+			return state.State{}, fmt.Errorf("line %d %q: %w", i+1, line, err)
+		}
+	}
+	return s, nil
+}
+
+func parseRow(s state.State, line string) error {
+	kind, rest := cutSpace(line)
+	if kind != "switch" && kind != "port" {
+		return errors.New(`want "switch NAME ..." or "port NAME ..."`)
+	}
+	rest = strings.TrimSpace(rest)
+	if rest == "" {
+		return fmt.Errorf("%s without a name", kind)
+	}
+	name, _, rest, err := value(rest)
+	if err != nil {
+		return err
+	}
+	fields, err := keyValues(rest)
+	if err != nil {
+		return err
+	}
+	if kind == "switch" {
+		if _, ok := s.Switches[name]; ok {
+			return fmt.Errorf("switch %q twice", name)
+		}
+		sw := &state.Switch{Name: name}
+		s.Switches[name] = sw
+		return setColumns(sw, switchColumns, fields)
+	}
+	if _, ok := s.Ports[name]; ok {
+		return fmt.Errorf("port %q twice", name)
+	}
+	p := &state.Port{Name: name}
+	s.Ports[name] = p
+	var lists []keyValue
+	fields = slices.DeleteFunc(fields, func(f keyValue) bool {
+		if f.key == keyAddresses || f.key == keyPortSecurity {
+			lists = append(lists, f)
+			return true
+		}
+		return false
+	})
+	if err := setColumns(p, portColumns, fields); err != nil {
+		return err
+	}
+	return setLists(p, lists)
+}
+
+// setColumns sets each field's column on row, and fails on a key that is
+// not one of columns or that comes twice.
+func setColumns[T any](row *T, columns []column[T], fields []keyValue) error {
+	seen := map[string]bool{}
+	for _, f := range fields {
+		i := slices.IndexFunc(columns, func(c column[T]) bool { return c.key == f.key })
+		if i < 0 {
+			return fmt.Errorf("unknown key %q", f.key)
+		}
+		if seen[f.key] {
+			return fmt.Errorf("%s twice", f.key)
+		}
+		seen[f.key] = true
+		*columns[i].field(row) = f.value
+	}
+	return nil
+}
+
+// setLists sets addresses and port_security, one entry a key; port_security
+// defaults to the addresses, and a bare none empties it.
+func setLists(p *state.Port, fields []keyValue) error {
+	psSet, psNone := false, false
+	for _, f := range fields {
+		switch {
+		case f.key == keyAddresses:
+			p.Addresses = append(p.Addresses, f.value)
+		case f.value == emptyPortSecurity && !f.quoted:
+			psNone = true
+		default:
+			p.PortSecurity = append(p.PortSecurity, f.value)
+		}
+		psSet = psSet || f.key == keyPortSecurity
+	}
+	if psNone && len(p.PortSecurity) > 0 {
+		return fmt.Errorf("%s=%s beside other entries", keyPortSecurity, emptyPortSecurity)
+	}
+	if !psSet {
+		p.PortSecurity = slices.Clone(p.Addresses)
+	}
+	return nil
+}
+
+type keyValue struct {
+	key, value string
+	// quoted tells port_security="none", an entry, from none.
+	quoted bool
+}
+
+// keyValues splits "k=v k2="v 2"..." into its pairs.
+func keyValues(s string) ([]keyValue, error) {
+	var out []keyValue
+	for s = strings.TrimSpace(s); s != ""; s = strings.TrimSpace(s) {
+		i := strings.IndexAny(s, "= \t\"")
+		if i <= 0 || s[i] != '=' {
+			word, _ := cutSpace(s)
+			return nil, fmt.Errorf("%q: want key=value", word)
+		}
+		f := keyValue{key: s[:i]}
+		var err error
+		f.value, f.quoted, s, err = value(s[i+1:])
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", f.key, err)
+		}
+		out = append(out, f)
+	}
+	return out, nil
+}
+
+// value reads one value from the start of s: a Go double-quoted string, or
+// a bare word up to the next space. It returns the rest of s after it.
+func value(s string) (v string, quoted bool, rest string, err error) {
+	if !strings.HasPrefix(s, `"`) {
+		v, rest = cutSpace(s)
+		if strings.Contains(v, `"`) {
+			return "", false, "", fmt.Errorf("%s: a double quote inside a bare value", v)
+		}
+		return v, false, rest, nil
+	}
+	q, err := strconv.QuotedPrefix(s)
+	if err != nil {
+		return "", false, "", fmt.Errorf("%s: %w", s, err)
+	}
+	rest = s[len(q):]
+	if rest != "" && rest[0] != ' ' && rest[0] != '\t' {
+		return "", false, "", fmt.Errorf("%s: text right after a quoted value", s)
+	}
+	v, _ = strconv.Unquote(q)
+	return v, true, rest, nil
+}
+
+// cutSpace returns s before and after its first space or tab.
+func cutSpace(s string) (before, after string) {
+	if i := strings.IndexAny(s, " \t"); i >= 0 {
+		return s[:i], s[i:]
+	}
+	return s, ""
+}

@@ -1,0 +1,193 @@
+package statetext
+
+import (
+	"fmt"
+	"reflect"
+	"strings"
+	"testing"
+
+	"github.com/ovn-sync/ovn-sync/state"
+)
+
+// TestEveryField sets every field of Switch and Port and reads it back, so
+// that a field added to state fails here until Print and Parse know it.
+func TestEveryField(t *testing.T) {
+	sw := &state.Switch{}
+	fill(t, reflect.ValueOf(sw).Elem())
+	p := &state.Port{}
+	fill(t, reflect.ValueOf(p).Elem())
+	s := state.New(1)
+	s.Switches[sw.Name] = sw
+	s.Ports[p.Name] = p
+	text := Print(s)
+	got, err := Parse(text)
+	if err != nil {
+		t.Fatalf("Parse(%q) = %v", text, err)
+	}
+	if !reflect.DeepEqual(got, s) {
+		t.Errorf("Parse(Print(s)) = %+v, %+v\nwant %+v, %+v\ntext:\n%s", *got.Switches[sw.Name], *got.Ports[p.Name], *sw, *p, text)
+	}
+}
+
+// fill gives each field of the struct v a value of its own; port_security
+// differs from addresses so that both are printed.
+func fill(t *testing.T, v reflect.Value) {
+	t.Helper()
+	for i := range v.NumField() {
+		f, name := v.Field(i), v.Type().Field(i).Name
+		switch {
+		case f.Kind() == reflect.String:
+			f.SetString(strings.ToLower(name) + "-value")
+		case f.Type() == reflect.TypeFor[[]string]():
+			f.Set(reflect.ValueOf([]string{name + " 1", name + " 2"}))
+		default:
+			t.Fatalf("%s.%s is a %s: teach statetext to print and parse it", v.Type(), name, f.Type())
+		}
+	}
+}
+
+func TestPrint(t *testing.T) {
+	s := state.New(0)
+	for _, sw := range []*state.Switch{
+		{Name: "ovn-default", Owner: "ovn-sync", Network: "default", Subnet: "10.16.0.0/16", IPv6Prefix: "fd00::/64"},
+		{Name: "admin", UUID: "ls-2"},
+	} {
+		s.Switches[sw.Name] = sw
+	}
+	for _, p := range []*state.Port{
+		{Name: "web.default", Switch: "ovn-default", Owner: "Pod/default/web", Network: "default",
+			Addresses: []string{"0a:58:0a:10:00:02 10.16.0.2"}, PortSecurity: []string{"0a:58:0a:10:00:02 10.16.0.2"},
+			RequestedChassis: "n1,n2", ActivationStrategy: "rarp"},
+		{Name: "a.default", UUID: "lsp-1", Switch: "ovn-default", Owner: "Pod/default/a", Network: "default",
+			Addresses: []string{"a"}, PortSecurity: []string{"b"}},
+		{Name: "open", Addresses: []string{"router"}},
+		{Name: "dyn", Addresses: []string{"dynamic"}, PortSecurity: []string{"dynamic"}, DynamicAddresses: "0a:00:00:00:00:01 10.16.0.6"},
+		{Name: "odd name", Owner: `say "hi"`, Addresses: []string{"none"}, PortSecurity: []string{"none"}},
+		{Name: "literal-none", Addresses: []string{"a"}, PortSecurity: []string{"none"}},
+		{Name: "bare"},
+	} {
+		s.Ports[p.Name] = p
+	}
+	want := `switch admin uuid=ls-2
+switch ovn-default owner=ovn-sync network=default subnet=10.16.0.0/16 ipv6_prefix=fd00::/64
+port a.default uuid=lsp-1 switch=ovn-default owner=Pod/default/a network=default addresses="a" port_security="b"
+port bare
+port dyn addresses="dynamic" dynamic="0a:00:00:00:00:01 10.16.0.6"
+port literal-none addresses="a" port_security="none"
+port "odd name" owner="say \"hi\"" addresses="none"
+port open addresses="router" port_security=none
+port web.default switch=ovn-default owner=Pod/default/web network=default addresses="0a:58:0a:10:00:02 10.16.0.2" requested-chassis=n1,n2 activation-strategy=rarp
+`
+	got := Print(s)
+	if got != want {
+		t.Errorf("Print = \n%s\nwant\n%s", got, want)
+	}
+	back, err := Parse(got)
+	if err != nil {
+		t.Fatalf("Parse(Print(s)) = %v", err)
+	}
+	if again := Print(back); again != got {
+		t.Errorf("Print(Parse(Print(s))) = \n%s\nwant\n%s", again, got)
+	}
+	if !equal(back, s) {
+		t.Errorf("Parse(Print(s)) differs from s:\n%s", Print(back))
+	}
+}
+
+// equal compares as the tests that use Parse do: every field, UUIDs and
+// dynamic addresses included, nil and empty lists alike.
+func equal(a, b state.State) bool {
+	if len(a.Switches) != len(b.Switches) || len(a.Ports) != len(b.Ports) {
+		return false
+	}
+	for k, x := range a.Switches {
+		y, ok := b.Switches[k]
+		if !ok || !x.Equal(y) || x.UUID != y.UUID {
+			return false
+		}
+	}
+	for k, x := range a.Ports {
+		y, ok := b.Ports[k]
+		if !ok || !x.Equal(y) || x.UUID != y.UUID || x.DynamicAddresses != y.DynamicAddresses {
+			return false
+		}
+	}
+	return true
+}
+
+func TestParse(t *testing.T) {
+	for _, tt := range []struct {
+		in   string
+		want string // Print of the result, or the error
+	}{{
+		in: `
+# comments and blank lines are skipped; keys come in any order
+	port p  addresses="x y"	owner=Pod/ns/p   switch=s
+switch s
+`,
+		want: "switch s\nport p switch=s owner=Pod/ns/p addresses=\"x y\"\n",
+	}, {
+		in:   `port p addresses="a" addresses="b" port_security="b"`,
+		want: "port p addresses=\"a\" addresses=\"b\" port_security=\"b\"\n",
+	}, {
+		in:   `port p addresses="a" port_security=none`,
+		want: "port p addresses=\"a\" port_security=none\n",
+	}, {
+		in:   `port "a b" network="" uuid=u`,
+		want: "port \"a b\" uuid=u\n",
+	}, {
+		in:   `router r`,
+		want: `line 1 "router r": want "switch NAME ..." or "port NAME ..."`,
+	}, {
+		in:   "\nport",
+		want: `line 2 "port": port without a name`,
+	}, {
+		in:   `switch s ipv6=fd00::/64`,
+		want: `line 1 "switch s ipv6=fd00::/64": unknown key "ipv6"`,
+	}, {
+		in:   `port p chassis=n1`,
+		want: `line 1 "port p chassis=n1": unknown key "chassis"`,
+	}, {
+		in:   `port p owner=a owner=b`,
+		want: `line 1 "port p owner=a owner=b": owner twice`,
+	}, {
+		in:   "port p\nport p",
+		want: `line 2 "port p": port "p" twice`,
+	}, {
+		in:   `port p addresses="a" port_security=none port_security="a"`,
+		want: `line 1 "port p addresses=\"a\" port_security=none port_security=\"a\"": port_security=none beside other entries`,
+	}, {
+		in:   `port p addresses="a`,
+		want: `line 1 "port p addresses=\"a": addresses: "a: invalid syntax`,
+	}, {
+		in:   `port p addresses="a"b`,
+		want: `line 1 "port p addresses=\"a\"b": addresses: "a"b: text right after a quoted value`,
+	}, {
+		in:   `port p owner=a"b`,
+		want: `line 1 "port p owner=a\"b": owner: a"b: a double quote inside a bare value`,
+	}, {
+		in:   `port p rarp`,
+		want: `line 1 "port p rarp": "rarp": want key=value`,
+	}} {
+		s, err := Parse(tt.in)
+		got := Print(s)
+		if err != nil {
+			got = err.Error()
+		}
+		if got != tt.want {
+			t.Errorf("Parse(%q) = %s, want %s", tt.in, got, tt.want)
+		}
+	}
+}
+
+func ExamplePrint() {
+	s := state.New(1)
+	s.Switches["ovn-default"] = &state.Switch{Name: "ovn-default", Owner: "ovn-sync", Network: "default", Subnet: "10.16.0.0/16"}
+	addr := []string{"0a:58:0a:10:00:02 10.16.0.2"}
+	s.Ports["web.default"] = &state.Port{Name: "web.default", Switch: "ovn-default", Owner: "Pod/default/web",
+		Network: "default", Addresses: addr, PortSecurity: addr, RequestedChassis: "node-1"}
+	fmt.Print(Print(s))
+	// Output:
+	// switch ovn-default owner=ovn-sync network=default subnet=10.16.0.0/16
+	// port web.default switch=ovn-default owner=Pod/default/web network=default addresses="0a:58:0a:10:00:02 10.16.0.2" requested-chassis=node-1
+}
