@@ -9,6 +9,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/ovn-sync/ovn-sync/internal/statetext"
 	"github.com/ovn-sync/ovn-sync/state"
 )
 
@@ -63,9 +64,9 @@ func TestBuildLeavesHaveAlone(t *testing.T) {
 	in := Inputs{Pods: []*corev1.Pod{pod("default", "a", nil), pod("default", "b", nil)}}
 	first, _ := wantProblems(Build(in, cfg, state.State{}))
 	have := first.Clone()
-	before := renderState(have)
+	before := statetext.Print(have)
 	again, _ := wantProblems(Build(in, cfg, have))
-	if after := renderState(have); after != before {
+	if after := statetext.Print(have); after != before {
 		t.Errorf("Build modified have:\n%s\nwas\n%s", after, before)
 	}
 	for name, p := range again.Ports {

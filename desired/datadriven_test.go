@@ -3,11 +3,8 @@ package desired
 import (
 	"fmt"
 	"net/netip"
-	"os"
-	"path/filepath"
 	"slices"
 	"sort"
-	"strconv"
 	"strings"
 	"testing"
 
@@ -18,15 +15,17 @@ import (
 	kubevirtv1 "kubevirt.io/api/core/v1"
 	"sigs.k8s.io/yaml"
 
+	"github.com/ovn-sync/ovn-sync/internal/statetext"
 	"github.com/ovn-sync/ovn-sync/state"
 )
 
-// TestBuild runs the scripts under testdata. Commands:
+// TestBuild runs the scripts under testdata/build. Commands:
 //
 //	config            YAML like the --config file (defaultNetwork: ...); prints ok or the error
 //	objects [add]     Kubernetes YAML, multi-document; replaces the inputs (add: appends)
 //	delete            lines "Kind namespace/name"; removes those inputs
-//	have              lines in the format build prints; replaces the NB state
+//	have              a state in statetext's format, as build prints it;
+//	                  replaces the NB state
 //	have last         the NB after applying the last build: its want plus
 //	                  every row of have that is not ours
 //	build [sources]   prints the want-state, the problems and notices, and
@@ -38,25 +37,13 @@ import (
 // second pass over the applied result would change something, build says so
 // in its output.
 func TestBuild(t *testing.T) {
-	// Only the files directly under testdata: rapid keeps its failure files
-	// in testdata/rapid.
-	entries, err := os.ReadDir("testdata")
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, e := range entries {
-		if e.IsDir() {
-			continue
-		}
-		path := filepath.Join("testdata", e.Name())
-		t.Run(e.Name(), func(t *testing.T) {
-			h := &harness{}
-			h.cfg, _ = NewConfig("ovn-default", []string{"10.16.0.0/16"}, []string{"10.16.0.1"})
-			datadriven.RunTest(t, path, func(t *testing.T, d *datadriven.TestData) string {
-				return h.run(t, d)
-			})
+	datadriven.Walk(t, "testdata/build", func(t *testing.T, path string) {
+		h := &harness{}
+		h.cfg, _ = NewConfig("ovn-default", []string{"10.16.0.0/16"}, []string{"10.16.0.1"})
+		datadriven.RunTest(t, path, func(t *testing.T, d *datadriven.TestData) string {
+			return h.run(t, d)
 		})
-	}
+	})
 }
 
 // fileConfig is the defaultNetwork part of ovn-sync's config file.
@@ -122,7 +109,7 @@ func (h *harness) run(t *testing.T, d *datadriven.TestData) string {
 			h.have = applied(h.have, *h.last)
 			return "ok\n"
 		}
-		s, err := parseState(d.Input)
+		s, err := statetext.Parse(d.Input)
 		if err != nil {
 			d.Fatalf(t, "have: %v", err)
 		}
@@ -134,7 +121,7 @@ func (h *harness) run(t *testing.T, d *datadriven.TestData) string {
 		h.check(t, d, r)
 		h.last = &want
 		var out strings.Builder
-		out.WriteString(renderState(want))
+		out.WriteString(statetext.Print(want))
 		for _, p := range problems {
 			fmt.Fprintf(&out, "problem %s %s/%s %s: %s\n", p.Kind, p.Namespace, p.Name, p.Reason, p.Message)
 		}
@@ -271,8 +258,8 @@ func applied(have, want state.State) state.State {
 }
 
 func diffStates(a, b state.State) string {
-	al := strings.Split(renderState(a), "\n")
-	bl := strings.Split(renderState(b), "\n")
+	al := strings.Split(statetext.Print(a), "\n")
+	bl := strings.Split(statetext.Print(b), "\n")
 	var out strings.Builder
 	for _, l := range al {
 		if l != "" && !slices.Contains(bl, l) {
@@ -325,54 +312,6 @@ func renderSources(r Result) string {
 	return strings.Join(lines, "\n") + "\n"
 }
 
-// renderState prints switches then ports, sorted by name, one line each.
-// port_security is shown only when it differs from addresses.
-func renderState(s state.State) string {
-	var b strings.Builder
-	for _, name := range sortedKeys(s.Switches) {
-		sw := s.Switches[name]
-		b.WriteString("switch " + name)
-		field(&b, "owner", sw.Owner)
-		field(&b, "network", sw.Network)
-		field(&b, "subnet", sw.Subnet)
-		field(&b, "ipv6_prefix", sw.IPv6Prefix)
-		b.WriteString("\n")
-	}
-	for _, name := range sortedKeys(s.Ports) {
-		p := s.Ports[name]
-		b.WriteString("port " + name)
-		field(&b, "switch", p.Switch)
-		field(&b, "owner", p.Owner)
-		field(&b, "network", p.Network)
-		for _, a := range p.Addresses {
-			b.WriteString(" addresses=" + strconv.Quote(a))
-		}
-		if !slices.Equal(p.Addresses, p.PortSecurity) {
-			if len(p.PortSecurity) == 0 {
-				b.WriteString(" port_security=none")
-			}
-			for _, a := range p.PortSecurity {
-				b.WriteString(" port_security=" + strconv.Quote(a))
-			}
-		}
-		field(&b, "dynamic", p.DynamicAddresses)
-		field(&b, "requested-chassis", p.RequestedChassis)
-		field(&b, "activation-strategy", p.ActivationStrategy)
-		b.WriteString("\n")
-	}
-	return b.String()
-}
-
-func field(b *strings.Builder, k, v string) {
-	if v == "" {
-		return
-	}
-	if strings.ContainsAny(v, " \"") {
-		v = strconv.Quote(v)
-	}
-	b.WriteString(" " + k + "=" + v)
-}
-
 func sortedKeys[V any](m map[string]V) []string {
 	keys := make([]string, 0, len(m))
 	for k := range m {
@@ -380,106 +319,6 @@ func sortedKeys[V any](m map[string]V) []string {
 	}
 	sort.Strings(keys)
 	return keys
-}
-
-// parseState reads the format renderState prints. A port without
-// port_security gets its addresses as port_security.
-func parseState(text string) (state.State, error) {
-	s := state.New(0)
-	for _, line := range nonEmptyLines(text) {
-		toks, err := tokens(line)
-		if err != nil {
-			return s, fmt.Errorf("%q: %v", line, err)
-		}
-		if len(toks) < 2 {
-			return s, fmt.Errorf("%q: want \"switch NAME ...\" or \"port NAME ...\"", line)
-		}
-		switch toks[0] {
-		case "switch":
-			sw := &state.Switch{Name: toks[1]}
-			for _, kv := range toks[2:] {
-				k, v, _ := strings.Cut(kv, "=")
-				switch k {
-				case "owner":
-					sw.Owner = v
-				case "network":
-					sw.Network = v
-				case "subnet":
-					sw.Subnet = v
-				case "ipv6_prefix":
-					sw.IPv6Prefix = v
-				case "uuid":
-					sw.UUID = v
-				default:
-					return s, fmt.Errorf("%q: unknown switch field %q", line, k)
-				}
-			}
-			s.Switches[sw.Name] = sw
-		case "port":
-			p := &state.Port{Name: toks[1]}
-			psSet := false
-			for _, kv := range toks[2:] {
-				k, v, _ := strings.Cut(kv, "=")
-				switch k {
-				case "switch":
-					p.Switch = v
-				case "owner":
-					p.Owner = v
-				case "network":
-					p.Network = v
-				case "addresses":
-					p.Addresses = append(p.Addresses, v)
-				case "port_security":
-					psSet = true
-					if v != "none" {
-						p.PortSecurity = append(p.PortSecurity, v)
-					}
-				case "dynamic":
-					p.DynamicAddresses = v
-				case "requested-chassis":
-					p.RequestedChassis = v
-				case "activation-strategy":
-					p.ActivationStrategy = v
-				case "uuid":
-					p.UUID = v
-				default:
-					return s, fmt.Errorf("%q: unknown port field %q", line, k)
-				}
-			}
-			if !psSet {
-				p.PortSecurity = slices.Clone(p.Addresses)
-			}
-			s.Ports[p.Name] = p
-		default:
-			return s, fmt.Errorf("%q: want \"switch NAME ...\" or \"port NAME ...\"", line)
-		}
-	}
-	return s, nil
-}
-
-// tokens splits on spaces, keeping key="quoted value" together.
-func tokens(line string) ([]string, error) {
-	var out []string
-	for line = strings.TrimSpace(line); line != ""; line = strings.TrimSpace(line) {
-		i := strings.IndexAny(line, " \"")
-		switch {
-		case i < 0:
-			out = append(out, line)
-			line = ""
-		case line[i] == ' ':
-			out = append(out, line[:i])
-			line = line[i:]
-		default:
-			q, err := strconv.QuotedPrefix(line[i:])
-			if err != nil {
-				return nil, err
-			}
-			v, _ := strconv.Unquote(q)
-			out = append(out, line[:i]+v)
-			line = line[i+len(q):]
-		}
-	}
-	return out, nil
 }
 
 func nonEmptyLines(s string) []string {

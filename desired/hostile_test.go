@@ -28,53 +28,47 @@ import (
 // ADDRESSES") or deleted ("- port NAME"). Every pass must also leave nothing
 // for a second pass to do.
 func TestHostileInput(t *testing.T) {
-	scripts, err := filepath.Glob("testdata/hostile/*")
-	if err != nil || len(scripts) == 0 {
-		t.Fatalf("no scripts under testdata/hostile: %v", err)
-	}
 	base, cfg := exampleCluster(t)
-	for _, path := range scripts {
-		t.Run(filepath.Base(path), func(t *testing.T) {
-			// The example cluster is in the NB already.
-			first, _ := wantProblems(Build(base, cfg, state.New(0)))
-			have := applied(state.New(0), first)
-			datadriven.RunTest(t, path, func(t *testing.T, d *datadriven.TestData) string {
-				if d.Cmd != "before" && d.Cmd != "after" {
-					d.Fatalf(t, "unknown command %q", d.Cmd)
-				}
-				in := base
-				in.Pods = slices.Clone(base.Pods)
-				in.VirtualMachines = slices.Clone(base.VirtualMachines)
-				in.VirtualMachineInstances = slices.Clone(base.VirtualMachineInstances)
-				in.Migrations = slices.Clone(base.Migrations)
-				in.NetworkAttachmentDefinitions = slices.Clone(base.NetworkAttachmentDefinitions)
-				if err := decodeObjects(d.Input, &in); err != nil {
-					d.Fatalf(t, "objects: %v", err)
-				}
-				r := Build(in, cfg, have)
-				want, problems := r.Want, r.Problems
-				for _, err := range invariants(have, r) {
+	datadriven.Walk(t, "testdata/hostile", func(t *testing.T, path string) {
+		// The example cluster is in the NB already.
+		first, _ := wantProblems(Build(base, cfg, state.New(0)))
+		have := applied(state.New(0), first)
+		datadriven.RunTest(t, path, func(t *testing.T, d *datadriven.TestData) string {
+			if d.Cmd != "before" && d.Cmd != "after" {
+				d.Fatalf(t, "unknown command %q", d.Cmd)
+			}
+			in := base
+			in.Pods = slices.Clone(base.Pods)
+			in.VirtualMachines = slices.Clone(base.VirtualMachines)
+			in.VirtualMachineInstances = slices.Clone(base.VirtualMachineInstances)
+			in.Migrations = slices.Clone(base.Migrations)
+			in.NetworkAttachmentDefinitions = slices.Clone(base.NetworkAttachmentDefinitions)
+			if err := decodeObjects(d.Input, &in); err != nil {
+				d.Fatalf(t, "objects: %v", err)
+			}
+			r := Build(in, cfg, have)
+			want, problems := r.Want, r.Problems
+			for _, err := range invariants(have, r) {
+				t.Errorf("%s: %v", d.Pos, err)
+			}
+			next := applied(have, want)
+			if again, _ := wantProblems(Build(in, cfg, next)); diffStates(want, again) != "" {
+				t.Errorf("%s: a second pass changes:\n%s", d.Pos, diffStates(want, again))
+			}
+			var out strings.Builder
+			for _, p := range problems {
+				fmt.Fprintf(&out, "problem %s %s/%s %s: %s\n", p.Kind, p.Namespace, p.Name, p.Reason, p.Message)
+			}
+			out.WriteString(portChanges(have, next))
+			if d.Cmd == "after" {
+				for _, err := range untouched(have, next) {
 					t.Errorf("%s: %v", d.Pos, err)
 				}
-				next := applied(have, want)
-				if again, _ := wantProblems(Build(in, cfg, next)); diffStates(want, again) != "" {
-					t.Errorf("%s: a second pass changes:\n%s", d.Pos, diffStates(want, again))
-				}
-				var out strings.Builder
-				for _, p := range problems {
-					fmt.Fprintf(&out, "problem %s %s/%s %s: %s\n", p.Kind, p.Namespace, p.Name, p.Reason, p.Message)
-				}
-				out.WriteString(portChanges(have, next))
-				if d.Cmd == "after" {
-					for _, err := range untouched(have, next) {
-						t.Errorf("%s: %v", d.Pos, err)
-					}
-				}
-				have = next
-				return out.String()
-			})
+			}
+			have = next
+			return out.String()
 		})
-	}
+	})
 }
 
 // exampleCluster reads examples/cluster and examples/ovn-sync.yaml.
