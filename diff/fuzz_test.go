@@ -6,6 +6,7 @@ import (
 	"slices"
 	"testing"
 
+	"github.com/ovn-sync/ovn-sync/internal/statetext"
 	"github.com/ovn-sync/ovn-sync/state"
 )
 
@@ -31,7 +32,7 @@ func FuzzComputeApply(f *testing.F) {
 
 		p := Compute(want, have, policy)
 		if msg := checkApplied(want, have, p); msg != "" {
-			t.Fatalf("%s\nwant:\n%s\nhave:\n%s\nplan:\n%s", msg, dump(want), dump(have), p)
+			t.Fatalf("%s\nwant:\n%s\nhave:\n%s\nplan:\n%s", msg, statetext.Print(want), statetext.Print(have), p)
 		}
 		checkForeignKeys(t, have, extras, p)
 
@@ -274,15 +275,4 @@ func (d *draws) state(observed bool) (state.State, map[string]extra) {
 		s.Index = state.IndexPorts(s.Ports)
 	}
 	return s, extras
-}
-
-func dump(s state.State) string {
-	var out string
-	for _, name := range slices.Sorted(maps.Keys(s.Switches)) {
-		out += fmt.Sprintf("  switch %+v\n", *s.Switches[name])
-	}
-	for _, name := range slices.Sorted(maps.Keys(s.Ports)) {
-		out += fmt.Sprintf("  port %+v\n", *s.Ports[name])
-	}
-	return out
 }
