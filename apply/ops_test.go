@@ -34,7 +34,8 @@ func port(name, sw, owner, addr, chassis string) *state.Port {
 	return p
 }
 
-func observed(p *state.Port, uuid string) *state.Port {
+// withUUID returns p as the NB would hold it, under uuid.
+func withUUID(p *state.Port, uuid string) *state.Port {
 	q := *p
 	q.UUID = uuid
 	return &q
@@ -50,7 +51,7 @@ func TestOps(t *testing.T) {
 	d := port("d.default", "admin", "Pod/default/d", "", "n2")
 	vm := port("vm.default", "ovn-default", "VirtualMachine/default/vm", "0a:58:0a:10:00:04 10.16.0.4", "n1,n2")
 	vm.ActivationStrategy = "rarp"
-	vmBefore := observed(port("vm.default", "ovn-default", "VirtualMachineInstance/default/vm", "0a:58:0a:10:00:05 10.16.0.5", "n1"), "LSP-vm")
+	vmBefore := withUUID(port("vm.default", "ovn-default", "VirtualMachineInstance/default/vm", "0a:58:0a:10:00:05 10.16.0.5", "n1"), "LSP-vm")
 
 	for _, tt := range []struct {
 		name       string
@@ -99,7 +100,7 @@ txn 1
 		name: "update removing keys: delete by key, no insert",
 		want: st([]*state.Switch{sw}, port("vm.default", "ovn-default", "VirtualMachine/default/vm", "x", "")),
 		have: st([]*state.Switch{sw}, func() *state.Port {
-			p := observed(port("vm.default", "ovn-default", "VirtualMachine/default/vm", "x", "n1,n2"), "LSP-vm")
+			p := withUUID(port("vm.default", "ovn-default", "VirtualMachine/default/vm", "x", "n1,n2"), "LSP-vm")
 			p.ActivationStrategy = "rarp"
 			return p
 		}()),
@@ -111,8 +112,8 @@ txn 1
 		name: "deletes: one ports delete per switch; an unknown switch found by includes",
 		want: st([]*state.Switch{sw, foreignSw}),
 		have: st([]*state.Switch{sw, foreignSw},
-			observed(a, "LSP-a"), observed(b, "LSP-b"), observed(d, "LSP-d"),
-			observed(port("e.default", "gone", "Pod/default/e", "", ""), "LSP-e"),
+			withUUID(a, "LSP-a"), withUUID(b, "LSP-b"), withUUID(d, "LSP-d"),
+			withUUID(port("e.default", "gone", "Pod/default/e", "", ""), "LSP-e"),
 			&state.Port{Name: "router", UUID: "LSP-r"}),
 		max: 1000,
 		out: `txn 0
@@ -124,7 +125,7 @@ txn 1
 		name: "a move: delete in one transaction, create in a later one; then the switch delete",
 		want: st([]*state.Switch{sw}, a),
 		have: st([]*state.Switch{sw, {Name: "old", UUID: "LS3", Owner: "ovn-sync"}},
-			observed(port("a.default", "old", "Pod/default/a", "0a:58:0a:10:00:02 10.16.0.2", "n1"), "LSP-a")),
+			withUUID(port("a.default", "old", "Pod/default/a", "0a:58:0a:10:00:02 10.16.0.2", "n1"), "LSP-a")),
 		max: 1000,
 		out: `txn 0
   mutate Logical_Switch where _uuid==LS3: ports delete [LSP-a]
@@ -146,7 +147,7 @@ txn 2
 	}, {
 		name: "no changes, no transactions",
 		want: st([]*state.Switch{sw}, a),
-		have: st([]*state.Switch{sw}, observed(a, "LSP-a")),
+		have: st([]*state.Switch{sw}, withUUID(a, "LSP-a")),
 		max:  1000,
 		out:  ``,
 	}} {
@@ -198,7 +199,7 @@ func TestBatches(t *testing.T) {
 				name := fmt.Sprint("p", i)
 				sw := fmt.Sprint("sw", i%4)
 				p := port(name, sw, "Pod/ns/"+name, fmt.Sprint("addr", i), "n1")
-				o := observed(p, fmt.Sprint("LSP", i))
+				o := withUUID(p, fmt.Sprint("LSP", i))
 				switch i % 5 {
 				case 0:
 					want.Ports[name], have.Ports[name] = p, o
@@ -210,7 +211,7 @@ func TestBatches(t *testing.T) {
 					want.Ports[name] = p
 				case 4:
 					want.Ports[name] = p
-					have.Ports[name] = observed(port(name, fmt.Sprint("sw", (i+1)%3), "Pod/ns/"+name, "x", ""), fmt.Sprint("LSP", i))
+					have.Ports[name] = withUUID(port(name, fmt.Sprint("sw", (i+1)%3), "Pod/ns/"+name, "x", ""), fmt.Sprint("LSP", i))
 				}
 			}
 			plan := diff.Compute(want, have, diff.Policy{})

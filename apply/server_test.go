@@ -2,56 +2,31 @@ package apply
 
 import (
 	"context"
-	"path/filepath"
 	"testing"
 	"time"
 
 	"github.com/ovn-org/libovsdb/client"
-	"github.com/ovn-org/libovsdb/database/inmemory"
 	"github.com/ovn-org/libovsdb/model"
 	"github.com/ovn-org/libovsdb/ovsdb"
-	"github.com/ovn-org/libovsdb/server"
 
 	"github.com/ovn-sync/ovn-sync/internal/nbtest"
 	"github.com/ovn-sync/ovn-sync/nbdb"
+	"github.com/ovn-sync/ovn-sync/observed"
 	"github.com/ovn-sync/ovn-sync/state"
 )
 
-// newNB starts libovsdb's in-memory OVSDB server with the NB schema on a
-// unix socket in a temporary directory, and returns a client connected to
+// newNB starts the embedded NB (observed.StartEmbedded: libovsdb's
+// in-memory server with the NB schema) and returns a client connected to
 // it. Tests read the NB back with select (see dump), not through a cache, so
 // that what they see is what the server holds when Apply returns.
 func newNB(t *testing.T) client.Client {
 	t.Helper()
-	clientModel, err := nbdb.FullDatabaseModel()
+	nb, err := observed.StartEmbedded()
 	if err != nil {
 		t.Fatal(err)
 	}
-	schema := nbdb.Schema()
-	dbModel, errs := model.NewDatabaseModel(schema, clientModel)
-	if len(errs) > 0 {
-		t.Fatalf("NewDatabaseModel: %v", errs)
-	}
-	db := inmemory.NewDatabase(map[string]model.ClientDBModel{schema.Name: clientModel})
-	srv, err := server.NewOvsdbServer(db, dbModel)
-	if err != nil {
-		t.Fatal(err)
-	}
-	sock := filepath.Join(t.TempDir(), "nb.sock")
-	served := make(chan error, 1)
-	go func() { served <- srv.Serve("unix", sock) }()
-	t.Cleanup(func() {
-		srv.Close()
-		if err := <-served; err != nil {
-			t.Errorf("Serve: %v", err)
-		}
-	})
-	for deadline := time.Now().Add(5 * time.Second); !srv.Ready(); time.Sleep(5 * time.Millisecond) {
-		if time.Now().After(deadline) {
-			t.Fatal("in-memory NB not ready after 5s")
-		}
-	}
-	return connect(t, "unix:"+sock)
+	t.Cleanup(nb.Close)
+	return connect(t, nb.Endpoint)
 }
 
 // connect returns a client connected to the NB at addr until the test ends.
