@@ -569,3 +569,23 @@ func stripManagedFields(obj any) (any, error) {
 	}
 	return obj, nil
 }
+
+// ReadCluster lists every object a pass reads from a cluster, through the
+// informers run mode uses, and stops them: a one-time read (ovn-sync
+// explain). An object that cannot be read is an error.
+func ReadCluster(ctx context.Context, kube kubernetes.Interface, dyn dynamic.Interface) (desired.Inputs, error) {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	src := NewInformers(InformerOptions{Kube: kube, Dynamic: dyn, Logger: logr.Discard()})
+	if err := src.Start(ctx); err != nil {
+		return desired.Inputs{}, err
+	}
+	if !src.WaitForCacheSync(ctx) {
+		return desired.Inputs{}, fmt.Errorf("reading the cluster: %w", ctx.Err())
+	}
+	snap := src.Inputs()
+	if len(snap.Unreadable) > 0 {
+		return desired.Inputs{}, fmt.Errorf("%s could not be read", snap.Unreadable[0])
+	}
+	return snap.Inputs, nil
+}

@@ -6,13 +6,10 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
-	"slices"
-	"strings"
 	"time"
 
 	"github.com/ovn-sync/ovn-sync/examples"
 	"github.com/ovn-sync/ovn-sync/sources"
-	"github.com/ovn-sync/ovn-sync/state"
 )
 
 // cmdDemo runs the whole pipeline against an embedded NB with the example
@@ -57,8 +54,8 @@ func cmdDemo(args []string, stdout, stderr io.Writer) error {
 
 	fmt.Fprintln(stdout, "$ ovn-sync plan")
 	out := p.compute()
-	printProblems(stdout, out.Result)
-	fmt.Fprintln(stdout, out.Plan.String())
+	out.WriteProblems(stdout)
+	out.WritePlans(stdout, false)
 
 	fmt.Fprintln(stdout, "\n$ ovn-sync apply")
 	start := time.Now()
@@ -73,7 +70,7 @@ func cmdDemo(args []string, stdout, stderr io.Writer) error {
 	if err := waitForCache(ctx, p); err != nil {
 		return err
 	}
-	show(stdout, nb.State())
+	nb.State().WriteShow(stdout)
 
 	fmt.Fprintln(stdout, "\n$ ovn-sync apply   # again: the NB already matches")
 	out, err = p.apply(ctx)
@@ -102,47 +99,4 @@ func waitForCache(ctx context.Context, p job) error {
 		case <-time.After(10 * time.Millisecond):
 		}
 	}
-}
-
-// show prints switches and ports the way `ovn-nbctl show` does, with the
-// options ovn-sync manages.
-func show(w io.Writer, s state.State) {
-	bySwitch := map[string][]*state.Port{}
-	for _, p := range s.Ports {
-		bySwitch[p.Switch] = append(bySwitch[p.Switch], p)
-	}
-	names := make([]string, 0, len(s.Switches))
-	for n := range s.Switches {
-		names = append(names, n)
-	}
-	slices.Sort(names)
-	for _, n := range names {
-		sw := s.Switches[n]
-		fmt.Fprintf(w, "switch %s (%s)\n", sw.UUID, sw.Name)
-		ports := bySwitch[n]
-		slices.SortFunc(ports, func(a, b *state.Port) int { return strings.Compare(a.Name, b.Name) })
-		for _, p := range ports {
-			fmt.Fprintf(w, "    port %s\n", p.Name)
-			fmt.Fprintf(w, "        addresses: [%s]\n", quoteList(p.Addresses))
-			var opts []string
-			if p.RequestedChassis != "" {
-				opts = append(opts, state.OptRequestedChassis+"="+p.RequestedChassis)
-			}
-			if p.ActivationStrategy != "" {
-				opts = append(opts, state.OptActivationStrategy+"="+p.ActivationStrategy)
-			}
-			if len(opts) > 0 {
-				fmt.Fprintf(w, "        options: %s\n", strings.Join(opts, " "))
-			}
-			fmt.Fprintf(w, "        owner: %s\n", p.Owner)
-		}
-	}
-}
-
-func quoteList(l []string) string {
-	q := make([]string, len(l))
-	for i, s := range l {
-		q[i] = fmt.Sprintf("%q", s)
-	}
-	return strings.Join(q, ", ")
 }

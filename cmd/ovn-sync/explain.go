@@ -13,8 +13,6 @@ import (
 	"github.com/go-logr/logr"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/rest"
-	"k8s.io/client-go/tools/clientcmd"
 	"k8s.io/klog/v2"
 
 	"github.com/ovn-sync/ovn-sync/desired"
@@ -91,14 +89,10 @@ func cmdExplain(args []string, stdout, stderr io.Writer) error {
 // names, through the same informers as run mode.
 func readCluster(ctx context.Context, kubeconfig string) (desired.Inputs, error) {
 	klog.SetLogger(logr.Discard())
-	rules := clientcmd.NewDefaultClientConfigLoadingRules()
-	rules.ExplicitPath = kubeconfig
-	rc, err := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rules, &clientcmd.ConfigOverrides{}).ClientConfig()
+	rc, err := restConfig(kubeconfig)
 	if err != nil {
-		return desired.Inputs{}, fmt.Errorf("kubernetes client config: %w", err)
+		return desired.Inputs{}, err
 	}
-	rc = rest.CopyConfig(rc)
-	rc.UserAgent = "ovn-sync/" + version
 	kube, err := kubernetes.NewForConfig(rc)
 	if err != nil {
 		return desired.Inputs{}, err
@@ -109,20 +103,5 @@ func readCluster(ctx context.Context, kubeconfig string) (desired.Inputs, error)
 	}
 	ctx, cancel := context.WithTimeout(ctx, time.Minute)
 	defer cancel()
-	src := sources.NewInformers(sources.InformerOptions{Kube: kube, Dynamic: dyn, Logger: logr.Discard()})
-	if err := src.Start(ctx); err != nil {
-		return desired.Inputs{}, err
-	}
-	for !src.HasSynced() {
-		select {
-		case <-ctx.Done():
-			return desired.Inputs{}, fmt.Errorf("reading the cluster: %w", ctx.Err())
-		case <-time.After(20 * time.Millisecond):
-		}
-	}
-	snap := src.Inputs()
-	if len(snap.Unreadable) > 0 {
-		return desired.Inputs{}, fmt.Errorf("%s could not be read", snap.Unreadable[0])
-	}
-	return snap.Inputs, nil
+	return sources.ReadCluster(ctx, kube, dyn)
 }

@@ -2,9 +2,6 @@ package main
 
 import (
 	"context"
-	"crypto/tls"
-	"crypto/x509"
-	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
@@ -17,7 +14,6 @@ import (
 
 	"github.com/ovn-sync/ovn-sync/apply"
 	"github.com/ovn-sync/ovn-sync/desired"
-	"github.com/ovn-sync/ovn-sync/diff"
 	"github.com/ovn-sync/ovn-sync/observed"
 	"github.com/ovn-sync/ovn-sync/reconcile"
 	"github.com/ovn-sync/ovn-sync/sources"
@@ -46,65 +42,9 @@ func (n *nbFlags) register(fs *flag.FlagSet) {
 	fs.DurationVar(&n.connectTimeout, "connect-timeout", 30*time.Second, "how long to wait for the NB, when connecting and at each attempt to reconnect")
 }
 
-func (n *nbFlags) tlsConfig() (*tls.Config, error) {
-	if n.cert == "" && n.key == "" && n.ca == "" {
-		return nil, nil
-	}
-	cfg := &tls.Config{MinVersion: tls.VersionTLS12}
-	if n.cert != "" || n.key != "" {
-		pair, err := tls.LoadX509KeyPair(n.cert, n.key)
-		if err != nil {
-			return nil, fmt.Errorf("--nb-cert/--nb-key: %w", err)
-		}
-		cfg.Certificates = []tls.Certificate{pair}
-	}
-	if n.ca != "" {
-		pem, err := os.ReadFile(n.ca)
-		if err != nil {
-			return nil, fmt.Errorf("--nb-ca: %w", err)
-		}
-		pool := x509.NewCertPool()
-		if !pool.AppendCertsFromPEM(pem) {
-			return nil, fmt.Errorf("--nb-ca %s: no certificate found", n.ca)
-		}
-		cfg.RootCAs = pool
-	}
-	return cfg, nil
-}
-
-// connect dials the NB named by --nb. For "embedded" it first starts the
-// in-memory server; the returned func stops whatever connect started.
+// connect dials the NB named by --nb (see observed.Connect).
 func (n *nbFlags) connect(ctx context.Context) (*observed.NB, func(), error) {
-	if n.addr == "" {
-		return nil, nil, errors.New("--nb is required (unix:PATH, tcp:HOST:PORT, ssl:HOST:PORT or embedded)")
-	}
-	ctx, cancel := context.WithTimeout(ctx, n.connectTimeout)
-	defer cancel()
-	if n.addr == "embedded" {
-		e, err := observed.StartEmbedded()
-		if err != nil {
-			return nil, nil, err
-		}
-		nb, err := observed.Dial(ctx, observed.Options{Endpoints: []string{e.Endpoint}})
-		if err != nil {
-			e.Close()
-			return nil, nil, err
-		}
-		return nb, func() { nb.Close(); e.Close() }, nil
-	}
-	eps, err := observed.ParseEndpoints(n.addr)
-	if err != nil {
-		return nil, nil, err
-	}
-	tlsCfg, err := n.tlsConfig()
-	if err != nil {
-		return nil, nil, err
-	}
-	nb, err := observed.Dial(ctx, observed.Options{Endpoints: eps, TLS: tlsCfg, LeaderOnly: true, ReconnectTimeout: n.connectTimeout})
-	if err != nil {
-		return nil, nil, err
-	}
-	return nb, nb.Close, nil
+	return observed.Connect(ctx, observed.Address{NB: n.addr, Cert: n.cert, Key: n.key, CA: n.ca, Timeout: n.connectTimeout})
 }
 
 // oneShot holds what plan and apply share.
@@ -178,41 +118,10 @@ func (j job) apply(ctx context.Context) (reconcile.Outcome, error) {
 	return reconcile.Pass(ctx, j.nb, j.in, j.opts)
 }
 
-// printProblems prints Build's problems, one per line, then its notices
-// (changes that wait, such as a running VM's new address request).
-func printProblems(w io.Writer, r desired.Result) {
-	for _, pr := range r.Problems {
-		fmt.Fprintln(w, pr.String())
-	}
-	for _, n := range r.Notices {
-		fmt.Fprintf(w, "notice: %s %s/%s: %s: %s\n", n.Kind, n.Namespace, n.Name, n.Reason, n.Message)
-	}
-}
-
 func printNotes(w io.Writer, notes []sources.Note) {
 	for _, n := range notes {
 		fmt.Fprintf(w, "note: %s\n", n)
 	}
-}
-
-// jsonReport is the -o json document of plan and apply.
-type jsonReport struct {
-	Plan     diff.Plan         `json:"plan"`
-	Problems []desired.Problem `json:"problems"`
-	Notices  []desired.Problem `json:"notices"`
-	Applied  *apply.Result     `json:"applied,omitempty"`
-}
-
-func writeJSON(w io.Writer, r jsonReport) error {
-	if r.Problems == nil {
-		r.Problems = []desired.Problem{}
-	}
-	if r.Notices == nil {
-		r.Notices = []desired.Problem{}
-	}
-	enc := json.NewEncoder(w)
-	enc.SetIndent("", "  ")
-	return enc.Encode(r)
 }
 
 // prepare reads the manifests and config and connects to the NB.
@@ -269,13 +178,13 @@ func cmdApply(args []string, stdout, stderr io.Writer) error {
 func planOnce(o *oneShot, j job, stdout, stderr io.Writer) error {
 	out := j.compute()
 	if o.output == "json" {
-		printProblems(stderr, out.Result)
-		if err := writeJSON(stdout, jsonReport{Plan: out.Plan, Problems: out.Result.Problems, Notices: out.Result.Notices}); err != nil {
+		out.WriteProblems(stderr)
+		if err := out.WriteJSON(stdout, false); err != nil {
 			return err
 		}
 	} else {
-		printProblems(stdout, out.Result)
-		fmt.Fprintln(stdout, out.Plan.String())
+		out.WriteProblems(stdout)
+		out.WritePlans(stdout, false)
 	}
 	if o.exitCode && !out.Plan.Empty() {
 		return exitError{2}
@@ -285,21 +194,14 @@ func planOnce(o *oneShot, j job, stdout, stderr io.Writer) error {
 
 func applyOnce(ctx context.Context, o *oneShot, j job, stdout, stderr io.Writer) error {
 	out, err := j.apply(ctx)
-	res := out.Applied
 	if o.output == "json" {
-		printProblems(stderr, out.Result)
-		if jerr := writeJSON(stdout, jsonReport{Plan: out.Plan, Problems: out.Result.Problems, Notices: out.Result.Notices, Applied: &res}); jerr != nil && err == nil {
+		out.WriteProblems(stderr)
+		if jerr := out.WriteJSON(stdout, true); jerr != nil && err == nil {
 			err = jerr
 		}
 	} else {
-		printProblems(stdout, out.Result)
-		for _, p := range out.Earlier {
-			fmt.Fprintln(stdout, p.String())
-		}
-		fmt.Fprintln(stdout, out.Plan.String())
-		if res.Ops > 0 || !out.Plan.Empty() {
-			fmt.Fprintf(stdout, "Applied %d operations in %d transactions.\n", res.Ops, len(res.Txns))
-		}
+		out.WriteProblems(stdout)
+		out.WritePlans(stdout, true)
 	}
 	if err != nil {
 		return err

@@ -162,13 +162,23 @@ func newLogger(w *os.File, format string, verbosity int) (logr.Logger, func(), e
 }
 
 func (r *runFlags) restConfig() (*rest.Config, error) {
+	cfg, err := restConfig(r.kubeconfig)
+	if err != nil {
+		return nil, err
+	}
+	cfg.QPS, cfg.Burst = float32(r.kubeQPS), r.kubeBurst
+	return cfg, nil
+}
+
+// restConfig loads a kubeconfig as kubectl does: the file given, else
+// $KUBECONFIG, ~/.kube/config or the in-cluster service account.
+func restConfig(kubeconfig string) (*rest.Config, error) {
 	rules := clientcmd.NewDefaultClientConfigLoadingRules()
-	rules.ExplicitPath = r.kubeconfig
+	rules.ExplicitPath = kubeconfig
 	cfg, err := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rules, &clientcmd.ConfigOverrides{}).ClientConfig()
 	if err != nil {
 		return nil, fmt.Errorf("kubernetes client config: %w", err)
 	}
-	cfg.QPS, cfg.Burst = float32(r.kubeQPS), r.kubeBurst
 	cfg.UserAgent = "ovn-sync/" + version
 	return cfg, nil
 }

@@ -1,0 +1,61 @@
+package reconcile
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+
+	"github.com/ovn-sync/ovn-sync/apply"
+	"github.com/ovn-sync/ovn-sync/desired"
+	"github.com/ovn-sync/ovn-sync/diff"
+)
+
+// WriteProblems prints Build's problems, one per line, then its notices
+// (changes that wait, such as a running VM's new address request).
+func (out Outcome) WriteProblems(w io.Writer) {
+	for _, pr := range out.Result.Problems {
+		fmt.Fprintln(w, pr.String())
+	}
+	for _, n := range out.Result.Notices {
+		fmt.Fprintf(w, "notice: %s %s/%s: %s: %s\n", n.Kind, n.Namespace, n.Name, n.Reason, n.Message)
+	}
+}
+
+// WritePlans prints every plan the pass computed, in order, as terraform
+// prints a plan; after an apply (applied), what it sent.
+func (out Outcome) WritePlans(w io.Writer, applied bool) {
+	for _, p := range out.Earlier {
+		fmt.Fprintln(w, p.String())
+	}
+	fmt.Fprintln(w, out.Plan.String())
+	if applied && (out.Applied.Ops > 0 || !out.Plan.Empty()) {
+		fmt.Fprintf(w, "Applied %d operations in %d transactions.\n", out.Applied.Ops, len(out.Applied.Txns))
+	}
+}
+
+// report is the -o json document of plan and apply: lists are never null.
+type report struct {
+	Plan     diff.Plan         `json:"plan"`
+	Problems []desired.Problem `json:"problems"`
+	Notices  []desired.Problem `json:"notices"`
+	Applied  *apply.Result     `json:"applied,omitempty"`
+}
+
+// WriteJSON writes the outcome as one JSON document: the last plan, the
+// problems and notices, and (applied) what was sent.
+func (out Outcome) WriteJSON(w io.Writer, applied bool) error {
+	r := report{Plan: out.Plan, Problems: out.Result.Problems, Notices: out.Result.Notices}
+	if r.Problems == nil {
+		r.Problems = []desired.Problem{}
+	}
+	if r.Notices == nil {
+		r.Notices = []desired.Problem{}
+	}
+	if applied {
+		res := out.Applied
+		r.Applied = &res
+	}
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	return enc.Encode(r)
+}
