@@ -97,9 +97,9 @@ type Txn struct {
 }
 
 // Apply carries out plan on the NB through c, in the phases of
-// diff.Plan's order, each in transactions of at most opts.MaxOpsPerTxn
-// operations: switch creates and updates; port deletes; port updates and
-// creates; then each switch delete on its own. An empty plan sends nothing.
+// diff.Plan's order (documented there), each in transactions of at most
+// opts.MaxOpsPerTxn operations, each switch delete in one of its own. An
+// empty plan sends nothing.
 //
 // Up to opts.InFlight transactions of a phase are in flight at once, and a
 // phase starts only once every transaction of the one before has been

@@ -232,11 +232,10 @@ func switchTxns(plan diff.Plan, max int) []txn {
 // one mutate of each switch's ports per transaction.
 type batcher struct {
 	max     int
-	mutator ovsdb.Mutator // what this phase's switch mutates do to ports
-	// countMutates: each switch mutate counts as a row of its own (creates,
-	// whose ports were counted by their inserts); otherwise each port a
-	// mutate removes counts as one row (deletes).
-	countMutates bool
+	// mutator is what this phase's switch mutates do to ports. An insert
+	// mutate counts as a row of its own (its ports were counted by their
+	// inserts); a delete mutate counts as one row per port it removes.
+	mutator ovsdb.Mutator
 
 	// yield receives each transaction as it is closed; once it returns
 	// false, stopped is set and no more are passed to it.
@@ -252,8 +251,8 @@ type batcher struct {
 	named int
 }
 
-func newBatcher(max int, m ovsdb.Mutator, countMutates bool, yield func(txn) bool) *batcher {
-	return &batcher{max: max, mutator: m, countMutates: countMutates, yield: yield, ports: map[string][]string{}}
+func newBatcher(max int, m ovsdb.Mutator, yield func(txn) bool) *batcher {
+	return &batcher{max: max, mutator: m, yield: yield, ports: map[string][]string{}}
 }
 
 // reserve makes room in the current transaction for rows more rows, plus,
@@ -262,7 +261,7 @@ func newBatcher(max int, m ovsdb.Mutator, countMutates bool, yield func(txn) boo
 // not fit. A port's addPort must follow its reserve.
 func (b *batcher) reserve(rows int, sw string) {
 	need := func() int {
-		if _, ok := b.ports[sw]; sw != "" && !ok && b.countMutates {
+		if _, ok := b.ports[sw]; sw != "" && !ok && b.mutator == ovsdb.MutateOperationInsert {
 			return rows + 1
 		}
 		return rows
@@ -319,7 +318,7 @@ func portTxns(plan diff.Plan, switches map[string]string, max int) (deletes, ups
 		}
 	}
 	deletes = func(yield func(txn) bool) {
-		del := newBatcher(max, ovsdb.MutateOperationDelete, false, yield)
+		del := newBatcher(max, ovsdb.MutateOperationDelete, yield)
 		for i := range plan.Changes {
 			c := &plan.Changes[i]
 			if c.Kind != diff.KindPort || c.Action != diff.Delete {
@@ -351,7 +350,7 @@ func portTxns(plan diff.Plan, switches map[string]string, max int) (deletes, ups
 	}
 
 	upserts = func(yield func(txn) bool) {
-		up := newBatcher(max, ovsdb.MutateOperationInsert, true, yield)
+		up := newBatcher(max, ovsdb.MutateOperationInsert, yield)
 		for i := range plan.Changes {
 			c := &plan.Changes[i]
 			if c.Kind != diff.KindPort || c.Action != diff.Update {

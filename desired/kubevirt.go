@@ -4,15 +4,16 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/ovn-sync/ovn-sync/state"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	kubevirtv1 "kubevirt.io/api/core/v1"
 )
 
 const (
-	kindPod                = "Pod"
-	kindVirtualMachine     = "VirtualMachine"
-	kindVirtualMachineInst = "VirtualMachineInstance"
+	kindPod                = state.KindPod
+	kindVirtualMachine     = state.KindVirtualMachine
+	kindVirtualMachineInst = state.KindVirtualMachineInstance
 
 	launcherLabelValue = "virt-launcher"
 	vmNameLabel        = "vm.kubevirt.io/name"

@@ -23,7 +23,7 @@ const (
 const (
 	ownerDefaultSwitch = "ovn-sync"
 	ownerNADPrefix     = "NetworkAttachmentDefinition/"
-	kindNAD            = "NetworkAttachmentDefinition"
+	kindNAD            = state.KindNetworkAttachmentDefinition
 	providerDefault    = "ovn"
 	providerSuffix     = ".ovn"
 )

@@ -13,7 +13,9 @@
 // activation-strategy, external_ids ovn-sync/*, and on switches we created
 // other_config subnet and ipv6_prefix.
 //
-// Compute is linear in the number of ports. An unchanged port costs one map
-// lookup and a comparison of the managed fields, and allocates nothing; the
-// cost of a pass is that of the changes it finds (see bench_test.go).
+// Compute is linear in the number of ports. It walks want's and have's
+// packed indexes (state.Index, sorted by name hash) in step: an unchanged
+// port costs a comparison of two fingerprints — no map lookup, no
+// dereference — and allocates nothing; the cost of a pass is that of the
+// changes it finds (see bench/bench_test.go).
 package diff

@@ -10,6 +10,7 @@ import (
 	"k8s.io/client-go/tools/record"
 
 	"github.com/ovn-sync/ovn-sync/desired"
+	"github.com/ovn-sync/ovn-sync/state"
 )
 
 // Events turns Problems into Kubernetes Events on the objects they
@@ -49,19 +50,19 @@ func indexRefs(in desired.Inputs) objectRefs {
 		}
 	}
 	for _, o := range in.Pods {
-		add("Pod", "v1", o)
+		add(state.KindPod, "v1", o)
 	}
 	for _, o := range in.VirtualMachines {
-		add("VirtualMachine", "kubevirt.io/v1", o)
+		add(state.KindVirtualMachine, "kubevirt.io/v1", o)
 	}
 	for _, o := range in.VirtualMachineInstances {
-		add("VirtualMachineInstance", "kubevirt.io/v1", o)
+		add(state.KindVirtualMachineInstance, "kubevirt.io/v1", o)
 	}
 	for _, o := range in.Migrations {
-		add("VirtualMachineInstanceMigration", "kubevirt.io/v1", o)
+		add(state.KindVirtualMachineInstanceMigration, "kubevirt.io/v1", o)
 	}
 	for _, o := range in.NetworkAttachmentDefinitions {
-		add("NetworkAttachmentDefinition", "k8s.cni.cncf.io/v1", o)
+		add(state.KindNetworkAttachmentDefinition, "k8s.cni.cncf.io/v1", o)
 	}
 	return refs
 }

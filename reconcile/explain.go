@@ -10,6 +10,7 @@ import (
 
 	"github.com/ovn-sync/ovn-sync/desired"
 	"github.com/ovn-sync/ovn-sync/diff"
+	"github.com/ovn-sync/ovn-sync/state"
 )
 
 // Explanation is what ovn-sync explain prints for one owner: its ports, and
@@ -142,7 +143,7 @@ func kindOf(s string) (string, error) {
 	case "virtualmachine", "virtualmachines", "vm", "vms":
 		return KindVirtualMachine, nil
 	case "virtualmachineinstance", "virtualmachineinstances", "vmi", "vmis":
-		return "VirtualMachineInstance", nil
+		return state.KindVirtualMachineInstance, nil
 	}
 	return "", fmt.Errorf("kind %q: want Pod, VirtualMachine or VirtualMachineInstance", s)
 }

@@ -8,6 +8,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/ovn-sync/ovn-sync/desired"
+	"github.com/ovn-sync/ovn-sync/state"
 )
 
 // Annotation keys published, kube-ovn compatible: each is
@@ -25,8 +26,8 @@ const (
 
 // Kinds of objects publications go to.
 const (
-	KindPod            = "Pod"
-	KindVirtualMachine = "VirtualMachine"
+	KindPod            = state.KindPod
+	KindVirtualMachine = state.KindVirtualMachine
 )
 
 // Publication is the annotations one object needs changed so that it

@@ -27,6 +27,7 @@ import (
 	kubevirtv1 "kubevirt.io/api/core/v1"
 
 	"github.com/ovn-sync/ovn-sync/desired"
+	"github.com/ovn-sync/ovn-sync/state"
 )
 
 // Kind names one of the five kinds of object the informers watch, as
@@ -35,11 +36,11 @@ type Kind string
 
 // The kinds, in the order Informers lists them.
 const (
-	KindPod                             Kind = "Pod"
-	KindVirtualMachine                  Kind = "VirtualMachine"
-	KindVirtualMachineInstance          Kind = "VirtualMachineInstance"
-	KindVirtualMachineInstanceMigration Kind = "VirtualMachineInstanceMigration"
-	KindNetworkAttachmentDefinition     Kind = "NetworkAttachmentDefinition"
+	KindPod                             Kind = state.KindPod
+	KindVirtualMachine                  Kind = state.KindVirtualMachine
+	KindVirtualMachineInstance          Kind = state.KindVirtualMachineInstance
+	KindVirtualMachineInstanceMigration Kind = state.KindVirtualMachineInstanceMigration
+	KindNetworkAttachmentDefinition     Kind = state.KindNetworkAttachmentDefinition
 )
 
 // Kinds lists every kind the informers watch.

@@ -20,6 +20,7 @@ import (
 	kubevirtv1 "kubevirt.io/api/core/v1"
 
 	"github.com/ovn-sync/ovn-sync/desired"
+	"github.com/ovn-sync/ovn-sync/state"
 )
 
 // Note is something ReadManifests skipped but wants the user to know about.
@@ -97,11 +98,11 @@ func checkDuplicates(in desired.Inputs, from [5]int, file string, seen map[strin
 		return nil
 	}
 	return errors.Join(
-		check("Pod", asObjects(in.Pods[from[0]:])),
-		check("VirtualMachine", asObjects(in.VirtualMachines[from[1]:])),
-		check("VirtualMachineInstance", asObjects(in.VirtualMachineInstances[from[2]:])),
-		check("VirtualMachineInstanceMigration", asObjects(in.Migrations[from[3]:])),
-		check("NetworkAttachmentDefinition", asObjects(in.NetworkAttachmentDefinitions[from[4]:])),
+		check(state.KindPod, asObjects(in.Pods[from[0]:])),
+		check(state.KindVirtualMachine, asObjects(in.VirtualMachines[from[1]:])),
+		check(state.KindVirtualMachineInstance, asObjects(in.VirtualMachineInstances[from[2]:])),
+		check(state.KindVirtualMachineInstanceMigration, asObjects(in.Migrations[from[3]:])),
+		check(state.KindNetworkAttachmentDefinition, asObjects(in.NetworkAttachmentDefinitions[from[4]:])),
 	)
 }
 
@@ -208,15 +209,15 @@ func addObject(raw []byte, in *desired.Inputs) ([]string, error) {
 		group = ""
 	}
 	switch {
-	case group == "" && tm.Kind == "Pod":
+	case group == "" && tm.Kind == state.KindPod:
 		return nil, decodeInto(raw, &in.Pods)
-	case group == "kubevirt.io" && tm.Kind == "VirtualMachine":
+	case group == "kubevirt.io" && tm.Kind == state.KindVirtualMachine:
 		return nil, decodeInto(raw, &in.VirtualMachines)
-	case group == "kubevirt.io" && tm.Kind == "VirtualMachineInstance":
+	case group == "kubevirt.io" && tm.Kind == state.KindVirtualMachineInstance:
 		return nil, decodeInto(raw, &in.VirtualMachineInstances)
-	case group == "kubevirt.io" && tm.Kind == "VirtualMachineInstanceMigration":
+	case group == "kubevirt.io" && tm.Kind == state.KindVirtualMachineInstanceMigration:
 		return nil, decodeInto(raw, &in.Migrations)
-	case group == "k8s.cni.cncf.io" && tm.Kind == "NetworkAttachmentDefinition":
+	case group == "k8s.cni.cncf.io" && tm.Kind == state.KindNetworkAttachmentDefinition:
 		return nil, decodeInto(raw, &in.NetworkAttachmentDefinitions)
 	}
 	var om struct {

@@ -1,0 +1,12 @@
+package state
+
+// The kinds of the Kubernetes objects ovn-sync reads, as Kubernetes spells
+// them: in owner keys (external_ids:ovn-sync/owner, "<Kind>/<ns>/<name>"),
+// in Problems, Events and explain.
+const (
+	KindPod                             = "Pod"
+	KindVirtualMachine                  = "VirtualMachine"
+	KindVirtualMachineInstance          = "VirtualMachineInstance"
+	KindVirtualMachineInstanceMigration = "VirtualMachineInstanceMigration"
+	KindNetworkAttachmentDefinition     = "NetworkAttachmentDefinition"
+)
