@@ -231,7 +231,7 @@ func switchTxns(plan diff.Plan, max int) []txn {
 // batcher packs port changes into transactions of at most max rows, with
 // one mutate of each switch's ports per transaction.
 type batcher struct {
-	max     int
+	max int
 	// mutator is what this phase's switch mutates do to ports. An insert
 	// mutate counts as a row of its own (its ports were counted by their
 	// inserts); a delete mutate counts as one row per port it removes.
