@@ -27,21 +27,26 @@ var seed = maphash.MakeSeed()
 // NameHash returns the hash an Index sorts a port named name by.
 func NameHash(name string) uint64 { return maphash.String(seed, name) }
 
-// Sum returns a fingerprint of every field Equal compares. Two ports with
-// the same Sum are equal but for a 2^-64 chance.
+// Sum returns a fingerprint of every field Equal compares: the name and
+// each field of Fields that ports have. Two ports with the same Sum are
+// equal but for a 2^-64 chance.
 func (p *Port) Sum() uint64 {
 	var h maphash.Hash
 	h.SetSeed(seed)
-	for _, s := range [...]string{p.Name, p.Switch, p.Owner, p.Network, p.RequestedChassis, p.ActivationStrategy} {
-		h.WriteString(s)
-		h.WriteByte(0)
-	}
-	for _, l := range [...][]string{p.Addresses, p.PortSecurity} {
-		for _, s := range l {
-			h.WriteString(s)
+	h.WriteString(p.Name)
+	h.WriteByte(0)
+	for i := range Fields {
+		switch f := &Fields[i]; {
+		case f.PortKey != nil:
+			h.WriteString(*f.PortKey(p))
 			h.WriteByte(0)
+		case f.PortSet != nil:
+			for _, s := range *f.PortSet(p) {
+				h.WriteString(s)
+				h.WriteByte(0)
+			}
+			h.WriteByte(1)
 		}
-		h.WriteByte(1)
 	}
 	return h.Sum64()
 }

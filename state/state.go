@@ -48,11 +48,18 @@ type Switch struct {
 // Owned reports whether ovn-sync created the switch.
 func (s *Switch) Owned() bool { return s.Owner != "" }
 
-// Equal reports whether a and b agree on every column ovn-sync manages.
-// UUIDs are not compared.
+// Equal reports whether s and o have the same name and agree on every field
+// of Fields that switches have. UUIDs are not compared.
 func (s *Switch) Equal(o *Switch) bool {
-	return s.Name == o.Name && s.Owner == o.Owner && s.Network == o.Network &&
-		s.Subnet == o.Subnet && s.IPv6Prefix == o.IPv6Prefix
+	if s.Name != o.Name {
+		return false
+	}
+	for i := range Fields {
+		if f := &Fields[i]; f.SwitchKey != nil && *f.SwitchKey(s) != *f.SwitchKey(o) {
+			return false
+		}
+	}
+	return true
 }
 
 // Port is a Logical_Switch_Port, reduced to the columns ovn-sync reads. The
@@ -90,12 +97,25 @@ type Port struct {
 // Owned reports whether the port is ovn-sync's.
 func (p *Port) Owned() bool { return p.Owner != "" }
 
-// Equal reports whether p and o agree on every column and key ovn-sync
-// manages. UUIDs and DynamicAddresses are not compared.
+// Equal reports whether p and o have the same name and agree on every field
+// of Fields that ports have. UUIDs and DynamicAddresses are not compared.
 func (p *Port) Equal(o *Port) bool {
-	return p.Name == o.Name && p.Switch == o.Switch && p.Owner == o.Owner && p.Network == o.Network &&
-		p.RequestedChassis == o.RequestedChassis && p.ActivationStrategy == o.ActivationStrategy &&
-		slices.Equal(p.Addresses, o.Addresses) && slices.Equal(p.PortSecurity, o.PortSecurity)
+	if p.Name != o.Name {
+		return false
+	}
+	for i := range Fields {
+		switch f := &Fields[i]; {
+		case f.PortKey != nil:
+			if *f.PortKey(p) != *f.PortKey(o) {
+				return false
+			}
+		case f.PortSet != nil:
+			if !slices.Equal(*f.PortSet(p), *f.PortSet(o)) {
+				return false
+			}
+		}
+	}
+	return true
 }
 
 // State is a set of switches and ports, each keyed by its name.

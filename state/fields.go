@@ -1,0 +1,93 @@
+package state
+
+// Field describes one column, or one key of a map column, that ovn-sync
+// manages on Logical_Switch_Port or Logical_Switch rows: where the NB keeps
+// it and where a Port or a Switch holds it. Fields lists each of them once.
+//
+// Everything that compares, fingerprints, diffs, shows, writes or reads a
+// managed field walks Fields: Port.Equal, Port.Sum and Switch.Equal here;
+// diff's Fields (one bit per index), Compute, Plan.ApplyTo and Plan.String;
+// apply's inserts and updates; observed's monitor and its conversion of
+// rows. So a new managed key or column is a field of Port or Switch and its
+// entry here, plus its name in diff's JSON form (portJSON, switchJSON, whose
+// names and order are stable output) and, for a column no entry names yet,
+// where nbdb's row model keeps it (observed's portSet, portMap, switchMap).
+// state's TestFieldsCoverPortAndSwitch fails for a field of Port or Switch
+// without an entry, and observed's TestFieldsRoundTrip for an entry that
+// any of these places leaves out.
+//
+// How a field compares and renders follows from its kind: a set column
+// compares element by element and renders as its one element quoted, or as
+// a bracketed list of quoted elements; a key compares as a string and
+// renders quoted. An empty set or an empty string is unset and renders as
+// nothing.
+type Field struct {
+	// Column is the NB column. Key is the one key of that map column the
+	// field owns; "" for a set column, which the field owns whole.
+	Column, Key string
+
+	// PortKey returns where a Port holds the field when it is a key, and
+	// PortSet where a Port holds it when it is a set column ("" and nil
+	// are unset). Both are nil when ports do not have the field.
+	PortKey func(*Port) *string
+	PortSet func(*Port) *[]string
+	// SwitchKey returns where a Switch holds the field, a key; nil when
+	// switches do not have it. No managed column of a switch is a set.
+	SwitchKey func(*Switch) *string
+
+	// Placement marks the field that says where a row is rather than what
+	// it holds: it is written when the row is created and never updated. A
+	// port whose switch differs is moved, deleted and created again.
+	Placement bool
+}
+
+// Name returns "column" for a set column and "column:key" for a key, e.g.
+// "options:requested-chassis": the field's name in plans.
+func (f *Field) Name() string {
+	if f.Key == "" {
+		return f.Column
+	}
+	return f.Column + ":" + f.Key
+}
+
+// The indexes of the managed fields in Fields. Plans list fields, and apply
+// writes columns, in this order.
+const (
+	FieldAddresses          = iota // LSP addresses
+	FieldPortSecurity              // LSP port_security
+	FieldRequestedChassis          // LSP options:requested-chassis
+	FieldActivationStrategy        // LSP options:activation-strategy
+	FieldOwner                     // external_ids:ovn-sync/owner, on ports and switches
+	FieldNetwork                   // external_ids:ovn-sync/network, on ports and switches
+	FieldSwitch                    // LSP external_ids:ovn-sync/switch
+	FieldSubnet                    // LS other_config:subnet
+	FieldIPv6Prefix                // LS other_config:ipv6_prefix
+
+	// NumFields is the number of managed fields.
+	NumFields = iota
+)
+
+// Fields is every column and key ovn-sync manages, by index. Its entries are
+// read, never changed.
+var Fields = [NumFields]Field{
+	FieldAddresses: {Column: "addresses",
+		PortSet: func(p *Port) *[]string { return &p.Addresses }},
+	FieldPortSecurity: {Column: "port_security",
+		PortSet: func(p *Port) *[]string { return &p.PortSecurity }},
+	FieldRequestedChassis: {Column: "options", Key: OptRequestedChassis,
+		PortKey: func(p *Port) *string { return &p.RequestedChassis }},
+	FieldActivationStrategy: {Column: "options", Key: OptActivationStrategy,
+		PortKey: func(p *Port) *string { return &p.ActivationStrategy }},
+	FieldOwner: {Column: "external_ids", Key: KeyOwner,
+		PortKey:   func(p *Port) *string { return &p.Owner },
+		SwitchKey: func(s *Switch) *string { return &s.Owner }},
+	FieldNetwork: {Column: "external_ids", Key: KeyNetwork,
+		PortKey:   func(p *Port) *string { return &p.Network },
+		SwitchKey: func(s *Switch) *string { return &s.Network }},
+	FieldSwitch: {Column: "external_ids", Key: KeySwitch, Placement: true,
+		PortKey: func(p *Port) *string { return &p.Switch }},
+	FieldSubnet: {Column: "other_config", Key: SwitchSubnet,
+		SwitchKey: func(s *Switch) *string { return &s.Subnet }},
+	FieldIPv6Prefix: {Column: "other_config", Key: SwitchIPv6Prefix,
+		SwitchKey: func(s *Switch) *string { return &s.IPv6Prefix }},
+}
