@@ -43,34 +43,20 @@ func (p Plan) ApplyTo(have state.State) state.State {
 	return s
 }
 
+// setPortField sets single field f of p to its value on from.
 func setPortField(p, from *state.Port, f Fields) {
-	switch f {
-	case FieldAddresses:
-		p.Addresses = from.Addresses
-	case FieldPortSecurity:
-		p.PortSecurity = from.PortSecurity
-	case FieldRequestedChassis:
-		p.RequestedChassis = from.RequestedChassis
-	case FieldActivationStrategy:
-		p.ActivationStrategy = from.ActivationStrategy
-	case FieldOwner:
-		p.Owner = from.Owner
-	case FieldNetwork:
-		p.Network = from.Network
-	case FieldSwitch:
-		p.Switch = from.Switch
+	switch d := f.Field(); {
+	case d == nil:
+	case d.PortKey != nil:
+		*d.PortKey(p) = *d.PortKey(from)
+	case d.PortSet != nil:
+		*d.PortSet(p) = *d.PortSet(from)
 	}
 }
 
+// setSwitchField sets single field f of s to its value on from.
 func setSwitchField(s, from *state.Switch, f Fields) {
-	switch f {
-	case FieldOwner:
-		s.Owner = from.Owner
-	case FieldNetwork:
-		s.Network = from.Network
-	case FieldSubnet:
-		s.Subnet = from.Subnet
-	case FieldIPv6Prefix:
-		s.IPv6Prefix = from.IPv6Prefix
+	if d := f.Field(); d != nil && d.SwitchKey != nil {
+		*d.SwitchKey(s) = *d.SwitchKey(from)
 	}
 }

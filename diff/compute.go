@@ -108,42 +108,31 @@ func (c *computer) switches() {
 // switchFields returns the owned switch fields on which w and h differ.
 func switchFields(w, h *state.Switch) Fields {
 	var f Fields
-	if w.Owner != h.Owner {
-		f |= FieldOwner
-	}
-	if w.Network != h.Network {
-		f |= FieldNetwork
-	}
-	if w.Subnet != h.Subnet {
-		f |= FieldSubnet
-	}
-	if w.IPv6Prefix != h.IPv6Prefix {
-		f |= FieldIPv6Prefix
+	for i := range state.Fields {
+		if d := &state.Fields[i]; d.SwitchKey != nil && *d.SwitchKey(w) != *d.SwitchKey(h) {
+			f |= 1 << i
+		}
 	}
 	return f
 }
 
 // portFields returns the fields on which w and h, two ports on the same
-// switch, differ. It allocates nothing: it is the per-port cost of a pass.
+// switch, differ; the placement field, which a move changes, is not
+// compared. It allocates nothing: it is the per-port cost of a pass.
 func portFields(w, h *state.Port) Fields {
 	var f Fields
-	if !slices.Equal(w.Addresses, h.Addresses) {
-		f |= FieldAddresses
-	}
-	if !slices.Equal(w.PortSecurity, h.PortSecurity) {
-		f |= FieldPortSecurity
-	}
-	if w.RequestedChassis != h.RequestedChassis {
-		f |= FieldRequestedChassis
-	}
-	if w.ActivationStrategy != h.ActivationStrategy {
-		f |= FieldActivationStrategy
-	}
-	if w.Owner != h.Owner {
-		f |= FieldOwner
-	}
-	if w.Network != h.Network {
-		f |= FieldNetwork
+	for i := range state.Fields {
+		switch d := &state.Fields[i]; {
+		case d.Placement:
+		case d.PortKey != nil:
+			if *d.PortKey(w) != *d.PortKey(h) {
+				f |= 1 << i
+			}
+		case d.PortSet != nil:
+			if !slices.Equal(*d.PortSet(w), *d.PortSet(h)) {
+				f |= 1 << i
+			}
+		}
 	}
 	return f
 }

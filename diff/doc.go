@@ -9,9 +9,10 @@
 // Only rows and keys ovn-sync owns are ever changed. A port is ours when it
 // carries external_ids:ovn-sync/owner; a foreign row is never updated or
 // deleted, and a name collision with one is reported as a Notice. On rows we
-// own only our keys are written: options requested-chassis and
-// activation-strategy, external_ids ovn-sync/*, and on switches we created
-// other_config subnet and ipv6_prefix.
+// own only the columns and keys of state.Fields are written: addresses,
+// port_security, options requested-chassis and activation-strategy,
+// external_ids ovn-sync/*, and on switches we created other_config subnet
+// and ipv6_prefix. Fields has one bit per entry of state.Fields.
 //
 // Compute is linear in the number of ports. It walks want's and have's
 // packed indexes (state.Index, sorted by name hash) in step: an unchanged

@@ -58,43 +58,44 @@ func (k Kind) String() string {
 // MarshalText encodes k as its String.
 func (k Kind) MarshalText() ([]byte, error) { return []byte(k.String()), nil }
 
-// Fields is a set of the columns and map keys ovn-sync manages. An Update
-// carries the ones that differ, and apply writes exactly those.
+// Fields is a set of the columns and map keys ovn-sync manages: bit i is
+// state.Fields[i]. An Update carries the ones that differ, and apply writes
+// exactly those.
 type Fields uint16
 
-// The fields. Each is one bit; the map-key fields name the one key they own.
-const (
-	FieldAddresses          Fields = 1 << iota // LSP addresses (a set)
-	FieldPortSecurity                          // LSP port_security (a set)
-	FieldRequestedChassis                      // LSP options:requested-chassis
-	FieldActivationStrategy                    // LSP options:activation-strategy
-	FieldOwner                                 // external_ids:ovn-sync/owner (ports and switches)
-	FieldNetwork                               // external_ids:ovn-sync/network (ports and switches)
-	FieldSwitch                                // LSP external_ids:ovn-sync/switch; set on create, never updated
-	FieldSubnet                                // LS other_config:subnet
-	FieldIPv6Prefix                            // LS other_config:ipv6_prefix
+// Fields has a bit for every entry of state.Fields: this constant does not
+// compile when one more entry would not fit.
+const _ = Fields(1 << (state.NumFields - 1))
 
-	numFields = iota
+// The fields, each one bit; the map-key fields name the one key they own.
+const (
+	FieldAddresses          Fields = 1 << state.FieldAddresses          // LSP addresses (a set)
+	FieldPortSecurity       Fields = 1 << state.FieldPortSecurity       // LSP port_security (a set)
+	FieldRequestedChassis   Fields = 1 << state.FieldRequestedChassis   // LSP options:requested-chassis
+	FieldActivationStrategy Fields = 1 << state.FieldActivationStrategy // LSP options:activation-strategy
+	FieldOwner              Fields = 1 << state.FieldOwner              // external_ids:ovn-sync/owner (ports and switches)
+	FieldNetwork            Fields = 1 << state.FieldNetwork            // external_ids:ovn-sync/network (ports and switches)
+	FieldSwitch             Fields = 1 << state.FieldSwitch             // LSP external_ids:ovn-sync/switch; set on create, never updated
+	FieldSubnet             Fields = 1 << state.FieldSubnet             // LS other_config:subnet
+	FieldIPv6Prefix         Fields = 1 << state.FieldIPv6Prefix         // LS other_config:ipv6_prefix
 )
 
 // PortFields and SwitchFields are the fields of each kind of row, in the
-// order they are written and shown.
-const (
-	PortFields = FieldAddresses | FieldPortSecurity | FieldRequestedChassis | FieldActivationStrategy |
-		FieldOwner | FieldNetwork | FieldSwitch
-	SwitchFields = FieldOwner | FieldNetwork | FieldSubnet | FieldIPv6Prefix
-)
+// order they are written and shown: the fields of state.Fields that ports
+// (switches) have. They are read, never changed.
+var PortFields, SwitchFields = kindFields()
 
-var fieldColumns = [numFields]struct{ column, key string }{
-	{"addresses", ""},
-	{"port_security", ""},
-	{"options", state.OptRequestedChassis},
-	{"options", state.OptActivationStrategy},
-	{"external_ids", state.KeyOwner},
-	{"external_ids", state.KeyNetwork},
-	{"external_ids", state.KeySwitch},
-	{"other_config", state.SwitchSubnet},
-	{"other_config", state.SwitchIPv6Prefix},
+func kindFields() (port, sw Fields) {
+	for i := range state.Fields {
+		f := &state.Fields[i]
+		if f.PortKey != nil || f.PortSet != nil {
+			port |= 1 << i
+		}
+		if f.SwitchKey != nil {
+			sw |= 1 << i
+		}
+	}
+	return port, sw
 }
 
 // Has reports whether every field of g is in f.
@@ -113,14 +114,22 @@ func (f Fields) All() iter.Seq[Fields] {
 	}
 }
 
+// Field returns the descriptor of a single field; nil when f is not one
+// field.
+func (f Fields) Field() *state.Field {
+	if bits.OnesCount16(uint16(f)) != 1 || bits.TrailingZeros16(uint16(f)) >= state.NumFields {
+		return nil
+	}
+	return &state.Fields[bits.TrailingZeros16(uint16(f))]
+}
+
 // Column returns the NB column of a single field, and for a map column the
 // one key the field owns ("" for the set columns addresses and port_security).
 func (f Fields) Column() (column, key string) {
-	if bits.OnesCount16(uint16(f)) != 1 || bits.TrailingZeros16(uint16(f)) >= numFields {
-		return "", ""
+	if d := f.Field(); d != nil {
+		return d.Column, d.Key
 	}
-	c := fieldColumns[bits.TrailingZeros16(uint16(f))]
-	return c.column, c.key
+	return "", ""
 }
 
 // String names the fields in bit order, e.g. "addresses,options:requested-chassis".
@@ -136,14 +145,10 @@ func (f Fields) String() string {
 }
 
 func (f Fields) name() string {
-	col, key := f.Column()
-	switch {
-	case col == "":
-		return "Fields(" + strconv.Itoa(int(f)) + ")"
-	case key == "":
-		return col
+	if d := f.Field(); d != nil {
+		return d.Name()
 	}
-	return col + ":" + key
+	return "Fields(" + strconv.Itoa(int(f)) + ")"
 }
 
 // MarshalJSON encodes f as a list of field names.
@@ -158,35 +163,21 @@ func (f Fields) MarshalJSON() ([]byte, error) {
 	return append(b, ']'), nil
 }
 
-// PortKey returns the value of map-key field f on p, "" when unset.
-// The set fields (FieldAddresses, FieldPortSecurity) are p's slices.
+// PortKey returns the value of map-key field f on p, "" when unset or when
+// f is not a key of ports. The set fields (FieldAddresses,
+// FieldPortSecurity) are p's slices.
 func PortKey(p *state.Port, f Fields) string {
-	switch f {
-	case FieldRequestedChassis:
-		return p.RequestedChassis
-	case FieldActivationStrategy:
-		return p.ActivationStrategy
-	case FieldOwner:
-		return p.Owner
-	case FieldNetwork:
-		return p.Network
-	case FieldSwitch:
-		return p.Switch
+	if d := f.Field(); d != nil && d.PortKey != nil {
+		return *d.PortKey(p)
 	}
 	return ""
 }
 
-// SwitchKey returns the value of map-key field f on s, "" when unset.
+// SwitchKey returns the value of map-key field f on s, "" when unset or
+// when f is not a key of switches.
 func SwitchKey(s *state.Switch, f Fields) string {
-	switch f {
-	case FieldOwner:
-		return s.Owner
-	case FieldNetwork:
-		return s.Network
-	case FieldSubnet:
-		return s.Subnet
-	case FieldIPv6Prefix:
-		return s.IPv6Prefix
+	if d := f.Field(); d != nil && d.SwitchKey != nil {
+		return *d.SwitchKey(s)
 	}
 	return ""
 }

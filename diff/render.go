@@ -86,14 +86,12 @@ func (c *Change) write(b *strings.Builder) {
 	}
 }
 
-// portValue renders field f of p for display, "" when unset: a set of one
-// element as that element quoted, other sets as a bracketed list.
+// portValue renders field f of p for display, "" when unset: a key quoted,
+// a set of one element as that element quoted, other sets as a bracketed
+// list.
 func portValue(p *state.Port, f Fields) string {
-	switch f {
-	case FieldAddresses:
-		return quoteSet(p.Addresses)
-	case FieldPortSecurity:
-		return quoteSet(p.PortSecurity)
+	if d := f.Field(); d != nil && d.PortSet != nil {
+		return quoteSet(*d.PortSet(p))
 	}
 	return quote(PortKey(p, f))
 }
