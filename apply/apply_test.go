@@ -20,6 +20,15 @@ import (
 	"github.com/ovn-sync/ovn-sync/state"
 )
 
+// Columns the tests write as someone other than ovn-sync would; ovn-sync's
+// own are named by state.Fields.
+const (
+	colAddresses   = "addresses"
+	colOptions     = "options"
+	colExternalIDs = "external_ids"
+	colOtherConfig = "other_config"
+)
+
 func testCtx(t *testing.T) context.Context {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	t.Cleanup(cancel)

@@ -12,16 +12,12 @@ import (
 	"github.com/ovn-sync/ovn-sync/state"
 )
 
-// Column names, from nbdb/ovn-nb.ovsschema.
+// Column names, from nbdb/ovn-nb.ovsschema. The columns of the managed
+// fields are state.Fields'.
 const (
-	colUUID         = "_uuid"
-	colName         = "name"
-	colPorts        = "ports"
-	colAddresses    = "addresses"
-	colPortSecurity = "port_security"
-	colOptions      = "options"
-	colExternalIDs  = "external_ids"
-	colOtherConfig  = "other_config"
+	colUUID  = "_uuid"
+	colName  = "name"
+	colPorts = "ports"
 )
 
 // expect is what a successful operation's result must show beyond the
@@ -81,45 +77,52 @@ func uuidSet(uuids []string) ovsdb.OvsSet {
 	return ovsdb.OvsSet{GoSet: set}
 }
 
-// mapKeys returns the keys of map column that the fields of f own, and the
-// map of those value gives a value ("" is unset).
-func mapKeys(column string, f diff.Fields, value func(diff.Fields) string) (keys []any, set map[any]any) {
-	set = map[any]any{}
-	for g := range f.All() {
-		if col, key := g.Column(); col == column && key != "" {
-			keys = append(keys, key)
-			if v := value(g); v != "" {
-				set[key] = v
+// setKey sets the key of field f to v in a new row, adding f's map column
+// to the row when it is not there yet. An empty v is unset: the row is left
+// as it is, so a map column none of whose keys is set is left out.
+func setKey(row ovsdb.Row, f *state.Field, v string) {
+	if v == "" {
+		return
+	}
+	m, ok := row[f.Column].(ovsdb.OvsMap)
+	if !ok {
+		m = ovsdb.OvsMap{GoMap: map[any]any{}}
+		row[f.Column] = m
+	}
+	m.GoMap[f.Key] = v
+}
+
+// appendKeyMutations appends to muts the mutations that set and remove the
+// map keys the fields of f own, and touch no other key; the set columns of
+// f are the caller's. value gives a field's new value ("" removes the key).
+// One map column after another, in the order of its first field in f, the
+// column's keys are deleted and then those to set inserted again in the
+// same operation, because a mutate insert leaves a key that exists
+// unchanged; mutations apply in order.
+func appendKeyMutations(muts []ovsdb.Mutation, f diff.Fields, value func(*state.Field) string) []ovsdb.Mutation {
+	for rest := f; rest != 0; {
+		d := (rest & -rest).Field()
+		if d == nil || d.Key == "" {
+			rest &= rest - 1
+			continue
+		}
+		var keys []any
+		set := map[any]any{}
+		for g := range rest.All() {
+			if e := g.Field(); e != nil && e.Key != "" && e.Column == d.Column {
+				rest &^= g
+				keys = append(keys, e.Key)
+				if v := value(e); v != "" {
+					set[e.Key] = v
+				}
 			}
 		}
-	}
-	return keys, set
-}
-
-// mapMutations sets and removes the keys of map column that the fields of f
-// own, and touches no other key. Keys to set are deleted first and inserted
-// again in the same operation, because a mutate insert leaves a key that
-// exists unchanged; mutations apply in order.
-func mapMutations(column string, f diff.Fields, value func(diff.Fields) string) []ovsdb.Mutation {
-	keys, set := mapKeys(column, f, value)
-	if len(keys) == 0 {
-		return nil
-	}
-	m := []ovsdb.Mutation{{Column: column, Mutator: ovsdb.MutateOperationDelete, Value: ovsdb.OvsSet{GoSet: keys}}}
-	if len(set) > 0 {
-		m = append(m, ovsdb.Mutation{Column: column, Mutator: ovsdb.MutateOperationInsert, Value: ovsdb.OvsMap{GoMap: set}})
-	}
-	return m
-}
-
-// newRowMaps adds to row, for a new row, each of columns holding the keys
-// the fields of f own that value sets.
-func newRowMaps(row ovsdb.Row, f diff.Fields, value func(diff.Fields) string, columns ...string) {
-	for _, col := range columns {
-		if _, set := mapKeys(col, f, value); len(set) > 0 {
-			row[col] = ovsdb.OvsMap{GoMap: set}
+		muts = append(muts, ovsdb.Mutation{Column: d.Column, Mutator: ovsdb.MutateOperationDelete, Value: ovsdb.OvsSet{GoSet: keys}})
+		if len(set) > 0 {
+			muts = append(muts, ovsdb.Mutation{Column: d.Column, Mutator: ovsdb.MutateOperationInsert, Value: ovsdb.OvsMap{GoMap: set}})
 		}
 	}
+	return muts
 }
 
 // switchCreate appends the operations creating switch s: a wait that no
@@ -138,7 +141,11 @@ func (t *txn) switchCreate(s *state.Switch) {
 	// as nil and then never matches it against an empty set in a where
 	// clause, which the guards of updates and switch deletes rely on.
 	row := ovsdb.Row{colName: s.Name, colPorts: ovsdb.OvsSet{GoSet: []any{}}}
-	newRowMaps(row, diff.SwitchFields, func(f diff.Fields) string { return diff.SwitchKey(s, f) }, colExternalIDs, colOtherConfig)
+	for i := range state.Fields {
+		if f := &state.Fields[i]; f.SwitchKey != nil {
+			setKey(row, f, *f.SwitchKey(s))
+		}
+	}
 	i := t.add(ovsdb.Operation{Op: ovsdb.OperationInsert, Table: nbdb.LogicalSwitchTable, Row: row}, anyCount)
 	if t.inserted == nil {
 		t.inserted = map[int]string{}
@@ -149,8 +156,12 @@ func (t *txn) switchCreate(s *state.Switch) {
 
 // switchUpdate appends the mutate writing c's changed keys to its switch.
 func (t *txn) switchUpdate(c *diff.Change) {
-	value := func(f diff.Fields) string { return diff.SwitchKey(c.SwitchAfter, f) }
-	muts := append(mapMutations(colExternalIDs, c.Fields, value), mapMutations(colOtherConfig, c.Fields, value)...)
+	muts := appendKeyMutations(nil, c.Fields, func(f *state.Field) string {
+		if f.SwitchKey == nil {
+			return ""
+		}
+		return *f.SwitchKey(c.SwitchAfter)
+	})
 	t.add(ovsdb.Operation{
 		Op: ovsdb.OperationMutate, Table: nbdb.LogicalSwitchTable,
 		Where: []ovsdb.Condition{uuidCond(c.SwitchBefore.UUID)}, Mutations: muts,
@@ -159,43 +170,50 @@ func (t *txn) switchUpdate(c *diff.Change) {
 }
 
 // portInsert returns the insert of port p under the named UUID name: its
-// name, addresses, port_security, and our keys of options and external_ids.
+// name and every field of state.Fields that ports have, the set columns
+// written even when empty (see switchCreate) and the keys when set.
 func portInsert(p *state.Port, name string) ovsdb.Operation {
-	row := ovsdb.Row{colName: p.Name, colAddresses: stringSet(p.Addresses), colPortSecurity: stringSet(p.PortSecurity)}
-	newRowMaps(row, diff.PortFields, func(f diff.Fields) string { return diff.PortKey(p, f) }, colOptions, colExternalIDs)
+	row := ovsdb.Row{colName: p.Name}
+	for i := range state.Fields {
+		switch f := &state.Fields[i]; {
+		case f.PortSet != nil:
+			row[f.Column] = stringSet(*f.PortSet(p))
+		case f.PortKey != nil:
+			setKey(row, f, *f.PortKey(p))
+		}
+	}
 	return ovsdb.Operation{Op: ovsdb.OperationInsert, Table: nbdb.LogicalSwitchPortTable, Row: row, UUIDName: name}
 }
 
 // portUpdate returns the one mutate that writes c's changed fields to its
-// port. A set column is replaced by deleting its old elements and
-// inserting the new ones, so the where clause also requires the old value:
-// if someone changed it since it was observed, nothing matches and the
-// transaction is reported stale rather than leaving a mix.
+// port: the set columns first, then the map keys. A set column is replaced
+// by deleting its old elements and inserting the new ones, so the where
+// clause also requires the old value: if someone changed it since it was
+// observed, nothing matches and the transaction is reported stale rather
+// than leaving a mix.
 func portUpdate(c *diff.Change) ovsdb.Operation {
 	where := []ovsdb.Condition{uuidCond(c.Before.UUID)}
 	var muts []ovsdb.Mutation
-	for _, s := range []struct {
-		f             diff.Fields
-		col           string
-		before, after []string
-	}{
-		{diff.FieldAddresses, colAddresses, c.Before.Addresses, c.After.Addresses},
-		{diff.FieldPortSecurity, colPortSecurity, c.Before.PortSecurity, c.After.PortSecurity},
-	} {
-		if !c.Fields.Has(s.f) {
+	for g := range c.Fields.All() {
+		f := g.Field()
+		if f == nil || f.PortSet == nil {
 			continue
 		}
-		where = append(where, ovsdb.NewCondition(s.col, ovsdb.ConditionEqual, stringSet(s.before)))
-		if len(s.before) > 0 {
-			muts = append(muts, ovsdb.Mutation{Column: s.col, Mutator: ovsdb.MutateOperationDelete, Value: stringSet(s.before)})
+		before, after := *f.PortSet(c.Before), *f.PortSet(c.After)
+		where = append(where, ovsdb.NewCondition(f.Column, ovsdb.ConditionEqual, stringSet(before)))
+		if len(before) > 0 {
+			muts = append(muts, ovsdb.Mutation{Column: f.Column, Mutator: ovsdb.MutateOperationDelete, Value: stringSet(before)})
 		}
-		if len(s.after) > 0 {
-			muts = append(muts, ovsdb.Mutation{Column: s.col, Mutator: ovsdb.MutateOperationInsert, Value: stringSet(s.after)})
+		if len(after) > 0 {
+			muts = append(muts, ovsdb.Mutation{Column: f.Column, Mutator: ovsdb.MutateOperationInsert, Value: stringSet(after)})
 		}
 	}
-	value := func(f diff.Fields) string { return diff.PortKey(c.After, f) }
-	muts = append(muts, mapMutations(colOptions, c.Fields, value)...)
-	muts = append(muts, mapMutations(colExternalIDs, c.Fields, value)...)
+	muts = appendKeyMutations(muts, c.Fields, func(f *state.Field) string {
+		if f.PortKey == nil {
+			return ""
+		}
+		return *f.PortKey(c.After)
+	})
 	return ovsdb.Operation{Op: ovsdb.OperationMutate, Table: nbdb.LogicalSwitchPortTable, Where: where, Mutations: muts}
 }
 

@@ -137,8 +137,8 @@ func Dial(ctx context.Context, opts Options) (*NB, error) {
 	lsp := &nbdb.LogicalSwitchPort{}
 	ls := &nbdb.LogicalSwitch{}
 	_, err = c.Monitor(ctx, c.NewMonitor(
-		client.WithTable(lsp, &lsp.Name, &lsp.Addresses, &lsp.PortSecurity, &lsp.DynamicAddresses, &lsp.Options, &lsp.ExternalIDs),
-		client.WithTable(ls, &ls.Name, &ls.ExternalIDs, &ls.OtherConfig),
+		client.WithTable(lsp, portColumns(lsp)...),
+		client.WithTable(ls, switchColumns(ls)...),
 	))
 	if err != nil {
 		c.Close()
@@ -295,18 +295,21 @@ func (nb *NB) StateVersion() (state.State, uint64) {
 	return s, nb.version
 }
 
-// PortFromRow converts an NB row into a state.Port.
+// PortFromRow converts an NB row into a state.Port: its name, UUID and
+// dynamic_addresses, and every field of state.Fields that ports have.
 func PortFromRow(r *nbdb.LogicalSwitchPort) *state.Port {
-	p := &state.Port{
-		Name:               r.Name,
-		UUID:               r.UUID,
-		Addresses:          r.Addresses,
-		PortSecurity:       r.PortSecurity,
-		Owner:              r.ExternalIDs[state.KeyOwner],
-		Network:            r.ExternalIDs[state.KeyNetwork],
-		Switch:             r.ExternalIDs[state.KeySwitch],
-		RequestedChassis:   r.Options[state.OptRequestedChassis],
-		ActivationStrategy: r.Options[state.OptActivationStrategy],
+	p := &state.Port{Name: r.Name, UUID: r.UUID}
+	for i := range state.Fields {
+		switch f := &state.Fields[i]; {
+		case f.PortSet != nil:
+			if c := portSet(r, f.Column); c != nil {
+				*f.PortSet(p) = *c
+			}
+		case f.PortKey != nil:
+			if c := portMap(r, f.Column); c != nil {
+				*f.PortKey(p) = (*c)[f.Key]
+			}
+		}
 	}
 	if r.DynamicAddresses != nil {
 		p.DynamicAddresses = *r.DynamicAddresses
@@ -314,14 +317,88 @@ func PortFromRow(r *nbdb.LogicalSwitchPort) *state.Port {
 	return p
 }
 
-// SwitchFromRow converts an NB row into a state.Switch.
+// SwitchFromRow converts an NB row into a state.Switch: its name, UUID and
+// every field of state.Fields that switches have.
 func SwitchFromRow(r *nbdb.LogicalSwitch) *state.Switch {
-	return &state.Switch{
-		Name:       r.Name,
-		UUID:       r.UUID,
-		Owner:      r.ExternalIDs[state.KeyOwner],
-		Network:    r.ExternalIDs[state.KeyNetwork],
-		Subnet:     r.OtherConfig[state.SwitchSubnet],
-		IPv6Prefix: r.OtherConfig[state.SwitchIPv6Prefix],
+	s := &state.Switch{Name: r.Name, UUID: r.UUID}
+	for i := range state.Fields {
+		if f := &state.Fields[i]; f.SwitchKey != nil {
+			if c := switchMap(r, f.Column); c != nil {
+				*f.SwitchKey(s) = (*c)[f.Key]
+			}
+		}
 	}
+	return s
+}
+
+// portSet, portMap and switchMap return where a row model keeps the set or
+// map column a field of state.Fields names, which is where the monitor
+// asks for it (portColumns, switchColumns) and where the conversions read
+// it; nil for a column they do not know, which observed's tests catch.
+func portSet(r *nbdb.LogicalSwitchPort, column string) *[]string {
+	switch column {
+	case "addresses":
+		return &r.Addresses
+	case "port_security":
+		return &r.PortSecurity
+	}
+	return nil
+}
+
+func portMap(r *nbdb.LogicalSwitchPort, column string) *map[string]string {
+	switch column {
+	case "options":
+		return &r.Options
+	case "external_ids":
+		return &r.ExternalIDs
+	}
+	return nil
+}
+
+func switchMap(r *nbdb.LogicalSwitch, column string) *map[string]string {
+	switch column {
+	case "external_ids":
+		return &r.ExternalIDs
+	case "other_config":
+		return &r.OtherConfig
+	}
+	return nil
+}
+
+// portColumns returns the fields of lsp that the monitor asks for: the
+// name, dynamic_addresses (IPAM reads it), and each column of state.Fields
+// that ports have, once.
+func portColumns(lsp *nbdb.LogicalSwitchPort) []any {
+	cols := []any{&lsp.Name, &lsp.DynamicAddresses}
+	seen := map[string]bool{}
+	for i := range state.Fields {
+		f := &state.Fields[i]
+		if seen[f.Column] {
+			continue
+		}
+		switch {
+		case f.PortSet != nil:
+			cols = append(cols, portSet(lsp, f.Column))
+		case f.PortKey != nil:
+			cols = append(cols, portMap(lsp, f.Column))
+		default:
+			continue
+		}
+		seen[f.Column] = true
+	}
+	return cols
+}
+
+// switchColumns returns the fields of ls that the monitor asks for: the
+// name and each column of state.Fields that switches have, once.
+func switchColumns(ls *nbdb.LogicalSwitch) []any {
+	cols := []any{&ls.Name}
+	seen := map[string]bool{}
+	for i := range state.Fields {
+		if f := &state.Fields[i]; f.SwitchKey != nil && !seen[f.Column] {
+			cols = append(cols, switchMap(ls, f.Column))
+			seen[f.Column] = true
+		}
+	}
+	return cols
 }
