@@ -25,7 +25,7 @@ func BenchmarkPortInsert(b *testing.B) {
 func BenchmarkPortUpdate(b *testing.B) {
 	after := port("vm.default", "ovn-default", "VirtualMachine/default/vm", "0a:58:0a:10:00:04 10.16.0.4", "n1,n2")
 	after.ActivationStrategy = "rarp"
-	before := observed(port("vm.default", "ovn-default", "VirtualMachineInstance/default/vm", "0a:58:0a:10:00:05 10.16.0.5", "n1"), "LSP-vm")
+	before := withUUID(port("vm.default", "ovn-default", "VirtualMachineInstance/default/vm", "0a:58:0a:10:00:05 10.16.0.5", "n1"), "LSP-vm")
 	before.Network = "other"
 	plan := diff.Compute(st([]*state.Switch{{Name: "ovn-default", UUID: "LS1"}}, after), st([]*state.Switch{{Name: "ovn-default", UUID: "LS1"}}, before), diff.Policy{})
 	c := &plan.Changes[0]
