@@ -47,8 +47,10 @@ type LoopOptions struct {
 	// Pass is every pass's options; the loop sets Policy, Memo and
 	// InputsVersion.
 	Pass Options
-	// Resync is how often a full pass runs at least; Coalesce how long
-	// after a change the loop waits for more before a pass (0: at once).
+	// Resync is how often a full pass runs at least. Coalesce bounds how
+	// often passes start in a burst: a change after a quiet spell starts a
+	// pass at once, and changes that come while a pass runs, or within
+	// Coalesce of its start, wait for the next one (0: no bound).
 	Resync, Coalesce time.Duration
 	Log              logr.Logger
 	// Metrics, when set, are kept up to date.
@@ -116,6 +118,8 @@ type Loop struct {
 	// memo keeps the last pass's Build; only the goroutine running passes
 	// uses it.
 	memo desired.Memo
+	// since is time.Since; tests set a clock of their own.
+	since func(time.Time) time.Duration
 
 	mu      sync.Mutex
 	leading bool
@@ -127,7 +131,7 @@ type Loop struct {
 // Watch, then Lead.
 func NewLoop(src Sources, nb WatchedNB, opts LoopOptions) *Loop {
 	l := &Loop{
-		src: src, nb: nb, opts: opts, m: opts.Metrics, log: opts.Log,
+		src: src, nb: nb, opts: opts, m: opts.Metrics, log: opts.Log, since: time.Since,
 		drift:       make(chan struct{}, 1),
 		reconnected: make(chan struct{}, 1),
 	}
@@ -220,7 +224,8 @@ func (l *Loop) Ready() (bool, string) {
 }
 
 // Lead is the writer: wait for every cache, a full pass, then a pass per
-// coalesced batch of changes and a full pass every Resync. Passes stop at
+// batch of changes and a full pass every Resync. A pass never starts while
+// another runs; what changes meanwhile is kept for the next one. Passes stop at
 // once when ctx is done (the lease is lost); stop ends the loop between
 // passes (shutdown), letting the pass in flight finish.
 func (l *Loop) Lead(ctx context.Context, stop <-chan struct{}) {
@@ -240,15 +245,17 @@ func (l *Loop) Lead(ctx context.Context, stop <-chan struct{}) {
 	defer resync.Stop()
 	pending := trigStartup
 	var retry <-chan time.Time
+	var started time.Time
 	failures := 0
 	for {
 		if pending != 0 && retry == nil && l.nbUp.Load() {
-			pending |= l.coalesce(ctx, stop)
+			pending |= l.coalesce(ctx, stop, l.opts.Coalesce-l.since(started))
 			if ctx.Err() != nil || closed(stop) {
 				return
 			}
 			t := pending
 			pending = 0
+			started = time.Now()
 			if err := l.pass(ctx, t); err != nil {
 				if ctx.Err() != nil {
 					return
@@ -298,14 +305,15 @@ func retryDelay(n int, resync time.Duration) time.Duration {
 	return min(d, 30*time.Second, resync)
 }
 
-// coalesce waits Coalesce for more changes so that a burst of events makes
-// one pass; it returns the triggers that came meanwhile.
-func (l *Loop) coalesce(ctx context.Context, stop <-chan struct{}) trigger {
-	if l.opts.Coalesce <= 0 {
+// coalesce waits d, when positive, for more changes, so that a burst of
+// events right after a pass makes one pass; it returns the triggers that
+// came meanwhile.
+func (l *Loop) coalesce(ctx context.Context, stop <-chan struct{}, d time.Duration) trigger {
+	if d <= 0 {
 		return 0
 	}
 	var t trigger
-	timer := time.NewTimer(l.opts.Coalesce)
+	timer := time.NewTimer(d)
 	defer timer.Stop()
 	for {
 		select {

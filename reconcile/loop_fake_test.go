@@ -113,6 +113,13 @@ type fakeLoop struct {
 
 func startFakeLoop(t *testing.T, coalesce time.Duration, fill func(map[string]*corev1.Pod)) *fakeLoop {
 	t.Helper()
+	return startFakeLoopClock(t, coalesce, nil, fill)
+}
+
+// startFakeLoopClock is startFakeLoop with the loop's clock replaced by
+// since, when set.
+func startFakeLoopClock(t *testing.T, coalesce time.Duration, since func(time.Time) time.Duration, fill func(map[string]*corev1.Pod)) *fakeLoop {
+	t.Helper()
 	e, err := observed.StartEmbedded()
 	if err != nil {
 		t.Fatal(err)
@@ -132,6 +139,9 @@ func startFakeLoop(t *testing.T, coalesce time.Duration, fill func(map[string]*c
 		Pass:   reconcile.Options{Config: cfg, MaxDeleteFraction: 0.5, Apply: apply.Options{}},
 		Resync: time.Hour, Coalesce: coalesce, Log: logr.Discard(), Metrics: m,
 	})
+	if since != nil {
+		reconcile.SetSince(loop, since)
+	}
 	var wg sync.WaitGroup
 	wg.Add(2)
 	go func() { defer wg.Done(); loop.Watch(ctx) }()
@@ -174,6 +184,16 @@ func TestLoopCoalesces(t *testing.T) {
 	if n := f.metric("ovn_sync_passes_total") - before; n > 10 {
 		t.Errorf("50 changes in a burst took %v passes, want a few", n)
 	}
+}
+
+// TestLoopStartsAtOnceWhenQuiet: a change after a quiet spell starts a
+// pass at once, however long the coalescing bound: the clock says the last
+// pass started two hours ago and the bound is one hour.
+func TestLoopStartsAtOnceWhenQuiet(t *testing.T) {
+	f := startFakeLoopClock(t, time.Hour, func(time.Time) time.Duration { return 2 * time.Hour }, nil)
+	f.waitPorts(t, 0)
+	f.src.set(func(pods map[string]*corev1.Pod) { addPods(pods, 0, 1) })
+	f.waitPorts(t, 1)
 }
 
 // TestLoopWithholdsDeletes: while a source has not synced, a pass deletes
