@@ -522,11 +522,70 @@ func typedTransform(k Kind) cache.TransformFunc {
 			if err := runtime.DefaultUnstructuredConverter.FromUnstructured(v.Object, typed); err != nil {
 				return &unconvertible{Unstructured: v, err: err.Error()}
 			}
-			return typed
+			return leanKubeVirt(typed)
 		}
 		return obj
 	}
 	return func(obj any) (any, error) { return convert(obj), nil }
+}
+
+// leanKubeVirt keeps of a VirtualMachine, VirtualMachineInstance or
+// migration only what ovn-sync reads, as stripPod does for pods: metadata
+// without managed fields and kubectl's last-applied copy; of a VM's
+// template and a VMI's spec the networks and interfaces (and the template's
+// annotations); of a VMI's status the node, phase and migration state; of a
+// migration the VMI's name, phase and migration state. Disks, volumes,
+// data volume templates, resources and conditions are dropped: they are
+// most of a real VM's size. Other objects pass through.
+func leanKubeVirt(obj runtime.Object) runtime.Object {
+	switch o := obj.(type) {
+	case *kubevirtv1.VirtualMachine:
+		lean := &kubevirtv1.VirtualMachine{TypeMeta: o.TypeMeta, ObjectMeta: leanMeta(o.ObjectMeta)}
+		if t := o.Spec.Template; t != nil {
+			lean.Spec.Template = &kubevirtv1.VirtualMachineInstanceTemplateSpec{
+				ObjectMeta: metav1.ObjectMeta{Annotations: t.ObjectMeta.Annotations, Labels: t.ObjectMeta.Labels},
+				Spec:       leanVMISpec(&t.Spec),
+			}
+		}
+		lean.Spec.Running, lean.Spec.RunStrategy = o.Spec.Running, o.Spec.RunStrategy
+		return lean
+	case *kubevirtv1.VirtualMachineInstance:
+		return &kubevirtv1.VirtualMachineInstance{
+			TypeMeta: o.TypeMeta, ObjectMeta: leanMeta(o.ObjectMeta),
+			Spec: leanVMISpec(&o.Spec),
+			Status: kubevirtv1.VirtualMachineInstanceStatus{
+				NodeName: o.Status.NodeName, Phase: o.Status.Phase, MigrationState: o.Status.MigrationState,
+			},
+		}
+	case *kubevirtv1.VirtualMachineInstanceMigration:
+		return &kubevirtv1.VirtualMachineInstanceMigration{
+			TypeMeta: o.TypeMeta, ObjectMeta: leanMeta(o.ObjectMeta),
+			Spec:   kubevirtv1.VirtualMachineInstanceMigrationSpec{VMIName: o.Spec.VMIName},
+			Status: kubevirtv1.VirtualMachineInstanceMigrationStatus{Phase: o.Status.Phase, MigrationState: o.Status.MigrationState},
+		}
+	}
+	return obj
+}
+
+// leanVMISpec is the part of a VMI spec ovn-sync reads: networks and
+// interfaces.
+func leanVMISpec(s *kubevirtv1.VirtualMachineInstanceSpec) kubevirtv1.VirtualMachineInstanceSpec {
+	var lean kubevirtv1.VirtualMachineInstanceSpec
+	lean.Networks = s.Networks
+	lean.Domain.Devices.Interfaces = s.Domain.Devices.Interfaces
+	lean.Domain.Devices.AutoattachPodInterface = s.Domain.Devices.AutoattachPodInterface
+	return lean
+}
+
+// leanMeta is m without managed fields and kubectl's last-applied copy of
+// the object (for a VM, a second copy of its whole spec).
+func leanMeta(m metav1.ObjectMeta) metav1.ObjectMeta {
+	m.ManagedFields = nil
+	if _, ok := m.Annotations[corev1.LastAppliedConfigAnnotation]; ok {
+		m.Annotations = maps.Clone(m.Annotations)
+		delete(m.Annotations, corev1.LastAppliedConfigAnnotation)
+	}
+	return m
 }
 
 // stripPod keeps of a pod only what ovn-sync reads: its metadata, without

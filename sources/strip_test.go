@@ -7,8 +7,11 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/cache"
+	kubevirtv1 "kubevirt.io/api/core/v1"
 
 	"github.com/ovn-sync/ovn-sync/desired"
 	"github.com/ovn-sync/ovn-sync/state"
@@ -106,4 +109,116 @@ func TestStripPod(t *testing.T) {
 	if d, ok := ts.(cache.DeletedFinalStateUnknown); !ok || len(d.Obj.(*corev1.Pod).Spec.Containers) != 0 {
 		t.Errorf("stripPod(tombstone) = %#v, want the tombstone of a stripped pod", ts)
 	}
+}
+
+// fatten adds to a KubeVirt object, as unstructured, what the API server
+// serves beside what ovn-sync reads: managed fields, kubectl's last-applied
+// copy, disks, volumes, resources and conditions.
+func fatten(t *testing.T, obj runtime.Object) *unstructured.Unstructured {
+	t.Helper()
+	m, err := runtime.DefaultUnstructuredConverter.ToUnstructured(obj)
+	if err != nil {
+		t.Fatal(err)
+	}
+	u := &unstructured.Unstructured{Object: m}
+	u.SetManagedFields([]metav1.ManagedFieldsEntry{{Manager: "kubectl", Operation: "Update"}})
+	ann := u.GetAnnotations()
+	if ann == nil {
+		ann = map[string]string{}
+	}
+	ann[corev1.LastAppliedConfigAnnotation] = `{"apiVersion":"kubevirt.io/v1","spec":{}}`
+	u.SetAnnotations(ann)
+	spec := []string{"spec"}
+	if u.GetKind() == "VirtualMachine" {
+		spec = []string{"spec", "template", "spec"}
+		_ = unstructured.SetNestedSlice(u.Object, []any{map[string]any{"metadata": map[string]any{"name": "root"}}}, "spec", "dataVolumeTemplates")
+	}
+	if u.GetKind() != "VirtualMachineInstanceMigration" {
+		_ = unstructured.SetNestedSlice(u.Object, []any{map[string]any{"name": "root", "disk": map[string]any{"bus": "virtio"}}}, append(spec, "domain", "devices", "disks")...)
+		_ = unstructured.SetNestedSlice(u.Object, []any{map[string]any{"name": "root", "containerDisk": map[string]any{"image": "quay.io/containerdisks/fedora:41"}}}, append(spec, "volumes")...)
+		_ = unstructured.SetNestedField(u.Object, "2Gi", append(spec, "domain", "resources", "requests", "memory")...)
+	}
+	_ = unstructured.SetNestedSlice(u.Object, []any{map[string]any{"type": "Ready", "status": "True"}}, "status", "conditions")
+	return u
+}
+
+// The KubeVirt transform keeps every field ovn-sync reads, so Build cannot
+// tell a lean VM, VMI or migration from the one the API server served; it
+// drops disks, volumes, resources, conditions and metadata copies.
+func TestLeanKubeVirt(t *testing.T) {
+	in, _, err := ReadManifests([]string{"../examples/cluster"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	fat, lean := in, desired.Inputs{Pods: in.Pods, NetworkAttachmentDefinitions: in.NetworkAttachmentDefinitions}
+	convert := func(k Kind, obj runtime.Object) runtime.Object {
+		u := fatten(t, obj)
+		full := typedTransformFull(t, k, u)
+		got, _ := typedTransform(k)(u.DeepCopy())
+		g := got.(runtime.Object)
+		if a := g.(metav1.Object).GetAnnotations(); a[corev1.LastAppliedConfigAnnotation] != "" || g.(metav1.Object).GetManagedFields() != nil {
+			t.Errorf("%s %s kept managed fields or %s", k, u.GetName(), corev1.LastAppliedConfigAnnotation)
+		}
+		if reflect.DeepEqual(g, full) {
+			t.Errorf("%s %s: nothing dropped", k, u.GetName())
+		}
+		return g
+	}
+	fat.VirtualMachines, fat.VirtualMachineInstances, fat.Migrations = nil, nil, nil
+	for _, vm := range in.VirtualMachines {
+		fat.VirtualMachines = append(fat.VirtualMachines, typedTransformFull(t, KindVirtualMachine, fatten(t, vm)).(*kubevirtv1.VirtualMachine))
+		l := convert(KindVirtualMachine, vm).(*kubevirtv1.VirtualMachine)
+		if l.Spec.Template != nil && (len(l.Spec.Template.Spec.Volumes) != 0 || len(l.Spec.Template.Spec.Domain.Devices.Disks) != 0) {
+			t.Errorf("VM %s kept volumes or disks", vm.Name)
+		}
+		lean.VirtualMachines = append(lean.VirtualMachines, l)
+	}
+	for _, vmi := range in.VirtualMachineInstances {
+		fat.VirtualMachineInstances = append(fat.VirtualMachineInstances, typedTransformFull(t, KindVirtualMachineInstance, fatten(t, vmi)).(*kubevirtv1.VirtualMachineInstance))
+		lean.VirtualMachineInstances = append(lean.VirtualMachineInstances, convert(KindVirtualMachineInstance, vmi).(*kubevirtv1.VirtualMachineInstance))
+	}
+	for _, m := range in.Migrations {
+		fat.Migrations = append(fat.Migrations, typedTransformFull(t, KindVirtualMachineInstanceMigration, fatten(t, m)).(*kubevirtv1.VirtualMachineInstanceMigration))
+		lean.Migrations = append(lean.Migrations, convert(KindVirtualMachineInstanceMigration, m).(*kubevirtv1.VirtualMachineInstanceMigration))
+	}
+	cfg, err := desired.NewConfig("ovn-default", []string{"10.16.0.0/16"}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The lean VMs must build what the fat ones build, on an empty NB and on
+	// the NB the fat ones made (records, the running VM's addresses).
+	have := state.New(0)
+	for round := range 2 {
+		f := desired.Build(fat, cfg, have)
+		l := desired.Build(lean, cfg, have)
+		if !reflect.DeepEqual(f.Want, l.Want) || !reflect.DeepEqual(f.Problems, l.Problems) || !reflect.DeepEqual(f.Notices, l.Notices) {
+			t.Errorf("round %d: Build(lean) = %v %v %v, want Build(fat) = %v %v %v", round, l.Want.Ports, l.Problems, l.Notices, f.Want.Ports, f.Problems, f.Notices)
+		}
+		if len(f.Want.Ports) == 0 {
+			t.Fatalf("Build made no ports: the comparison shows nothing")
+		}
+		have = f.Want
+	}
+	// Typed objects pass through: the transform is idempotent.
+	if again, _ := typedTransform(KindVirtualMachine)(lean.VirtualMachines[0]); again != lean.VirtualMachines[0] {
+		t.Errorf("typedTransform(typed VM) changed it")
+	}
+}
+
+// typedTransformFull converts u into its typed form keeping every field.
+func typedTransformFull(t *testing.T, k Kind, u *unstructured.Unstructured) runtime.Object {
+	t.Helper()
+	var obj runtime.Object
+	switch k {
+	case KindVirtualMachine:
+		obj = &kubevirtv1.VirtualMachine{}
+	case KindVirtualMachineInstance:
+		obj = &kubevirtv1.VirtualMachineInstance{}
+	default:
+		obj = &kubevirtv1.VirtualMachineInstanceMigration{}
+	}
+	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(u.DeepCopy().Object, obj); err != nil {
+		t.Fatal(err)
+	}
+	return obj
 }
