@@ -48,9 +48,9 @@ type LoopOptions struct {
 	// InputsVersion.
 	Pass Options
 	// Resync is how often a full pass runs at least. Coalesce bounds how
-	// often passes start in a burst: a change after a quiet spell starts a
-	// pass at once, and changes that come while a pass runs, or within
-	// Coalesce of its start, wait for the next one (0: no bound).
+	// often passes start in a burst: a change while no pass runs starts
+	// one at once; changes that came while a pass ran make the next pass,
+	// which starts Coalesce after the last one started (0: at once).
 	Resync, Coalesce time.Duration
 	Log              logr.Logger
 	// Metrics, when set, are kept up to date.
@@ -118,8 +118,6 @@ type Loop struct {
 	// memo keeps the last pass's Build; only the goroutine running passes
 	// uses it.
 	memo desired.Memo
-	// since is time.Since; tests set a clock of their own.
-	since func(time.Time) time.Duration
 
 	mu      sync.Mutex
 	leading bool
@@ -131,7 +129,7 @@ type Loop struct {
 // Watch, then Lead.
 func NewLoop(src Sources, nb WatchedNB, opts LoopOptions) *Loop {
 	l := &Loop{
-		src: src, nb: nb, opts: opts, m: opts.Metrics, log: opts.Log, since: time.Since,
+		src: src, nb: nb, opts: opts, m: opts.Metrics, log: opts.Log,
 		drift:       make(chan struct{}, 1),
 		reconnected: make(chan struct{}, 1),
 	}
@@ -246,10 +244,13 @@ func (l *Loop) Lead(ctx context.Context, stop <-chan struct{}) {
 	pending := trigStartup
 	var retry <-chan time.Time
 	var started time.Time
+	burst := false // changes came while the last pass ran
 	failures := 0
 	for {
 		if pending != 0 && retry == nil && l.nbUp.Load() {
-			pending |= l.coalesce(ctx, stop, l.opts.Coalesce-l.since(started))
+			if burst {
+				pending |= l.coalesce(ctx, stop, l.opts.Coalesce-time.Since(started))
+			}
 			if ctx.Err() != nil || closed(stop) {
 				return
 			}
@@ -265,6 +266,12 @@ func (l *Loop) Lead(ctx context.Context, stop <-chan struct{}) {
 				retry = time.After(retryDelay(failures, l.opts.Resync))
 			} else {
 				failures = 0
+			}
+			came := l.coalesce(ctx, stop, 0)
+			pending |= came
+			burst = came != 0
+			if burst && retry == nil {
+				continue // the next pass, without waiting for another change
 			}
 		}
 		select {
@@ -305,23 +312,39 @@ func retryDelay(n int, resync time.Duration) time.Duration {
 	return min(d, 30*time.Second, resync)
 }
 
-// coalesce waits d, when positive, for more changes, so that a burst of
-// events right after a pass makes one pass; it returns the triggers that
-// came meanwhile.
+// coalesce returns the triggers that came: those already waiting, and when
+// d is positive those that come within d, so that a burst of events makes
+// one pass.
 func (l *Loop) coalesce(ctx context.Context, stop <-chan struct{}, d time.Duration) trigger {
-	if d <= 0 {
-		return 0
-	}
 	var t trigger
-	timer := time.NewTimer(d)
-	defer timer.Stop()
+	var timeout <-chan time.Time // nil, and never ready, when not waiting
+	if d > 0 {
+		timer := time.NewTimer(d)
+		defer timer.Stop()
+		timeout = timer.C
+	}
 	for {
+		select {
+		case <-l.src.Changes():
+			t |= trigKube
+			continue
+		case <-l.drift:
+			t |= trigDrift
+			continue
+		case <-l.reconnected:
+			t |= trigReconnect
+			continue
+		default:
+		}
+		if timeout == nil {
+			return t
+		}
 		select {
 		case <-ctx.Done():
 			return t
 		case <-stop:
 			return t
-		case <-timer.C:
+		case <-timeout:
 			return t
 		case <-l.src.Changes():
 			t |= trigKube

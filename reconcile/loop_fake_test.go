@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -113,12 +114,11 @@ type fakeLoop struct {
 
 func startFakeLoop(t *testing.T, coalesce time.Duration, fill func(map[string]*corev1.Pod)) *fakeLoop {
 	t.Helper()
-	return startFakeLoopClock(t, coalesce, nil, fill)
+	return startFakeLoopReport(t, coalesce, nil, fill)
 }
 
-// startFakeLoopClock is startFakeLoop with the loop's clock replaced by
-// since, when set.
-func startFakeLoopClock(t *testing.T, coalesce time.Duration, since func(time.Time) time.Duration, fill func(map[string]*corev1.Pod)) *fakeLoop {
+// startFakeLoopReport is startFakeLoop with the loop's Report hook set.
+func startFakeLoopReport(t *testing.T, coalesce time.Duration, report func(reconcile.Outcome, sources.Snapshot), fill func(map[string]*corev1.Pod)) *fakeLoop {
 	t.Helper()
 	e, err := observed.StartEmbedded()
 	if err != nil {
@@ -137,11 +137,8 @@ func startFakeLoopClock(t *testing.T, coalesce time.Duration, since func(time.Ti
 	m := reconcile.NewMetrics()
 	loop := reconcile.NewLoop(src, nb, reconcile.LoopOptions{
 		Pass:   reconcile.Options{Config: cfg, MaxDeleteFraction: 0.5, Apply: apply.Options{}},
-		Resync: time.Hour, Coalesce: coalesce, Log: logr.Discard(), Metrics: m,
+		Resync: time.Hour, Coalesce: coalesce, Log: logr.Discard(), Metrics: m, Report: report,
 	})
-	if since != nil {
-		reconcile.SetSince(loop, since)
-	}
 	var wg sync.WaitGroup
 	wg.Add(2)
 	go func() { defer wg.Done(); loop.Watch(ctx) }()
@@ -164,10 +161,21 @@ func (f *fakeLoop) waitPorts(t *testing.T, want int) {
 	})
 }
 
-// TestLoopCoalesces: a burst of changes, 5ms apart, is carried out in a
-// pass per coalescing window (100ms), not one per change.
+// TestLoopCoalesces: the changes that come while a pass runs make one
+// pass after it, not one each. The pass that sees the first change is held
+// in its report until 50 more changes have come.
 func TestLoopCoalesces(t *testing.T) {
-	f := startFakeLoop(t, 100*time.Millisecond, nil)
+	hold, held := make(chan struct{}), make(chan struct{})
+	var armed atomic.Bool
+	var holdOnce, releaseOnce sync.Once
+	release := func() { releaseOnce.Do(func() { close(hold) }) }
+	report := func(reconcile.Outcome, sources.Snapshot) {
+		if armed.Load() {
+			holdOnce.Do(func() { close(held); <-hold })
+		}
+	}
+	f := startFakeLoopReport(t, 100*time.Millisecond, report, nil)
+	t.Cleanup(release) // before the loop's own cleanup waits for it
 	f.waitPorts(t, 0)
 	looptest.WaitFor(t, 5*time.Second, "the startup pass", func() error {
 		if f.metric("ovn_sync_passes_total", "result", "success") < 1 {
@@ -176,24 +184,39 @@ func TestLoopCoalesces(t *testing.T) {
 		return nil
 	})
 	before := f.metric("ovn_sync_passes_total")
-	for i := range 50 {
-		f.src.set(func(pods map[string]*corev1.Pod) { addPods(pods, i, i+1) })
-		time.Sleep(5 * time.Millisecond)
+	armed.Store(true)
+	f.src.set(func(pods map[string]*corev1.Pod) { addPods(pods, 0, 1) })
+	select {
+	case <-held:
+	case <-time.After(10 * time.Second):
+		t.Fatal("no pass after a change")
 	}
-	f.waitPorts(t, 50)
-	if n := f.metric("ovn_sync_passes_total") - before; n > 10 {
-		t.Errorf("50 changes in a burst took %v passes, want a few", n)
+	for i := 1; i <= 50; i++ {
+		f.src.set(func(pods map[string]*corev1.Pod) { addPods(pods, i, i+1) })
+	}
+	release()
+	f.waitPorts(t, 51)
+	// The held pass and one more; a third only if our own writes were
+	// taken for drift.
+	if n := f.metric("ovn_sync_passes_total") - before; n > 3 {
+		t.Errorf("50 changes during a pass took %v passes after it, want one", n-1)
 	}
 }
 
-// TestLoopStartsAtOnceWhenQuiet: a change after a quiet spell starts a
-// pass at once, however long the coalescing bound: the clock says the last
-// pass started two hours ago and the bound is one hour.
+// TestLoopStartsAtOnceWhenQuiet: a change while no pass runs starts one at
+// once, however long the coalescing bound.
 func TestLoopStartsAtOnceWhenQuiet(t *testing.T) {
-	f := startFakeLoopClock(t, time.Hour, func(time.Time) time.Duration { return 2 * time.Hour }, nil)
-	f.waitPorts(t, 0)
-	f.src.set(func(pods map[string]*corev1.Pod) { addPods(pods, 0, 1) })
-	f.waitPorts(t, 1)
+	f := startFakeLoop(t, time.Hour, nil)
+	looptest.WaitFor(t, 5*time.Second, "the startup pass", func() error {
+		if f.metric("ovn_sync_passes_total", "result", "success") < 1 {
+			return fmt.Errorf("no pass")
+		}
+		return nil
+	})
+	for i := range 3 {
+		f.src.set(func(pods map[string]*corev1.Pod) { addPods(pods, i, i+1) })
+		f.waitPorts(t, i+1)
+	}
 }
 
 // TestLoopWithholdsDeletes: while a source has not synced, a pass deletes
