@@ -3,6 +3,7 @@ package desired
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net/netip"
 	"slices"
@@ -18,6 +19,11 @@ const (
 	typeOVNKubernetes = "ovn-k8s-cni-overlay"
 	typeKubeOVN       = "kube-ovn"
 )
+
+// topologyLayer2 is the one ovn-kubernetes topology ovn-sync manages: a
+// switch per network. layer3 (a switch per node behind a router) and
+// localnet (a switch bridged to a physical network) are not.
+const topologyLayer2 = "layer2"
 
 // Switch owners (external_ids:ovn-sync/owner on Logical_Switch).
 const (
@@ -118,6 +124,8 @@ func (f *family) excluded(a netip.Addr) bool {
 func (n *network) unusable(a netip.Addr) string {
 	f := &n.fam[familyOf(a)]
 	switch {
+	case !n.fam[ipv4].prefix.IsValid() && !n.fam[ipv6].prefix.IsValid():
+		return fmt.Sprintf("network %s has no subnets (no IPAM): its ports hold a MAC only", n.key)
 	case !f.prefix.IsValid():
 		return fmt.Sprintf("network %s has no %s subnet", n.key, familyName[familyOf(a)])
 	case !f.prefix.Contains(a):
@@ -170,6 +178,8 @@ const (
 type nadEntry struct {
 	state nadState
 	net   *network
+	// why is, for nadInvalid, what owners on it are told ("is invalid").
+	why string
 }
 
 // nadConfigError is a problem with a NAD's spec.config; its text names the field.
@@ -177,8 +187,19 @@ type nadConfigError string
 
 func (e nadConfigError) Error() string { return string(e) }
 
+// topologyError is an ovn-kubernetes config of a topology ovn-sync does not
+// manage: a Problem on the NAD, never an overlay by default.
+type topologyError struct{ where, topology string }
+
+func (e topologyError) Error() string {
+	return fmt.Sprintf("%s: \"topology\": not managed: topology %s (ovn-sync manages %s networks of topology %s only)",
+		e.where, e.topology, typeOVNKubernetes, topologyLayer2)
+}
+
 // managedConfig is the part of an ovn-kubernetes layer2 (or kube-ovn) CNI
-// config ovn-sync reads.
+// config ovn-sync reads. An ovn-kubernetes layer2 config without
+// "subnets" has no subnets: a network without IPAM, whose ports carry a
+// MAC only.
 type managedConfig struct {
 	cniType       string
 	subnets       []netip.Prefix
@@ -306,8 +327,26 @@ func parseGateways(list []string, subnets []netip.Prefix) ([]netip.Addr, error) 
 	return out, nil
 }
 
+// parseManaged reads an OVN config. For ovn-kubernetes, "topology" decides:
+// layer2 is managed, with or without "subnets"; no topology (configs written
+// before the field) is read as layer2 with "subnets" required; any other
+// topology is a topologyError.
 func parseManaged(cniType string, obj map[string]json.RawMessage, where string) (*managedConfig, error) {
 	mc := &managedConfig{cniType: cniType}
+	noIPAM := false
+	if cniType == typeOVNKubernetes {
+		topology, _, err := stringField(obj, "topology", where)
+		if err != nil {
+			return nil, err
+		}
+		switch topology {
+		case "":
+		case topologyLayer2:
+			noIPAM = true
+		default:
+			return nil, topologyError{where: where, topology: topology}
+		}
+	}
 	subnets, _, err := stringField(obj, "subnets", where)
 	if err != nil {
 		return nil, err
@@ -316,12 +355,15 @@ func parseManaged(cniType string, obj map[string]json.RawMessage, where string) 
 	if err != nil {
 		return nil, nadConfigError(fmt.Sprintf("%s: \"subnets\" %v", where, err))
 	}
-	if len(mc.subnets) == 0 {
+	if len(mc.subnets) == 0 && !noIPAM {
 		return nil, nadConfigError(fmt.Sprintf("%s: %q is required for type %q", where, "subnets", cniType))
 	}
 	excl, _, err := stringField(obj, "excludeSubnets", where)
 	if err != nil {
 		return nil, err
+	}
+	if len(mc.subnets) == 0 && strings.TrimSpace(excl) != "" {
+		return nil, nadConfigError(fmt.Sprintf("%s: \"excludeSubnets\" without \"subnets\": a network without IPAM has nothing to exclude", where))
 	}
 	for _, s := range strings.Split(excl, ",") {
 		s = strings.TrimSpace(s)
@@ -409,10 +451,19 @@ func (b *builder) buildNetworks(cfg Config, nads []*nadv1.NetworkAttachmentDefin
 		}
 		invalid := func(reason, msg string) {
 			b.problem(kindNAD, nad.Namespace, nad.Name, reason, msg)
-			b.nads[ref] = nadEntry{state: nadInvalid}
+			b.nads[ref] = nadEntry{state: nadInvalid, why: "is invalid"}
 		}
 		mc, un, err := parseNADConfig(nad.Spec.Config)
+		var te topologyError
 		switch {
+		case errors.As(err, &te):
+			msg := err.Error()
+			if b.inUse(ref.String()) {
+				msg += "; its switch and ports are in the NB: kept as they are while owners use it"
+			}
+			b.problem(kindNAD, nad.Namespace, nad.Name, "UnmanagedTopology", msg)
+			b.nads[ref] = nadEntry{state: nadInvalid, why: "is not managed: topology " + te.topology}
+			continue
 		case err != nil:
 			invalid("InvalidNetworkAttachmentDefinition", err.Error())
 			continue
@@ -452,22 +503,27 @@ func (b *builder) inUse(key string) bool {
 	return len(b.haveNets[key]) > 0
 }
 
-// outside checks, when n's subnets differ from those of its switch in have,
-// that every address our ports on n hold is still in them. It returns the
-// first one that is not, as a message, or "".
+// outside checks that every address our ports on n hold is still in n's
+// subnets. It returns the first one that is not, as a message, or "". When
+// the switch is ours and its subnets are n's, nothing changed and no port
+// is read; a switch that is not ours records no subnets, so then every
+// port on n is.
 func (b *builder) outside(n *network) string {
 	hs := b.have.Switches[n.sw]
-	if hs == nil || !hs.Owned() || hs.Network != n.key {
-		return ""
-	}
-	if want := n.switchValue(); want.Subnet == hs.Subnet && want.IPv6Prefix == hs.IPv6Prefix {
-		return ""
+	if hs != nil && hs.Owned() && hs.Network == n.key {
+		if want := n.switchValue(); want.Subnet == hs.Subnet && want.IPv6Prefix == hs.IPv6Prefix {
+			return ""
+		}
 	}
 	b.indexHaveNetworks()
 	for _, p := range b.haveNets[n.key] {
 		h := parseLSPAddresses(p.Addresses)
 		for _, a := range h.ip {
 			if a.IsValid() && !n.fam[familyOf(a)].prefix.Contains(a) {
+				if n.cidr() == "" {
+					return fmt.Sprintf("is gone (no IPAM), but port %q holds %s: the network is kept as it is until no port uses the address",
+						p.Name, a)
+				}
 				return fmt.Sprintf("%q no longer holds %s of port %q: the network is kept as it is until no port uses the address",
 					n.cidr(), a, p.Name)
 			}

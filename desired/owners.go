@@ -328,7 +328,7 @@ func (b *builder) addOwner(o *owner, atts []attachment, ann map[string]string) [
 				known = false
 			case e.state == nadInvalid:
 				b.ownerProblem(o, "UnknownNetworkAttachmentDefinition",
-					fmt.Sprintf("network %q: NetworkAttachmentDefinition is invalid (see its own problem)", at.ref.String()))
+					fmt.Sprintf("network %q: NetworkAttachmentDefinition %s (see its own problem)", at.ref.String(), e.why))
 				known = false
 			case e.state == nadUnmanaged:
 				continue
