@@ -242,8 +242,8 @@ status: {phase: Running}
 // TestPublications: publications follow from Build's facts alone. A plain
 // pod carries its own addresses (only what differs is patched), a
 // virt-launcher pod and the VM itself carry the VM's, on every network
-// with that network's cidr and gateway; finished and host-network pods
-// carry nothing.
+// with that network's cidr and gateway; pods, not the VM, are marked
+// routed on every network; finished and host-network pods carry nothing.
 func TestPublications(t *testing.T) {
 	in := manifests(t, vmWithLauncher)
 	r := desired.Build(in, config(t), state.New(0))
@@ -255,8 +255,16 @@ func TestPublications(t *testing.T) {
 		t.Fatalf("Publications = %+v, want the web pod, the launcher and the VM", got)
 	}
 	web, launcher, vm := got[0], got[1], got[2]
-	if web.Name != "web" || len(web.Set) != 1 || web.Set["ovn.kubernetes.io/gateway"] != "10.16.0.1" {
-		t.Errorf("publication for web = %+v, want only the gateway", web)
+	if web.Name != "web" || len(web.Set) != 2 || web.Set["ovn.kubernetes.io/gateway"] != "10.16.0.1" || web.Set["ovn.kubernetes.io/routed"] != "true" {
+		t.Errorf("publication for web = %+v, want only the gateway and routed", web)
+	}
+	for _, k := range []string{"ovn.kubernetes.io/routed", "blue.tenant.ovn.kubernetes.io/routed"} {
+		if launcher.Set[k] != "true" {
+			t.Errorf("launcher %s = %q, want true", k, launcher.Set[k])
+		}
+		if v, ok := vm.Set[k]; ok {
+			t.Errorf("VM %s = %q, want unset: kube-ovn-cni plumbs pods, not VMs", k, v)
+		}
 	}
 	if launcher.Name != "virt-launcher-db-x" || launcher.UID != "launcher-uid" || launcher.Kind != KindPod {
 		t.Errorf("second publication = %+v, want the launcher pod", launcher)
@@ -310,6 +318,93 @@ status: {phase: Running}
 	}
 	if got[0].Set["l2.default.ovn.kubernetes.io/cidr"] != "192.168.5.0/24" {
 		t.Errorf("cidr of l2 = %q", got[0].Set["l2.default.ovn.kubernetes.io/cidr"])
+	}
+}
+
+// TestPublicationsRouted: a scheduled pod is marked routed once, like
+// kube-ovn does; a pod not scheduled yet is not (kube-ovn-cni never runs
+// for it), though it carries its addresses.
+func TestPublicationsRouted(t *testing.T) {
+	in := manifests(t, `apiVersion: v1
+kind: Pod
+metadata: {name: pending, namespace: default, uid: pending-uid}
+spec: {containers: [{name: c, image: busybox}]}
+status: {phase: Pending}
+---
+apiVersion: v1
+kind: Pod
+metadata:
+  name: done
+  namespace: default
+  uid: done-uid
+  annotations: {ovn.kubernetes.io/routed: "true"}
+spec: {nodeName: node-1, containers: [{name: c, image: busybox}]}
+status: {phase: Running}
+`)
+	got := Publications(desired.Build(in, config(t), state.New(0)))
+	if len(got) != 2 || got[0].Name != "done" || got[1].Name != "pending" {
+		t.Fatalf("Publications = %+v, want done and pending", got)
+	}
+	if v, ok := got[0].Set["ovn.kubernetes.io/routed"]; ok {
+		t.Errorf("done: routed set again (%q) though it already says true", v)
+	}
+	if v, ok := got[1].Set["ovn.kubernetes.io/routed"]; ok {
+		t.Errorf("pending: routed = %q before the pod is scheduled", v)
+	}
+	if got[1].Set["ovn.kubernetes.io/ip_address"] == "" {
+		t.Errorf("pending: no ip_address published: %+v", got[1].Set)
+	}
+}
+
+// TestPublicationsMACOnly: a port on a network without IPAM (an
+// ovn-kubernetes layer2 NAD without subnets) publishes its MAC, allocated
+// and switch, and no ip_address or cidr, on the pod and on the VM, whose
+// annotation is the MAC's durable record.
+func TestPublicationsMACOnly(t *testing.T) {
+	in := manifests(t, `apiVersion: k8s.cni.cncf.io/v1
+kind: NetworkAttachmentDefinition
+metadata: {name: flat, namespace: default}
+spec: {config: '{"cniVersion":"0.3.1","name":"flat","type":"ovn-k8s-cni-overlay","topology":"layer2","netAttachDefName":"default/flat"}'}
+---
+apiVersion: kubevirt.io/v1
+kind: VirtualMachine
+metadata: {name: db, namespace: default, uid: vm-uid}
+spec:
+  runStrategy: Halted
+  template:
+    spec:
+      domain: {devices: {interfaces: [{name: flat, bridge: {}, macAddress: "02:00:00:00:f1:01"}]}}
+      networks: [{name: flat, multus: {networkName: flat}}]
+---
+apiVersion: v1
+kind: Pod
+metadata: {name: a, namespace: default, uid: a-uid, annotations: {k8s.v1.cni.cncf.io/networks: flat}}
+spec: {nodeName: node-1, containers: [{name: c, image: busybox}]}
+status: {phase: Running}
+`)
+	r := desired.Build(in, config(t), state.New(0))
+	if len(r.Problems) > 0 {
+		t.Fatalf("problems: %v", r.Problems)
+	}
+	got := Publications(r)
+	if len(got) != 2 {
+		t.Fatalf("Publications = %+v, want the pod and the VM", got)
+	}
+	vm, pod := got[1], got[0]
+	const k = "flat.default.ovn.kubernetes.io/"
+	if vm.Kind != KindVirtualMachine || vm.Set[k+"mac_address"] != "02:00:00:00:f1:01" || vm.Set[k+"allocated"] != "true" ||
+		vm.Set[k+"logical_switch"] != "flat.default" {
+		t.Errorf("VM publication = %+v, want its MAC recorded", vm)
+	}
+	if pod.Set[k+"mac_address"] == "" || pod.Set[k+"routed"] != "true" {
+		t.Errorf("pod publication = %+v, want its MAC and routed", pod)
+	}
+	for _, p := range got {
+		for _, key := range []string{k + "ip_address", k + "cidr", k + "gateway"} {
+			if v, ok := p.Set[key]; ok {
+				t.Errorf("%s %s: %s = %q on a network without IPAM", p.Kind, p.Name, key, v)
+			}
+		}
 	}
 }
 

@@ -21,7 +21,12 @@ const (
 	AnnCIDR          = "cidr"
 	AnnGateway       = "gateway"
 	AnnLogicalSwitch = "logical_switch"
-	annDomain        = ".kubernetes.io/"
+	// AnnRouted ("true") tells kube-ovn-cni, which waits for it before it
+	// plumbs an interface, that the port is in the NB. Like kube-ovn, it
+	// goes on scheduled pods only: a VirtualMachine has no interface to
+	// plumb, its virt-launcher pods do.
+	AnnRouted = "routed"
+	annDomain = ".kubernetes.io/"
 )
 
 // Kinds of objects publications go to.
@@ -49,17 +54,20 @@ type Publication struct {
 // addresses: a plain pod its own, a virt-launcher pod and a VM the VM's
 // (during a migration both launcher pods carry the same ones: the port is
 // the VM's). A VM's annotations are the durable record of its addresses,
-// read back by every pass (see desired.SourceRecord). Only keys whose value
-// differs are set; objects that need nothing are left out. Keys of ports no
-// longer wanted are not removed: a node agent may still be tearing the
-// interface down. The result is sorted by kind, namespace and name.
+// read back by every pass (see desired.SourceRecord). A port without IPs (a
+// network without IPAM) publishes its MAC alone. Scheduled pods also get
+// AnnRouted, as kube-ovn marks a pod once it is scheduled: the caller
+// publishes only after a pass that committed, so the port is in the NB. Only keys whose value differs are set; objects that
+// need nothing are left out. Keys of ports no longer wanted are not
+// removed: a node agent may still be tearing the interface down. The result
+// is sorted by kind, namespace and name.
 func Publications(r desired.Result) []Publication {
 	type target struct {
 		kind, ns, name string
 	}
 	byTarget := map[target]*Publication{}
 	var order []target
-	add := func(kind, ns, name string, uid types.UID, rv string, cur map[string]string, f *desired.PortFacts) {
+	add := func(kind, ns, name string, uid types.UID, rv string, cur map[string]string, f *desired.PortFacts, routed bool) {
 		t := target{kind, ns, name}
 		p := byTarget[t]
 		if p == nil {
@@ -67,23 +75,29 @@ func Publications(r desired.Result) []Publication {
 			byTarget[t] = p
 			order = append(order, t)
 		}
-		for k, v := range annotations(f) {
+		set := func(k, v string) {
 			if c, ok := cur[k]; !ok || c != v {
 				p.Set[k] = v
 			}
 		}
+		for k, v := range annotations(f) {
+			set(k, v)
+		}
+		if routed {
+			set(f.Provider+annDomain+AnnRouted, "true")
+		}
 	}
 	for _, f := range r.Ports() {
-		if f.Provider == "" || !hasIP(f) {
+		if f.Provider == "" || len(f.Port.Addresses) == 0 || strings.TrimSpace(f.Port.Addresses[0]) == "" {
 			continue
 		}
 		for _, pod := range f.Pods {
 			if livePod(pod) {
-				add(KindPod, pod.Namespace, pod.Name, pod.UID, pod.ResourceVersion, pod.Annotations, &f)
+				add(KindPod, pod.Namespace, pod.Name, pod.UID, pod.ResourceVersion, pod.Annotations, &f, pod.Spec.NodeName != "")
 			}
 		}
 		if vm := f.VM; vm != nil && vm.DeletionTimestamp == nil {
-			add(KindVirtualMachine, vm.Namespace, vm.Name, vm.UID, vm.ResourceVersion, vm.Annotations, &f)
+			add(KindVirtualMachine, vm.Namespace, vm.Name, vm.UID, vm.ResourceVersion, vm.Annotations, &f, false)
 		}
 	}
 	var out []Publication
@@ -104,21 +118,18 @@ func livePod(p *corev1.Pod) bool {
 		p.Status.Phase != corev1.PodSucceeded && p.Status.Phase != corev1.PodFailed
 }
 
-// hasIP reports whether the port holds an IP: a MAC alone is nothing a CNI
-// could plumb.
-func hasIP(f desired.PortFacts) bool {
-	return len(f.Port.Addresses) > 0 && len(strings.Fields(f.Port.Addresses[0])) > 1
-}
-
-// annotations renders the annotations of one port.
+// annotations renders the annotations of one port: ip_address only when
+// it holds an IP.
 func annotations(f *desired.PortFacts) map[string]string {
 	words := strings.Fields(f.Port.Addresses[0])
 	k := f.Provider + annDomain
 	out := map[string]string{
 		k + AnnAllocated:     "true",
 		k + AnnMACAddress:    words[0],
-		k + AnnIPAddress:     strings.Join(words[1:], ","),
 		k + AnnLogicalSwitch: f.Port.Switch,
+	}
+	if len(words) > 1 {
+		out[k+AnnIPAddress] = strings.Join(words[1:], ",")
 	}
 	if f.CIDR != "" {
 		out[k+AnnCIDR] = f.CIDR

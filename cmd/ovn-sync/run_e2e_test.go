@@ -347,6 +347,8 @@ spec:
 			"blue.tenant.ovn.kubernetes.io/mac_address":    blueIP[0],
 			"blue.tenant.ovn.kubernetes.io/cidr":           "192.168.100.0/24",
 			"blue.tenant.ovn.kubernetes.io/logical_switch": "blue.tenant",
+			"ovn.kubernetes.io/routed":                     "true",
+			"blue.tenant.ovn.kubernetes.io/routed":         "true",
 		}
 		for k, v := range want {
 			if p.Annotations[k] != v {
