@@ -1,8 +1,10 @@
 package desired
 
 import (
+	"encoding/json"
 	"fmt"
 	"net/netip"
+	"strings"
 
 	nadv1 "github.com/k8snetworkplumbingwg/network-attachment-definition-client/pkg/apis/k8s.cni.cncf.io/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -52,6 +54,43 @@ type Problem struct {
 	// Message names the field and the value, e.g.
 	// `ovn.kubernetes.io/ip_address "999.1.1.1": not an IP address`.
 	Message string
+}
+
+// Object names the object at fault as a plan's changes name their owner:
+// "<Kind>/<namespace>/<name>", or "<Kind>/<name>" without a namespace.
+func (p Problem) Object() string {
+	if p.Namespace == "" {
+		return p.Kind + "/" + p.Name
+	}
+	return p.Kind + "/" + p.Namespace + "/" + p.Name
+}
+
+// MarshalJSON encodes p in the shape of a plan's changes (diff.Change):
+// {"owner": "Pod/default/web", "reason": "InvalidAddressRequest",
+// "message": "..."}, snake_case keys, the object under "owner".
+func (p Problem) MarshalJSON() ([]byte, error) {
+	return json.Marshal(struct {
+		Owner   string `json:"owner"`
+		Reason  string `json:"reason"`
+		Message string `json:"message"`
+	}{p.Object(), p.Reason, p.Message})
+}
+
+// UnmarshalJSON reads what MarshalJSON writes.
+func (p *Problem) UnmarshalJSON(b []byte) error {
+	var j struct{ Owner, Reason, Message string }
+	if err := json.Unmarshal(b, &j); err != nil {
+		return err
+	}
+	parts := strings.SplitN(j.Owner, "/", 3)
+	*p = Problem{Kind: parts[0], Reason: j.Reason, Message: j.Message}
+	switch len(parts) {
+	case 2:
+		p.Name = parts[1]
+	case 3:
+		p.Namespace, p.Name = parts[1], parts[2]
+	}
+	return nil
 }
 
 // String renders the problem as "<Kind> <namespace>/<name>: <message>".

@@ -33,7 +33,10 @@ func (out Outcome) WritePlans(w io.Writer, applied bool) {
 	}
 }
 
-// report is the -o json document of plan and apply: lists are never null.
+// report is the -o json document of plan and apply: lists are never null,
+// and every entry that names a Kubernetes object — a change, a notice of
+// the plan, a problem, a notice of Build — names it under "owner" as
+// "Kind/namespace/name", with snake_case keys throughout.
 type report struct {
 	Plan     diff.Plan         `json:"plan"`
 	Problems []desired.Problem `json:"problems"`
@@ -53,6 +56,9 @@ func (out Outcome) WriteJSON(w io.Writer, applied bool) error {
 	}
 	if applied {
 		res := out.Applied
+		if res.Txns == nil {
+			res.Txns = []apply.Txn{}
+		}
 		r.Applied = &res
 	}
 	enc := json.NewEncoder(w)

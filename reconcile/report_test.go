@@ -1,0 +1,99 @@
+package reconcile
+
+import (
+	"bytes"
+	"encoding/json"
+	"strings"
+	"testing"
+
+	"github.com/ovn-sync/ovn-sync/desired"
+	"github.com/ovn-sync/ovn-sync/state"
+)
+
+// TestWriteJSONShape: plan -o json has one shape for every entry that
+// names a Kubernetes object — changes, the plan's notices, problems and
+// Build's notices all name it under "owner", with lower-case keys — and
+// every list is [] when empty, never null.
+func TestWriteJSONShape(t *testing.T) {
+	in := manifests(t, `apiVersion: v1
+kind: Pod
+metadata: {name: bad, namespace: default, annotations: {ovn.kubernetes.io/ip_address: "999.1.1.1"}}
+spec: {nodeName: node-1, containers: [{name: c, image: busybox}]}
+---
+apiVersion: v1
+kind: Pod
+metadata: {name: web, namespace: default}
+spec: {nodeName: node-1, containers: [{name: c, image: busybox}]}
+`)
+	r := desired.Build(in, config(t), state.New(0))
+	out := Outcome{Result: r}
+	out.Plan = Compute(embeddedNB(t), in, Options{Config: config(t)}).Plan
+	var b bytes.Buffer
+	if err := out.WriteJSON(&b, false); err != nil {
+		t.Fatal(err)
+	}
+	var doc struct {
+		Plan struct {
+			Changes []map[string]any `json:"changes"`
+			Notices []map[string]any `json:"notices"`
+		} `json:"plan"`
+		Problems []map[string]any `json:"problems"`
+		Notices  []map[string]any `json:"notices"`
+	}
+	if err := json.Unmarshal(b.Bytes(), &doc); err != nil {
+		t.Fatalf("WriteJSON: %v\n%s", err, b.String())
+	}
+	if len(doc.Problems) != 1 || doc.Problems[0]["owner"] != "Pod/default/bad" || doc.Problems[0]["reason"] != "InvalidAddressRequest" ||
+		!strings.Contains(doc.Problems[0]["message"].(string), "999.1.1.1") {
+		t.Errorf("problems = %v, want one with owner Pod/default/bad, its reason and message", doc.Problems)
+	}
+	var webChange bool
+	for _, c := range doc.Plan.Changes {
+		webChange = webChange || c["owner"] == "Pod/default/web"
+	}
+	if !webChange {
+		t.Errorf("changes = %v, want one with owner Pod/default/web", doc.Plan.Changes)
+	}
+	for _, key := range []string{"Kind", "Namespace", "Name", "Reason", "Message"} {
+		if strings.Contains(b.String(), `"`+key+`"`) {
+			t.Errorf("WriteJSON has key %q: keys are lower-case in every list\n%s", key, b.String())
+		}
+	}
+	for _, empty := range []string{`"notices": []`} {
+		if strings.Count(b.String(), empty) != 2 {
+			t.Errorf("WriteJSON lacks %s twice (the plan's and Build's)\n%s", empty, b.String())
+		}
+	}
+
+	// apply -o json: "transactions" is [] when nothing was sent.
+	b.Reset()
+	if err := (Outcome{}).WriteJSON(&b, true); err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{`"problems": []`, `"transactions": []`, `"changes": []`} {
+		if !strings.Contains(b.String(), want) {
+			t.Errorf("WriteJSON of an empty apply lacks %s\n%s", want, b.String())
+		}
+	}
+	if strings.Contains(b.String(), "null") {
+		t.Errorf("WriteJSON of an empty apply has null\n%s", b.String())
+	}
+}
+
+// TestProblemJSONRoundTrip: a Problem reads back what it writes, with and
+// without a namespace.
+func TestProblemJSONRoundTrip(t *testing.T) {
+	for _, p := range []desired.Problem{
+		{Kind: "Pod", Namespace: "ns", Name: "a", Reason: "R", Message: "m"},
+		{Kind: "Config", Name: "defaultNetwork", Reason: "InvalidConfig", Message: "no subnets"},
+	} {
+		b, err := json.Marshal(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var got desired.Problem
+		if err := json.Unmarshal(b, &got); err != nil || got != p {
+			t.Errorf("Unmarshal(Marshal(%+v)) = %+v, %v (JSON %s)", p, got, err, b)
+		}
+	}
+}
