@@ -12,6 +12,7 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
+	"time"
 
 	nadv1 "github.com/k8snetworkplumbingwg/network-attachment-definition-client/pkg/apis/k8s.cni.cncf.io/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -41,6 +42,65 @@ func (n Note) String() string { return fmt.Sprintf("%s: document %d: %s", n.File
 func ReadManifests(paths []string) (desired.Inputs, []Note, error) {
 	return ReadManifestsFS(osFS{}, paths)
 }
+
+// Stdin is the path that names standard input, as in kubectl -f -.
+const Stdin = "-"
+
+// ReadManifestsStdin is ReadManifests where the path Stdin reads stdin to
+// its end, once: naming it twice is an error.
+func ReadManifestsStdin(paths []string, stdin io.Reader) (desired.Inputs, []Note, error) {
+	if n := countOf(paths, Stdin); n > 1 {
+		return desired.Inputs{}, nil, fmt.Errorf("-f %s: standard input given %d times; it can be read once", Stdin, n)
+	}
+	return ReadManifestsFS(&stdinFS{r: stdin}, paths)
+}
+
+func countOf(l []string, s string) int {
+	n := 0
+	for _, e := range l {
+		if e == s {
+			n++
+		}
+	}
+	return n
+}
+
+// stdinFS is osFS where the name Stdin is a file holding what r reads.
+type stdinFS struct {
+	osFS
+	r io.Reader
+}
+
+func (s *stdinFS) Stat(name string) (fs.FileInfo, error) {
+	if name == Stdin {
+		return stdinInfo{}, nil
+	}
+	return s.osFS.Stat(name)
+}
+
+func (s *stdinFS) ReadFile(name string) ([]byte, error) {
+	if name != Stdin {
+		return s.osFS.ReadFile(name)
+	}
+	if s.r == nil {
+		return nil, errors.New("standard input: nothing to read")
+	}
+	data, err := io.ReadAll(s.r)
+	if err != nil {
+		return nil, fmt.Errorf("standard input: %w", err)
+	}
+	return data, nil
+}
+
+// stdinInfo describes standard input to expand: a file, not a directory.
+type stdinInfo struct{}
+
+func (stdinInfo) Name() string       { return Stdin }
+func (stdinInfo) Size() int64        { return 0 }
+func (stdinInfo) Mode() fs.FileMode  { return 0 }
+func (stdinInfo) ModTime() time.Time { return time.Time{} }
+func (stdinInfo) IsDir() bool        { return false }
+func (stdinInfo) Sys() any           { return nil }
 
 // ReadManifestsFS is ReadManifests reading from fsys, e.g. manifests embedded
 // in the binary.

@@ -93,3 +93,29 @@ func TestReadManifestsDuplicate(t *testing.T) {
 		t.Errorf("ReadManifests(same pod twice) error = %v, want 'Pod x/a is defined twice'", err)
 	}
 }
+
+// TestReadManifestsStdin: "-" reads standard input, beside files and
+// directories; naming it twice is an error, and so is a malformed document
+// in it, named as "-".
+func TestReadManifestsStdin(t *testing.T) {
+	dir := t.TempDir()
+	write(t, dir, "a.yaml", "apiVersion: v1\nkind: Pod\nmetadata: {name: from-file}\nspec: {containers: [{name: c, image: x}]}\n")
+	stdin := strings.NewReader("apiVersion: v1\nkind: Pod\nmetadata: {name: from-stdin, namespace: ns}\nspec: {containers: [{name: c, image: x}]}\n")
+	in, _, err := ReadManifestsStdin([]string{dir, Stdin}, stdin)
+	if err != nil {
+		t.Fatalf("ReadManifestsStdin: %v", err)
+	}
+	if len(in.Pods) != 2 || in.Pods[0].Name != "from-file" || in.Pods[1].Name != "from-stdin" || in.Pods[1].Namespace != "ns" {
+		t.Errorf("pods = %v, want from-file then from-stdin", in.Pods)
+	}
+	if _, _, err := ReadManifestsStdin([]string{Stdin, Stdin}, strings.NewReader("")); err == nil || !strings.Contains(err.Error(), "2 times") {
+		t.Errorf("ReadManifestsStdin(-, -) = %v, want an error saying stdin is read once", err)
+	}
+	_, _, err = ReadManifestsStdin([]string{Stdin}, strings.NewReader("kind: Pod\napiVersion: v1\nmetadata: {name: [x]}\n"))
+	if err == nil || !strings.HasPrefix(err.Error(), "-: document 0") {
+		t.Errorf("ReadManifestsStdin(malformed) = %v, want an error naming - and the document", err)
+	}
+	if _, _, err := ReadManifests([]string{Stdin}); err == nil {
+		t.Errorf("ReadManifests(-) = nil error; only ReadManifestsStdin reads standard input")
+	}
+}

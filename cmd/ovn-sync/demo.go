@@ -21,8 +21,14 @@ func cmdDemo(args []string, stdout, stderr io.Writer) error {
 	nf.register(fset)
 	var net networkFlags
 	net.register(fset)
-	if err := fset.Parse(args); err != nil {
-		return exitError{1}
+	if err := parseFlags(fset, args, nil); err != nil {
+		return err
+	}
+	if err := nf.checkTLS(); err != nil {
+		return err
+	}
+	if fset.NArg() > 0 {
+		return fmt.Errorf("unexpected arguments %q", fset.Args())
 	}
 	if nf.addr == "" {
 		nf.addr = "embedded"

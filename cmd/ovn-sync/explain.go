@@ -31,19 +31,28 @@ func cmdExplain(args []string, stdout, stderr io.Writer) error {
 	var net networkFlags
 	var nf nbFlags
 	var kubeconfig, output string
-	fs.Var(&files, "f", "manifest `file or directory` (repeatable)")
+	fs.Var(&files, "f", "manifest `file or directory` (repeatable; - reads standard input)")
 	fs.StringVar(&kubeconfig, "kubeconfig", "", "read the objects from this cluster instead of -f")
 	fs.StringVar(&output, "o", "text", "output format: text or json")
 	net.register(fs)
 	nf.register(fs)
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return exitError{0}
+	// The owner may come before the flags, as README shows it: parse on
+	// past each argument that is not a flag.
+	var pos []string
+	for rest := args; ; {
+		if err := parseFlags(fs, rest, writeFlags); err != nil {
+			return err
 		}
-		return exitError{1}
+		if fs.NArg() == 0 {
+			break
+		}
+		pos, rest = append(pos, fs.Arg(0)), fs.Args()[1:]
+	}
+	if err := nf.checkTLS(); err != nil {
+		return err
 	}
 	switch {
-	case fs.NArg() != 1:
+	case len(pos) != 1:
 		return errors.New("want one KIND/NAMESPACE/NAME or port name, e.g. vm/tenant/db")
 	case (len(files) == 0) == (kubeconfig == ""):
 		return errors.New("give either -f (manifests) or --kubeconfig (a cluster)")
@@ -61,7 +70,7 @@ func cmdExplain(args []string, stdout, stderr io.Writer) error {
 		in, err = readCluster(ctx, kubeconfig)
 	} else {
 		var notes []sources.Note
-		in, notes, err = sources.ReadManifests(files)
+		in, notes, err = sources.ReadManifestsStdin(files, stdin)
 		printNotes(stderr, notes)
 	}
 	if err != nil {
@@ -72,7 +81,7 @@ func cmdExplain(args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	defer stop()
-	e, err := reconcile.Explain(reconcile.Compute(nb, in, nf.options(cfg)), fs.Arg(0))
+	e, err := reconcile.Explain(reconcile.Compute(nb, in, nf.options(cfg)), pos[0])
 	if err != nil {
 		return err
 	}

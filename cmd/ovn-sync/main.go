@@ -33,8 +33,8 @@ func usage(w io.Writer) {
 
 Usage:
   ovn-sync run   --nb ADDR [--kubeconfig FILE] [--config FILE] [--resync 5m] [--leader-elect] [--metrics-addr :9476]
-  ovn-sync plan  -f DIR|FILE... --nb ADDR|embedded [--config FILE] [-o text|json] [--detailed-exitcode]
-  ovn-sync apply -f DIR|FILE... --nb ADDR|embedded [--config FILE]
+  ovn-sync plan  -f DIR|FILE|-... --nb ADDR|embedded [--config FILE] [-o text|json] [--detailed-exitcode]
+  ovn-sync apply -f DIR|FILE|-... --nb ADDR|embedded [--config FILE] [-o text|json]
   ovn-sync explain KIND/NAMESPACE/NAME|PORT (-f DIR|FILE... | --kubeconfig FILE) --nb ADDR [-o text|json]
   ovn-sync demo
   ovn-sync version
@@ -62,6 +62,10 @@ func run(args []string, stdout, stderr io.Writer) int {
 	case "demo":
 		err = cmdDemo(args[1:], stdout, stderr)
 	case "version", "--version":
+		if len(args) > 1 {
+			err = fmt.Errorf("takes no arguments or flags, got %q", args[1:])
+			break
+		}
 		fmt.Fprintf(stdout, "ovn-sync %s\n", version)
 	case "help", "-h", "--help":
 		usage(stdout)

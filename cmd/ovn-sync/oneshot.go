@@ -61,7 +61,7 @@ type oneShot struct {
 func newOneShot(name string, stderr io.Writer) *oneShot {
 	o := &oneShot{fs: flag.NewFlagSet(name, flag.ContinueOnError)}
 	o.fs.SetOutput(stderr)
-	o.fs.Var(&o.files, "f", "manifest `file or directory` (repeatable)")
+	o.fs.Var(&o.files, "f", "manifest `file or directory` (repeatable; - reads standard input)")
 	o.fs.StringVar(&o.output, "o", "text", "output format: text or json")
 	o.fs.BoolVar(&o.exitCode, "detailed-exitcode", false, "exit 0 when there are no changes, 2 when there are, 1 on error")
 	o.fs.BoolVar(&o.allowEmpty, "allow-empty", false, "go on when -f holds no Kubernetes objects (every port of ours would be deleted)")
@@ -70,12 +70,20 @@ func newOneShot(name string, stderr io.Writer) *oneShot {
 	return o
 }
 
+// oneShotRefused are the flags each one-shot command registers but does
+// not take.
+var oneShotRefused = map[string]refused{
+	"plan": writeFlags,
+	"apply": {"detailed-exitcode": "apply exits 0 once the plan is applied and 1 on error; " +
+		"`plan --detailed-exitcode` says whether changes are pending"},
+}
+
 func (o *oneShot) parse(args []string) error {
-	if err := o.fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return exitError{0}
-		}
-		return exitError{1}
+	if err := parseFlags(o.fs, args, oneShotRefused[o.fs.Name()]); err != nil {
+		return err
+	}
+	if err := o.nb.checkTLS(); err != nil {
+		return err
 	}
 	if o.fs.NArg() > 0 {
 		return fmt.Errorf("unexpected arguments %q", o.fs.Args())
@@ -130,7 +138,7 @@ func (o *oneShot) prepare(ctx context.Context, stderr io.Writer) (job, func(), e
 	if err != nil {
 		return job{}, nil, err
 	}
-	in, notes, err := sources.ReadManifests(o.files)
+	in, notes, err := sources.ReadManifestsStdin(o.files, stdin)
 	if err != nil {
 		return job{}, nil, err
 	}
@@ -193,6 +201,9 @@ func planOnce(o *oneShot, j job, stdout, stderr io.Writer) error {
 }
 
 func applyOnce(ctx context.Context, o *oneShot, j job, stdout, stderr io.Writer) error {
+	if o.nb.addr == "embedded" {
+		fmt.Fprintln(stderr, "note: --nb embedded is an in-memory NB that ends with this process: nothing will persist")
+	}
 	out, err := j.apply(ctx)
 	if o.output == "json" {
 		out.WriteProblems(stderr)
@@ -203,11 +214,5 @@ func applyOnce(ctx context.Context, o *oneShot, j job, stdout, stderr io.Writer)
 		out.WriteProblems(stdout)
 		out.WritePlans(stdout, true)
 	}
-	if err != nil {
-		return err
-	}
-	if o.exitCode && !out.Plan.Empty() {
-		return exitError{2}
-	}
-	return nil
+	return err
 }

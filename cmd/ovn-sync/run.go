@@ -109,11 +109,11 @@ func newRunFlags(stderr io.Writer) *runFlags {
 }
 
 func (r *runFlags) parse(args []string) error {
-	if err := r.fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return exitError{0}
-		}
-		return exitError{1}
+	if err := parseFlags(r.fs, args, nil); err != nil {
+		return err
+	}
+	if err := r.nb.checkTLS(); err != nil {
+		return err
 	}
 	if r.fs.NArg() > 0 {
 		return fmt.Errorf("unexpected arguments %q", r.fs.Args())
