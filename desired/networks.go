@@ -159,7 +159,45 @@ func (n *network) switchValue() *state.Switch {
 		// OVN's other_config:ipv6_prefix is the prefix address without its length.
 		s.IPv6Prefix = p.Addr().String()
 	}
+	s.ExcludeIPs = n.fam[ipv4].northdExclude()
 	return s
+}
+
+// northdExclude is other_config:exclude_ips for an IPv4 family: what f
+// never hands out, excluded ranges and the gateway, clamped to the usable
+// range, as northd reads it: addresses and "a..b" ranges separated by
+// spaces, sorted. Northd's IPAM has no exclusions for IPv6 (it derives
+// addresses from MACs), so an IPv6 family has none; nor has a family
+// without a subnet.
+func (f *family) northdExclude() string {
+	if !f.prefix.IsValid() || !f.prefix.Addr().Is4() {
+		return ""
+	}
+	rs := slices.Clone(f.excl)
+	if f.gateway.IsValid() {
+		rs = append(rs, IPRange{From: f.gateway, To: f.gateway})
+	}
+	var b strings.Builder
+	for _, r := range mergeRanges(rs, true) {
+		if r.From.Less(f.usable.From) {
+			r.From = f.usable.From
+		}
+		if f.usable.To.Less(r.To) {
+			r.To = f.usable.To
+		}
+		if r.To.Less(r.From) {
+			continue
+		}
+		if b.Len() > 0 {
+			b.WriteByte(' ')
+		}
+		b.WriteString(r.From.String())
+		if r.From != r.To {
+			b.WriteString("..")
+			b.WriteString(r.To.String())
+		}
+	}
+	return b.String()
 }
 
 // nadRef names a NetworkAttachmentDefinition.

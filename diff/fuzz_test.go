@@ -63,6 +63,7 @@ var (
 	ourSwitchKeys = map[string]bool{
 		"external_ids:" + state.KeyOwner: true, "external_ids:" + state.KeyNetwork: true,
 		"other_config:" + state.SwitchSubnet: true, "other_config:" + state.SwitchIPv6Prefix: true,
+		"other_config:" + state.SwitchExcludeIPs: true,
 	}
 	// foreignKeys look like ours on purpose: a prefix, a suffix, another
 	// tool's namespace.
@@ -237,6 +238,7 @@ func (d *draws) state(observed bool) (state.State, map[string]extra) {
 			sw.Network = d.pick("", "default", "ns/n")
 			sw.Subnet = d.pick("", "10.16.0.0/16", "10.1.0.0/24")
 			sw.IPv6Prefix = d.pick("", "fd00::/64")
+			sw.ExcludeIPs = d.pick("", "10.16.0.1", "10.16.0.1 10.16.0.5..10.16.0.9")
 		}
 		if observed {
 			sw.UUID = fmt.Sprintf("ls-%d", i)

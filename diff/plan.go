@@ -78,6 +78,7 @@ const (
 	FieldSwitch             Fields = 1 << state.FieldSwitch             // LSP external_ids:ovn-sync/switch; set on create, never updated
 	FieldSubnet             Fields = 1 << state.FieldSubnet             // LS other_config:subnet
 	FieldIPv6Prefix         Fields = 1 << state.FieldIPv6Prefix         // LS other_config:ipv6_prefix
+	FieldExcludeIPs         Fields = 1 << state.FieldExcludeIPs         // LS other_config:exclude_ips
 )
 
 // PortFields and SwitchFields are the fields of each kind of row, in the

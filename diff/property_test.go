@@ -58,6 +58,7 @@ func genState(t *rapid.T, label string, observed bool) state.State {
 			sw.Network = genValue(t, label+" "+name+" network", "", "default", "ns/n")
 			sw.Subnet = genValue(t, label+" "+name+" subnet", "", "10.0.0.0/24", "10.1.0.0/24")
 			sw.IPv6Prefix = genValue(t, label+" "+name+" ipv6", "", "fd00::/64")
+			sw.ExcludeIPs = genValue(t, label+" "+name+" exclude", "", "10.0.0.1", "10.0.0.1 10.0.0.5..10.0.0.9")
 		}
 		if observed {
 			sw.UUID = fmt.Sprintf("ls-%d", i)
@@ -308,7 +309,7 @@ func TestFields(t *testing.T) {
 	want := []string{
 		"addresses/", "port_security/", "options/requested-chassis", "options/activation-strategy",
 		"external_ids/ovn-sync/owner", "external_ids/ovn-sync/network", "external_ids/ovn-sync/switch",
-		"other_config/subnet", "other_config/ipv6_prefix",
+		"other_config/subnet", "other_config/ipv6_prefix", "other_config/exclude_ips",
 	}
 	if !slices.Equal(all, want) {
 		t.Errorf("Column() of every field = %q, want %q", all, want)

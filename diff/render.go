@@ -155,6 +155,7 @@ type (
 		Network    string `json:"network,omitempty"`
 		Subnet     string `json:"subnet,omitempty"`
 		IPv6Prefix string `json:"ipv6_prefix,omitempty"`
+		ExcludeIPs string `json:"exclude_ips,omitempty"`
 	}
 )
 
@@ -201,5 +202,5 @@ func portToJSON(p *state.Port) portJSON {
 }
 
 func switchToJSON(s *state.Switch) switchJSON {
-	return switchJSON{Name: s.Name, UUID: s.UUID, Owner: s.Owner, Network: s.Network, Subnet: s.Subnet, IPv6Prefix: s.IPv6Prefix}
+	return switchJSON{Name: s.Name, UUID: s.UUID, Owner: s.Owner, Network: s.Network, Subnet: s.Subnet, IPv6Prefix: s.IPv6Prefix, ExcludeIPs: s.ExcludeIPs}
 }

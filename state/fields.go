@@ -62,6 +62,7 @@ const (
 	FieldSwitch                    // LSP external_ids:ovn-sync/switch
 	FieldSubnet                    // LS other_config:subnet
 	FieldIPv6Prefix                // LS other_config:ipv6_prefix
+	FieldExcludeIPs                // LS other_config:exclude_ips
 
 	// NumFields is the number of managed fields.
 	NumFields = iota
@@ -90,4 +91,6 @@ var Fields = [NumFields]Field{
 		SwitchKey: func(s *Switch) *string { return &s.Subnet }},
 	FieldIPv6Prefix: {Column: "other_config", Key: SwitchIPv6Prefix,
 		SwitchKey: func(s *Switch) *string { return &s.IPv6Prefix }},
+	FieldExcludeIPs: {Column: "other_config", Key: SwitchExcludeIPs,
+		SwitchKey: func(s *Switch) *string { return &s.ExcludeIPs }},
 }

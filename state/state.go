@@ -22,10 +22,12 @@ const (
 	// two chassis, so the destination activates on the first RARP the VM sends.
 	OptActivationStrategy = "activation-strategy"
 
-	// SwitchSubnet and SwitchIPv6Prefix are the Logical_Switch other_config keys
-	// ovn-sync sets on the switches it creates.
+	// SwitchSubnet, SwitchIPv6Prefix and SwitchExcludeIPs are the
+	// Logical_Switch other_config keys ovn-sync sets on the switches it
+	// creates: northd's IPAM reads them for other tools' "dynamic" ports.
 	SwitchSubnet     = "subnet"
 	SwitchIPv6Prefix = "ipv6_prefix"
+	SwitchExcludeIPs = "exclude_ips"
 
 	// DefaultNetwork is the KeyNetwork value of the cluster's default network.
 	DefaultNetwork = "default"
@@ -43,6 +45,9 @@ type Switch struct {
 	// Subnet and IPv6Prefix are other_config:subnet and other_config:ipv6_prefix.
 	Subnet     string
 	IPv6Prefix string
+	// ExcludeIPs is other_config:exclude_ips: the IPv4 addresses of Subnet
+	// northd must not hand out, in its syntax ("10.16.0.1 10.16.0.8..10.16.0.15").
+	ExcludeIPs string
 }
 
 // Owned reports whether ovn-sync created the switch.

@@ -25,6 +25,7 @@ var switchColumns = []column[state.Switch]{
 	{"network", func(s *state.Switch) *string { return &s.Network }},
 	{"subnet", func(s *state.Switch) *string { return &s.Subnet }},
 	{"ipv6_prefix", func(s *state.Switch) *string { return &s.IPv6Prefix }},
+	{"exclude_ips", func(s *state.Switch) *string { return &s.ExcludeIPs }},
 }
 
 // portBeforeLists and portAfterLists are a port's single-valued keys in the
