@@ -11,6 +11,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	kubevirtv1 "kubevirt.io/api/core/v1"
 
+	kubeovnv1 "github.com/ovn-sync/ovn-sync/apis/kubeovn/v1"
 	"github.com/ovn-sync/ovn-sync/state"
 )
 
@@ -34,11 +35,13 @@ import (
 // in, reads no clock and starts no goroutine.
 func Build(in Inputs, cfg Config, have state.State) Result {
 	b := newBuilder(in, have)
+	b.indexNamespaces(in.Namespaces)
 	b.buildNetworks(cfg, in.NetworkAttachmentDefinitions)
 	b.indexKubeVirt(in)
 	b.addPods(in)
 	b.addVirtualMachines(in)
 	b.addVirtualMachineInstances(in)
+	b.keepStatefulSetPorts(in)
 	b.resolve()
 	return b.finish()
 }
@@ -48,8 +51,11 @@ type builder struct {
 	want state.State
 
 	def      *network
-	networks []*network // default first, then managed NADs in ns/name order
+	networks []*network // default first, then Subnets, then managed NADs in ns/name order
 	nads     map[nadRef]nadEntry
+	// subnetObjs are the kube-ovn Subnets read; kovn indexes them.
+	subnetObjs []*kubeovnv1.Subnet
+	kovn       kubeOVNIndex
 	// switchOwner names, for messages, who uses each switch name.
 	switchOwner map[string]string
 	switchIDs   map[string]uint32
@@ -96,6 +102,7 @@ func newBuilder(in Inputs, have state.State) *builder {
 		switchOwner: map[string]string{},
 		switchIDs:   map[string]uint32{},
 		specs:       make([]*portSpec, 0, n),
+		subnetObjs:  in.Subnets,
 	}
 	return b
 }
@@ -201,6 +208,11 @@ type requested struct {
 	// granted is set on a request the kube-ovn "allocated" annotation says
 	// was given out before (by kube-ovn, or published by ovn-sync).
 	granted bool
+	// pool lists the addresses an ip_pool annotation offers, one entry per
+	// interface (an IPv4 and/or an IPv6 address), when ip is not set:
+	// resolve picks one (pickPools). poolSrc is the annotation's key.
+	pool    [][2]netip.Addr
+	poolSrc string
 }
 
 var noRequest requested
@@ -372,17 +384,7 @@ func (b *builder) keepPort(o *owner, name, provider string) {
 // used when o's list of networks cannot be read, so any of them may still
 // be wanted.
 func (b *builder) keepOwnerPorts(o *owner, except []string) {
-	if b.haveByOwner == nil {
-		b.haveByOwner = map[string][]*state.Port{}
-		for _, p := range b.have.Ports {
-			if p != nil && p.Owned() {
-				b.haveByOwner[p.Owner] = append(b.haveByOwner[p.Owner], p)
-			}
-		}
-		for _, ps := range b.haveByOwner {
-			slices.SortFunc(ps, func(x, y *state.Port) int { return strings.Compare(x.Name, y.Name) })
-		}
-	}
+	b.indexHaveOwners()
 	for _, p := range b.haveByOwner[o.id] {
 		if !slices.Contains(except, p.Name) {
 			s := b.newSpec(o, p.Name)
@@ -392,10 +394,27 @@ func (b *builder) keepOwnerPorts(o *owner, except []string) {
 	}
 }
 
+// indexHaveOwners indexes our have ports by owner, sorted by name, once.
+func (b *builder) indexHaveOwners() {
+	if b.haveByOwner != nil {
+		return
+	}
+	b.haveByOwner = map[string][]*state.Port{}
+	for _, p := range b.have.Ports {
+		if p != nil && p.Owned() {
+			b.haveByOwner[p.Owner] = append(b.haveByOwner[p.Owner], p)
+		}
+	}
+	for _, ps := range b.haveByOwner {
+		slices.SortFunc(ps, func(x, y *state.Port) int { return strings.Compare(x.Name, y.Name) })
+	}
+}
+
 // resolve decides, for every spec, where each of its addresses comes from
 // — request, record, the port in have (sticky) or a fresh allocation — then
 // runs IPAM, which settles addresses held twice and hands out the rest.
 func (b *builder) resolve() {
+	b.pickPools()
 	for _, s := range b.specs {
 		if s.state != specBuild {
 			continue

@@ -10,11 +10,13 @@ import (
 
 	"github.com/cockroachdb/datadriven"
 	nadv1 "github.com/k8snetworkplumbingwg/network-attachment-definition-client/pkg/apis/k8s.cni.cncf.io/v1"
+	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	kubevirtv1 "kubevirt.io/api/core/v1"
 	"sigs.k8s.io/yaml"
 
+	kubeovnv1 "github.com/ovn-sync/ovn-sync/apis/kubeovn/v1"
 	"github.com/ovn-sync/ovn-sync/internal/statetext"
 	"github.com/ovn-sync/ovn-sync/state"
 )
@@ -281,12 +283,18 @@ func reversed(in Inputs) Inputs {
 		VirtualMachineInstances:      slices.Clone(in.VirtualMachineInstances),
 		Migrations:                   slices.Clone(in.Migrations),
 		NetworkAttachmentDefinitions: slices.Clone(in.NetworkAttachmentDefinitions),
+		Subnets:                      slices.Clone(in.Subnets),
+		Namespaces:                   slices.Clone(in.Namespaces),
+		StatefulSets:                 slices.Clone(in.StatefulSets),
 	}
 	slices.Reverse(r.Pods)
 	slices.Reverse(r.VirtualMachines)
 	slices.Reverse(r.VirtualMachineInstances)
 	slices.Reverse(r.Migrations)
 	slices.Reverse(r.NetworkAttachmentDefinitions)
+	slices.Reverse(r.Subnets)
+	slices.Reverse(r.Namespaces)
+	slices.Reverse(r.StatefulSets)
 	return r
 }
 
@@ -360,6 +368,19 @@ func decodeObjects(text string, in *Inputs) error {
 			o := &nadv1.NetworkAttachmentDefinition{}
 			err = yaml.UnmarshalStrict([]byte(doc), o)
 			in.NetworkAttachmentDefinitions = append(in.NetworkAttachmentDefinitions, o)
+		case "Subnet":
+			o := &kubeovnv1.Subnet{}
+			// kube-ovn's Subnets carry fields ovn-sync does not read.
+			err = yaml.Unmarshal([]byte(doc), o)
+			in.Subnets = append(in.Subnets, o)
+		case "Namespace":
+			o := &corev1.Namespace{}
+			err = yaml.UnmarshalStrict([]byte(doc), o)
+			in.Namespaces = append(in.Namespaces, o)
+		case "StatefulSet":
+			o := &appsv1.StatefulSet{}
+			err = yaml.UnmarshalStrict([]byte(doc), o)
+			in.StatefulSets = append(in.StatefulSets, o)
 		default:
 			return fmt.Errorf("document %d: unexpected kind %q", i, tm.Kind)
 		}
@@ -414,6 +435,18 @@ func deleteObject(in *Inputs, kind, ns, name string) bool {
 		n = len(in.NetworkAttachmentDefinitions)
 		in.NetworkAttachmentDefinitions = slices.DeleteFunc(in.NetworkAttachmentDefinitions, func(o *nadv1.NetworkAttachmentDefinition) bool { return match(o) })
 		n -= len(in.NetworkAttachmentDefinitions)
+	case "Subnet":
+		n = len(in.Subnets)
+		in.Subnets = slices.DeleteFunc(in.Subnets, func(o *kubeovnv1.Subnet) bool { return match(o) })
+		n -= len(in.Subnets)
+	case "Namespace":
+		n = len(in.Namespaces)
+		in.Namespaces = slices.DeleteFunc(in.Namespaces, func(o *corev1.Namespace) bool { return match(o) })
+		n -= len(in.Namespaces)
+	case "StatefulSet":
+		n = len(in.StatefulSets)
+		in.StatefulSets = slices.DeleteFunc(in.StatefulSets, func(o *appsv1.StatefulSet) bool { return match(o) })
+		n -= len(in.StatefulSets)
 	}
 	return n > 0
 }

@@ -18,6 +18,7 @@ func TestImports(t *testing.T) {
 	}
 	allowed := []string{
 		"github.com/ovn-sync/ovn-sync/state",
+		"github.com/ovn-sync/ovn-sync/apis/",
 		"k8s.io/api/",
 		"k8s.io/apimachinery/pkg/apis/",
 		"kubevirt.io/api/",

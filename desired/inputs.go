@@ -7,11 +7,14 @@ import (
 	"strings"
 
 	nadv1 "github.com/k8snetworkplumbingwg/network-attachment-definition-client/pkg/apis/k8s.cni.cncf.io/v1"
+	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	kubevirtv1 "kubevirt.io/api/core/v1"
+
+	kubeovnv1 "github.com/ovn-sync/ovn-sync/apis/kubeovn/v1"
 )
 
-// Inputs is everything Build reads from Kubernetes: every object of the five
+// Inputs is everything Build reads from Kubernetes: every object of the
 // kinds that matter, whichever source (informers or manifest files) read them.
 // Order does not matter; Build sorts what it needs.
 type Inputs struct {
@@ -20,6 +23,12 @@ type Inputs struct {
 	VirtualMachineInstances      []*kubevirtv1.VirtualMachineInstance
 	Migrations                   []*kubevirtv1.VirtualMachineInstanceMigration
 	NetworkAttachmentDefinitions []*nadv1.NetworkAttachmentDefinition
+	// Subnets are kube-ovn's networks (see subnets.go); Namespaces are read
+	// for their ovn.kubernetes.io/logical_switch annotation, StatefulSets
+	// for the ports of their pods that are gone and will come back.
+	Subnets      []*kubeovnv1.Subnet
+	Namespaces   []*corev1.Namespace
+	StatefulSets []*appsv1.StatefulSet
 }
 
 // Config is the part of ovn-sync's configuration Build depends on: the

@@ -218,6 +218,12 @@ type nadEntry struct {
 	net   *network
 	// why is, for nadInvalid, what owners on it are told ("is invalid").
 	why string
+	// provider names the NAD's ports and annotations: "<nad>.<nadns>.ovn",
+	// or a kube-ovn config's "provider". Empty when unknown.
+	provider string
+	// bySubnet is set for a kube-ovn NAD without "subnets": its network is
+	// a Subnet of its provider, chosen per port (chooseNetwork).
+	bySubnet bool
 }
 
 // nadConfigError is a problem with a NAD's spec.config; its text names the field.
@@ -239,7 +245,9 @@ func (e topologyError) Error() string {
 // "subnets" has no subnets: a network without IPAM, whose ports carry a
 // MAC only.
 type managedConfig struct {
-	cniType       string
+	cniType string
+	// provider is a kube-ovn config's "provider", "" when absent.
+	provider      string
 	subnets       []netip.Prefix
 	exclude       []IPRange
 	gateways      []netip.Addr
@@ -393,6 +401,20 @@ func parseManaged(cniType string, obj map[string]json.RawMessage, where string) 
 	if err != nil {
 		return nil, nadConfigError(fmt.Sprintf("%s: \"subnets\" %v", where, err))
 	}
+	if cniType == typeKubeOVN {
+		prov, present, err := stringField(obj, "provider", where)
+		if err != nil {
+			return nil, err
+		}
+		if present && (!isDNSSubdomain(prov) || !strings.HasSuffix(prov, providerSuffix) || strings.Count(prov, ".") < 1) {
+			return nil, nadConfigError(fmt.Sprintf("%s: \"provider\" %q: not \"<name>.ovn\" (kube-ovn's form is \"<nad>.<namespace>.ovn\")", where, prov))
+		}
+		mc.provider = prov
+	}
+	if len(mc.subnets) == 0 && cniType == typeKubeOVN {
+		// kube-ovn's own form: the network is the Subnet of the provider.
+		return mc, nil
+	}
 	if len(mc.subnets) == 0 && !noIPAM {
 		return nil, nadConfigError(fmt.Sprintf("%s: %q is required for type %q", where, "subnets", cniType))
 	}
@@ -471,6 +493,7 @@ func (b *builder) buildNetworks(cfg Config, nads []*nadv1.NetworkAttachmentDefin
 	if b.def != nil {
 		b.switchOwner[b.def.sw] = "the default network"
 	}
+	b.buildSubnets(cfg, b.subnetObjs)
 
 	sorted := make([]*nadv1.NetworkAttachmentDefinition, 0, len(nads))
 	for _, n := range nads {
@@ -513,6 +536,14 @@ func (b *builder) buildNetworks(cfg Config, nads []*nadv1.NetworkAttachmentDefin
 			b.nads[ref] = nadEntry{state: nadUnmanaged}
 			continue
 		}
+		provider := nad.Name + "." + nad.Namespace + providerSuffix
+		if mc.provider != "" {
+			provider = mc.provider
+		}
+		if len(mc.subnets) == 0 {
+			b.nadBySubnet(nad, ref, provider)
+			continue
+		}
 		key := ref.String()
 		sw := mc.logicalSwitch
 		if sw == "" {
@@ -522,14 +553,14 @@ func (b *builder) buildNetworks(cfg Config, nads []*nadv1.NetworkAttachmentDefin
 			invalid("SwitchConflict", fmt.Sprintf("logical switch %q is already used by %s", sw, other))
 			continue
 		}
-		n := newNetwork(key, nad.Name+"."+nad.Namespace+providerSuffix, sw, ownerNADPrefix+key, mc.subnets, mc.exclude, mc.gateways)
+		n := newNetwork(key, provider, sw, ownerNADPrefix+key, mc.subnets, mc.exclude, mc.gateways)
 		if msg := b.outside(n); msg != "" {
 			invalid("InvalidNetworkAttachmentDefinition", "spec.config: \"subnets\" "+msg)
 			continue
 		}
 		b.switchOwner[sw] = "NetworkAttachmentDefinition " + key
 		n.swID = b.switchID(sw)
-		b.nads[ref] = nadEntry{state: nadManaged, net: n}
+		b.nads[ref] = nadEntry{state: nadManaged, net: n, provider: provider}
 		b.networks = append(b.networks, n)
 	}
 }

@@ -24,6 +24,7 @@ const (
 	annDefaultIP       = providerDefault + annIPSuffix  // ovn.kubernetes.io/ip_address
 	annDefaultMAC      = providerDefault + annMACSuffix // ovn.kubernetes.io/mac_address
 	annAllocatedSuffix = ".kubernetes.io/allocated"
+	annIPPoolSuffix    = ".kubernetes.io/ip_pool"
 	// annDefaultNetwork puts a pod's primary interface on a
 	// NetworkAttachmentDefinition instead of the default network (Multus).
 	annDefaultNetwork = "v1.multus-cni.io/default-network"
@@ -41,8 +42,12 @@ type attachment struct {
 	iface string
 	// merged is set once a networks-annotation element was folded in.
 	merged bool
-	ips    []request
-	macs   []request
+	// reqIface is the interface a networks-annotation element names
+	// explicitly ("" when none): kube-ovn's per-interface annotations
+	// <nad>.<ns>.kubernetes.io/ip_address.<iface> are keyed by it.
+	reqIface string
+	ips      []request
+	macs     []request
 }
 
 // request is an address asked for outside the kube-ovn annotations: in a
@@ -300,6 +305,9 @@ func (b *builder) annotationAttachments(o *owner, ann map[string]string, atts []
 			at = &atts[len(atts)-1]
 		}
 		at.addSelection(sel, annNetworks+"["+strconv.Itoa(i)+"]")
+		if sel.iface != "" {
+			at.reqIface = sel.iface
+		}
 	}
 	return atts, true
 }
@@ -310,17 +318,22 @@ func (b *builder) annotationAttachments(o *owner, ann map[string]string, atts []
 // The slice is reused by the next call.
 func (b *builder) addOwner(o *owner, atts []attachment, ann map[string]string) []string {
 	names := b.names[:0]
+	guessed := false
 	for i := range atts {
 		at := &atts[i]
 		var n *network
 		known := true
 		provider := providerDefault
-		if at.isDefault {
-			n = b.def
-			known = n != nil
-		} else {
+		choice := networkChoice{isDefault: at.isDefault, provider: providerDefault}
+		if !at.isDefault {
 			provider = at.ref.name + "." + at.ref.ns + providerSuffix
 			e, found := b.nads[at.ref]
+			if e.provider != "" {
+				provider = e.provider
+			} else if !found || e.state == nadInvalid {
+				// The NAD's provider is unknown, so are its ports' names.
+				guessed = true
+			}
 			switch {
 			case !found:
 				b.ownerProblem(o, "UnknownNetworkAttachmentDefinition",
@@ -332,6 +345,8 @@ func (b *builder) addOwner(o *owner, atts []attachment, ann map[string]string) [
 				known = false
 			case e.state == nadUnmanaged:
 				continue
+			case e.bySubnet:
+				choice.provider = e.provider
 			default:
 				n = e.net
 			}
@@ -344,6 +359,10 @@ func (b *builder) addOwner(o *owner, atts []attachment, ann map[string]string) [
 			name = o.base + "." + provider
 		}
 		names = append(names, name)
+		if known && n == nil {
+			choice.key = provider
+			n, known = b.chooseNetwork(o, choice, name, b.switchAnnotations(o, ann))
+		}
 		if !known {
 			b.keepPort(o, name, provider)
 			continue
@@ -370,8 +389,28 @@ func (b *builder) addOwner(o *owner, atts []attachment, ann map[string]string) [
 		b.readRecords(s)
 		b.add(s)
 	}
+	if guessed {
+		// A NAD whose provider is unknown: any port of the owner may be on
+		// it, under a name not guessed here. Keep them all.
+		b.keepOwnerPorts(o, names)
+		for _, p := range b.haveByOwner[o.id] {
+			if !slices.Contains(names, p.Name) {
+				names = append(names, p.Name)
+			}
+		}
+	}
 	b.names = names
 	return names
+}
+
+// switchAnnotations returns the annotations whose logical_switch says
+// where o's ports go: for a VM whose VMI runs, the VMI's (a template edit
+// waits for the next start), else ann.
+func (b *builder) switchAnnotations(o *owner, ann map[string]string) map[string]string {
+	if o.running != nil || o.runningAnn != nil {
+		return o.runningAnn
+	}
+	return ann
 }
 
 // readRunning sets, for a VM whose VMI runs, s.req to the requests of the
@@ -451,6 +490,12 @@ func (b *builder) readRequests(s *portSpec, at *attachment, ann map[string]strin
 			return false
 		}
 	}
+	if at.reqIface != "" && len(ann) > 0 {
+		k := at.ref.name + "." + at.ref.ns + annIPSuffix + "." + at.reqIface
+		if v := strings.TrimSpace(ann[k]); v != "" && !r.ip(k, v, strings.Split(v, ",")) {
+			return false
+		}
+	}
 	for _, q := range at.ips {
 		vals := make([]string, len(q.values))
 		for i, x := range q.values {
@@ -467,9 +512,20 @@ func (b *builder) readRequests(s *portSpec, at *attachment, ann map[string]strin
 			return false
 		}
 	}
+	if at.reqIface != "" && len(ann) > 0 {
+		k := at.ref.name + "." + at.ref.ns + annMACSuffix + "." + at.reqIface
+		if v := strings.TrimSpace(ann[k]); v != "" && !r.mac(k, v) {
+			return false
+		}
+	}
 	for _, q := range at.macs {
 		if !r.mac(q.src, q.values[0]) {
 			return false
+		}
+	}
+	if len(ann) > 0 && r.ipFrom == "" {
+		if v := strings.TrimSpace(providerAnnotation(ann, provider, annIPPoolSuffix)); v != "" {
+			return r.pool(provider+annIPPoolSuffix, v)
 		}
 	}
 	return true

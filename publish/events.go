@@ -64,6 +64,9 @@ func indexRefs(in desired.Inputs) objectRefs {
 	for _, o := range in.NetworkAttachmentDefinitions {
 		add(state.KindNetworkAttachmentDefinition, "k8s.cni.cncf.io/v1", o)
 	}
+	for _, o := range in.Subnets {
+		add("Subnet", "kubeovn.io/v1", o)
+	}
 	return refs
 }
 
