@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"maps"
+	"slices"
 	"sort"
 	"sync"
 	"sync/atomic"
@@ -11,6 +12,7 @@ import (
 
 	"github.com/go-logr/logr"
 	nadv1 "github.com/k8snetworkplumbingwg/network-attachment-definition-client/pkg/apis/k8s.cni.cncf.io/v1"
+	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -26,12 +28,13 @@ import (
 	"k8s.io/client-go/tools/cache"
 	kubevirtv1 "kubevirt.io/api/core/v1"
 
+	kubeovnv1 "github.com/ovn-sync/ovn-sync/apis/kubeovn/v1"
 	"github.com/ovn-sync/ovn-sync/desired"
 	"github.com/ovn-sync/ovn-sync/state"
 )
 
-// Kind names one of the five kinds of object the informers watch, as
-// Kubernetes spells it.
+// Kind names one of the kinds of object the informers watch, as Kubernetes
+// spells it.
 type Kind string
 
 // The kinds, in the order Informers lists them.
@@ -41,10 +44,20 @@ const (
 	KindVirtualMachineInstance          Kind = state.KindVirtualMachineInstance
 	KindVirtualMachineInstanceMigration Kind = state.KindVirtualMachineInstanceMigration
 	KindNetworkAttachmentDefinition     Kind = state.KindNetworkAttachmentDefinition
+	// KindSubnet is kube-ovn's Subnet (cluster-scoped, a CRD); Namespaces
+	// (their logical_switch annotation) and StatefulSets (whose gone pods
+	// keep their ports) are read for it.
+	KindSubnet      Kind = "Subnet"
+	KindNamespace   Kind = "Namespace"
+	KindStatefulSet Kind = "StatefulSet"
 )
 
 // Kinds lists every kind the informers watch.
-var Kinds = []Kind{KindPod, KindVirtualMachine, KindVirtualMachineInstance, KindVirtualMachineInstanceMigration, KindNetworkAttachmentDefinition}
+var Kinds = []Kind{KindPod, KindVirtualMachine, KindVirtualMachineInstance, KindVirtualMachineInstanceMigration, KindNetworkAttachmentDefinition,
+	KindSubnet, KindNamespace, KindStatefulSet}
+
+// typedKinds are the built-in kinds, always served: the typed factory reads them.
+var typedKinds = []Kind{KindPod, KindNamespace, KindStatefulSet}
 
 // GroupVersionResources of the custom resources, which may not be installed.
 var (
@@ -52,6 +65,7 @@ var (
 	GVRVirtualMachineInstance          = kubevirtv1.SchemeGroupVersion.WithResource("virtualmachineinstances")
 	GVRVirtualMachineInstanceMigration = kubevirtv1.SchemeGroupVersion.WithResource("virtualmachineinstancemigrations")
 	GVRNetworkAttachmentDefinition     = nadv1.SchemeGroupVersion.WithResource("network-attachment-definitions")
+	GVRSubnet                          = kubeovnv1.GroupVersion.WithResource("subnets")
 )
 
 // crdKinds maps each custom kind to its resource.
@@ -60,6 +74,7 @@ var crdKinds = map[Kind]schema.GroupVersionResource{
 	KindVirtualMachineInstance:          GVRVirtualMachineInstance,
 	KindVirtualMachineInstanceMigration: GVRVirtualMachineInstanceMigration,
 	KindNetworkAttachmentDefinition:     GVRNetworkAttachmentDefinition,
+	KindSubnet:                          GVRSubnet,
 }
 
 // InformerOptions configures NewInformers.
@@ -140,6 +155,8 @@ func (s *Informers) Start(ctx context.Context) error {
 			informers.WithTransform(stripPod))
 		pods := s.podf.Core().V1().Pods().Informer()
 		s.watch(KindPod, pods)
+		s.watch(KindNamespace, s.podf.Core().V1().Namespaces().Informer())
+		s.watch(KindStatefulSet, s.podf.Apps().V1().StatefulSets().Informer())
 		s.podf.Start(ctx.Done())
 		s.dyn = dynamicinformer.NewDynamicSharedInformerFactory(s.opts.Dynamic, 0)
 		s.started = true
@@ -161,7 +178,7 @@ func (s *Informers) Discover(ctx context.Context) error {
 func (s *Informers) discoverLocked(ctx context.Context) error {
 	var missing []Kind
 	for _, k := range Kinds {
-		if _, ok := s.inf[k]; !ok && k != KindPod {
+		if _, ok := s.inf[k]; !ok && !slices.Contains(typedKinds, k) {
 			missing = append(missing, k)
 		}
 	}
@@ -205,6 +222,7 @@ var ListKinds = map[schema.GroupVersionResource]string{
 	GVRVirtualMachineInstance:          "VirtualMachineInstanceList",
 	GVRVirtualMachineInstanceMigration: "VirtualMachineInstanceMigrationList",
 	GVRNetworkAttachmentDefinition:     "NetworkAttachmentDefinitionList",
+	GVRSubnet:                          "SubnetList",
 	GVRCustomResourceDefinition:        "CustomResourceDefinitionList",
 }
 
@@ -468,6 +486,9 @@ func (s *Informers) Inputs() Snapshot {
 	in.VirtualMachineInstances = collect[*kubevirtv1.VirtualMachineInstance](KindVirtualMachineInstance, list(KindVirtualMachineInstance), &snap.Unreadable)
 	in.Migrations = collect[*kubevirtv1.VirtualMachineInstanceMigration](KindVirtualMachineInstanceMigration, list(KindVirtualMachineInstanceMigration), &snap.Unreadable)
 	in.NetworkAttachmentDefinitions = collect[*nadv1.NetworkAttachmentDefinition](KindNetworkAttachmentDefinition, list(KindNetworkAttachmentDefinition), &snap.Unreadable)
+	in.Subnets = collect[*kubeovnv1.Subnet](KindSubnet, list(KindSubnet), &snap.Unreadable)
+	in.Namespaces = collect[*corev1.Namespace](KindNamespace, list(KindNamespace), &snap.Unreadable)
+	in.StatefulSets = collect[*appsv1.StatefulSet](KindStatefulSet, list(KindStatefulSet), &snap.Unreadable)
 	return snap
 }
 
@@ -506,6 +527,8 @@ func typedTransform(k Kind) cache.TransformFunc {
 			return &kubevirtv1.VirtualMachineInstance{}
 		case KindVirtualMachineInstanceMigration:
 			return &kubevirtv1.VirtualMachineInstanceMigration{}
+		case KindSubnet:
+			return &kubeovnv1.Subnet{}
 		default:
 			return &nadv1.NetworkAttachmentDefinition{}
 		}
@@ -613,6 +636,15 @@ func stripPod(obj any) (any, error) {
 			lean.Annotations = maps.Clone(p.Annotations)
 			delete(lean.Annotations, corev1.LastAppliedConfigAnnotation)
 		}
+		return lean, nil
+	case *appsv1.StatefulSet:
+		// Of a StatefulSet only its replicas and ordinals are read.
+		lean := &appsv1.StatefulSet{
+			TypeMeta:   p.TypeMeta,
+			ObjectMeta: p.ObjectMeta,
+			Spec:       appsv1.StatefulSetSpec{Replicas: p.Spec.Replicas, Ordinals: p.Spec.Ordinals},
+		}
+		lean.ManagedFields = nil
 		return lean, nil
 	}
 	return stripManagedFields(obj)

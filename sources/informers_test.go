@@ -3,11 +3,13 @@ package sources
 import (
 	"context"
 	"fmt"
+	"slices"
 	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/go-logr/logr"
+	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -30,7 +32,7 @@ func newFakes(t *testing.T, kubevirt, multus bool, objs ...runtime.Object) *fake
 	var kubeObjs, dynObjs []runtime.Object
 	for _, o := range objs {
 		switch o.(type) {
-		case *corev1.Pod:
+		case *corev1.Pod, *corev1.Namespace, *appsv1.StatefulSet:
 			kubeObjs = append(kubeObjs, o)
 		default:
 			dynObjs = append(dynObjs, o)
@@ -117,15 +119,15 @@ func vm(ns, name string, spec map[string]any) *unstructured.Unstructured {
 func TestInformersMissingCRDs(t *testing.T) {
 	f := newFakes(t, false, false, pod("default", "a"))
 	ctx := start(t, f)
-	if got := f.inf.Absent(); len(got) != 4 {
-		t.Errorf("Absent() = %v, want the 4 custom kinds", got)
+	if got := f.inf.Absent(); len(got) != 5 {
+		t.Errorf("Absent() = %v, want the 5 custom kinds", got)
 	}
 	snap := f.inf.Inputs()
 	if len(snap.Inputs.Pods) != 1 || len(snap.Inputs.VirtualMachines) != 0 {
 		t.Errorf("Inputs() = %d pods %d VMs, want 1 and 0", len(snap.Inputs.Pods), len(snap.Inputs.VirtualMachines))
 	}
 	// Discovery again while still absent changes nothing (and logs nothing).
-	if err := f.inf.Discover(ctx); err != nil || len(f.inf.Absent()) != 4 {
+	if err := f.inf.Discover(ctx); err != nil || len(f.inf.Absent()) != 5 {
 		t.Fatalf("Discover() = %v, Absent() = %v", err, f.inf.Absent())
 	}
 
@@ -140,8 +142,8 @@ func TestInformersMissingCRDs(t *testing.T) {
 		t.Fatal(err)
 	}
 	waitSynced(t, f.inf)
-	if got := f.inf.Absent(); len(got) != 1 || got[0] != KindNetworkAttachmentDefinition {
-		t.Errorf("Absent() after installing KubeVirt = %v, want [NetworkAttachmentDefinition]", got)
+	if got := f.inf.Absent(); !slices.Equal(got, []Kind{KindNetworkAttachmentDefinition, KindSubnet}) {
+		t.Errorf("Absent() after installing KubeVirt = %v, want [NetworkAttachmentDefinition Subnet]", got)
 	}
 	eventually(t, "VM read after Discover", func() error {
 		if n := len(f.inf.Inputs().Inputs.VirtualMachines); n != 1 {
@@ -348,4 +350,50 @@ func TestInformersCRDInstalledAfterStart(t *testing.T) {
 		}
 		return nil
 	})
+}
+
+// installKubeOVN makes discovery serve kube-ovn's Subnets.
+func (f *fakes) installKubeOVN() {
+	f.disco.Resources = append(f.disco.Resources, &metav1.APIResourceList{GroupVersion: "kubeovn.io/v1", APIResources: []metav1.APIResource{
+		{Name: "subnets", Kind: "Subnet", Namespaced: false},
+	}})
+}
+
+// TestInformersKubeOVN reads kube-ovn's Subnets (a CRD, through the dynamic
+// client, converted to their typed form), Namespaces and StatefulSets (of
+// which only replicas and ordinals are kept).
+func TestInformersKubeOVN(t *testing.T) {
+	replicas := int32(3)
+	sts := &appsv1.StatefulSet{ObjectMeta: metav1.ObjectMeta{Namespace: "shop", Name: "web", ResourceVersion: "1"},
+		Spec: appsv1.StatefulSetSpec{Replicas: &replicas, ServiceName: "web",
+			Template: corev1.PodTemplateSpec{Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "c", Image: "nginx"}}}}}}
+	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "ns1", ResourceVersion: "1",
+		Annotations: map[string]string{"ovn.kubernetes.io/logical_switch": "subnet1"}}}
+	subnet := &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": "kubeovn.io/v1", "kind": "Subnet",
+		"metadata": map[string]any{"name": "subnet1"},
+		"spec": map[string]any{"cidrBlock": "10.66.0.0/16", "gateway": "10.66.0.1", "excludeIps": []any{"10.66.0.1..10.66.0.10"},
+			"namespaces": []any{"ns1"}, "natOutgoing": true, "gatewayType": "distributed"},
+	}}
+	f := newFakes(t, false, false, pod("default", "a"), ns, sts, subnet)
+	f.installKubeOVN()
+	start(t, f)
+	if got := f.inf.Absent(); slices.Contains(got, KindSubnet) {
+		t.Fatalf("Absent() = %v, want Subnet served", got)
+	}
+	snap := f.inf.Inputs()
+	in := snap.Inputs
+	if len(snap.Unreadable) != 0 {
+		t.Fatalf("Unreadable = %v", snap.Unreadable)
+	}
+	if len(in.Subnets) != 1 || in.Subnets[0].Name != "subnet1" || in.Subnets[0].Spec.CIDRBlock != "10.66.0.0/16" ||
+		!slices.Equal(in.Subnets[0].Spec.Namespaces, []string{"ns1"}) || !slices.Equal(in.Subnets[0].Spec.ExcludeIps, []string{"10.66.0.1..10.66.0.10"}) {
+		t.Errorf("Inputs().Subnets = %+v, want subnet1 with its spec", in.Subnets)
+	}
+	if len(in.Namespaces) != 1 || in.Namespaces[0].Annotations["ovn.kubernetes.io/logical_switch"] != "subnet1" {
+		t.Errorf("Inputs().Namespaces = %+v, want ns1 with its annotation", in.Namespaces)
+	}
+	if len(in.StatefulSets) != 1 || *in.StatefulSets[0].Spec.Replicas != 3 || len(in.StatefulSets[0].Spec.Template.Spec.Containers) != 0 {
+		t.Errorf("Inputs().StatefulSets = %+v, want web with 3 replicas and no template", in.StatefulSets)
+	}
 }

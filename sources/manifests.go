@@ -20,6 +20,7 @@ import (
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	kubevirtv1 "kubevirt.io/api/core/v1"
 
+	kubeovnv1 "github.com/ovn-sync/ovn-sync/apis/kubeovn/v1"
 	"github.com/ovn-sync/ovn-sync/desired"
 	"github.com/ovn-sync/ovn-sync/state"
 )
@@ -140,13 +141,14 @@ func Count(in desired.Inputs) int {
 	return n
 }
 
-func counts(in desired.Inputs) [5]int {
-	return [5]int{len(in.Pods), len(in.VirtualMachines), len(in.VirtualMachineInstances), len(in.Migrations), len(in.NetworkAttachmentDefinitions)}
+func counts(in desired.Inputs) [8]int {
+	return [8]int{len(in.Pods), len(in.VirtualMachines), len(in.VirtualMachineInstances), len(in.Migrations), len(in.NetworkAttachmentDefinitions),
+		len(in.Subnets), len(in.Namespaces), len(in.StatefulSets)}
 }
 
 // checkDuplicates rejects an object defined twice: with two definitions
 // there is no telling which one the user means.
-func checkDuplicates(in desired.Inputs, from [5]int, file string, seen map[string]string) error {
+func checkDuplicates(in desired.Inputs, from [8]int, file string, seen map[string]string) error {
 	check := func(kind string, objs []object) error {
 		for _, o := range objs {
 			key := kind + " " + o.GetNamespace() + "/" + o.GetName()
@@ -163,6 +165,9 @@ func checkDuplicates(in desired.Inputs, from [5]int, file string, seen map[strin
 		check(state.KindVirtualMachineInstance, asObjects(in.VirtualMachineInstances[from[2]:])),
 		check(state.KindVirtualMachineInstanceMigration, asObjects(in.Migrations[from[3]:])),
 		check(state.KindNetworkAttachmentDefinition, asObjects(in.NetworkAttachmentDefinitions[from[4]:])),
+		check(string(KindSubnet), asObjects(in.Subnets[from[5]:])),
+		check(string(KindNamespace), asObjects(in.Namespaces[from[6]:])),
+		check(string(KindStatefulSet), asObjects(in.StatefulSets[from[7]:])),
 	)
 }
 
@@ -279,6 +284,12 @@ func addObject(raw []byte, in *desired.Inputs) ([]string, error) {
 		return nil, decodeInto(raw, &in.Migrations)
 	case group == "k8s.cni.cncf.io" && tm.Kind == state.KindNetworkAttachmentDefinition:
 		return nil, decodeInto(raw, &in.NetworkAttachmentDefinitions)
+	case group == kubeovnv1.GroupVersion.Group && tm.Kind == string(KindSubnet):
+		return nil, decodeClusterScoped(raw, &in.Subnets)
+	case group == "" && tm.Kind == string(KindNamespace):
+		return nil, decodeClusterScoped(raw, &in.Namespaces)
+	case group == "apps" && tm.Kind == string(KindStatefulSet):
+		return nil, decodeInto(raw, &in.StatefulSets)
 	}
 	var om struct {
 		Metadata metav1.ObjectMeta `json:"metadata"`
@@ -318,6 +329,21 @@ func decodeInto[T any, P objectPtr[T]](raw []byte, list *[]P) error {
 	if p.GetNamespace() == "" {
 		p.SetNamespace("default") // as kubectl does with no --namespace
 	}
+	*list = append(*list, p)
+	return nil
+}
+
+// decodeClusterScoped is decodeInto for a kind without namespaces
+// (Subnet, Namespace): a namespace in the manifest is dropped.
+func decodeClusterScoped[T any, P objectPtr[T]](raw []byte, list *[]P) error {
+	p := P(new(T))
+	if err := json.NewDecoder(bytes.NewReader(raw)).Decode(p); err != nil {
+		return err
+	}
+	if p.GetName() == "" {
+		return errors.New("metadata.name is empty")
+	}
+	p.SetNamespace("")
 	*list = append(*list, p)
 	return nil
 }

@@ -119,3 +119,52 @@ func TestReadManifestsStdin(t *testing.T) {
 		t.Errorf("ReadManifests(-) = nil error; only ReadManifestsStdin reads standard input")
 	}
 }
+
+// TestReadManifestsKubeOVN reads kube-ovn's Subnets as kube-ovn documents
+// them (fields ovn-sync does not read included), Namespaces and
+// StatefulSets; cluster-scoped kinds get no namespace.
+func TestReadManifestsKubeOVN(t *testing.T) {
+	dir := t.TempDir()
+	p := write(t, dir, "kubeovn.yaml", `apiVersion: kubeovn.io/v1
+kind: Subnet
+metadata:
+  name: subnet1
+spec:
+  protocol: IPv4
+  cidrBlock: 10.66.0.0/16
+  excludeIps:
+  - 10.66.0.1..10.66.0.10
+  gateway: 10.66.0.1
+  gatewayType: distributed
+  natOutgoing: true
+  namespaces:
+  - ns1
+---
+apiVersion: v1
+kind: Namespace
+metadata:
+  name: ns1
+  annotations: {ovn.kubernetes.io/logical_switch: subnet1}
+---
+apiVersion: apps/v1
+kind: StatefulSet
+metadata: {name: web, namespace: ns1}
+spec: {replicas: 2, serviceName: web, selector: {matchLabels: {app: web}}, template: {metadata: {labels: {app: web}}, spec: {containers: [{name: c, image: nginx}]}}}
+`)
+	in, notes, err := ReadManifests([]string{p})
+	if err != nil || len(notes) != 0 {
+		t.Fatalf("ReadManifests = %v, notes %v", err, notes)
+	}
+	if len(in.Subnets) != 1 || in.Subnets[0].Namespace != "" || in.Subnets[0].Spec.CIDRBlock != "10.66.0.0/16" || in.Subnets[0].Spec.ExcludeIps[0] != "10.66.0.1..10.66.0.10" {
+		t.Errorf("Subnets = %+v, want subnet1, cluster-scoped, with its spec", in.Subnets)
+	}
+	if len(in.Namespaces) != 1 || in.Namespaces[0].Namespace != "" || in.Namespaces[0].Annotations["ovn.kubernetes.io/logical_switch"] != "subnet1" {
+		t.Errorf("Namespaces = %+v, want ns1 with its annotation", in.Namespaces)
+	}
+	if len(in.StatefulSets) != 1 || in.StatefulSets[0].Namespace != "ns1" || *in.StatefulSets[0].Spec.Replicas != 2 {
+		t.Errorf("StatefulSets = %+v, want ns1/web with 2 replicas", in.StatefulSets)
+	}
+	if Count(in) != 3 {
+		t.Errorf("Count = %d, want 3", Count(in))
+	}
+}
