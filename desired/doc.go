@@ -22,9 +22,13 @@
 //
 // What Build decides, in the order it decides it:
 //
-//   - Networks: the default network from Config, and one network per
+//   - Networks: the default network from Config (or from the kube-ovn
+//     Subnet of its switch's name), one per kube-ovn Subnet, and one per
 //     NetworkAttachmentDefinition whose CNI type is ovn-k8s-cni-overlay or
-//     kube-ovn. Others (macvlan, bridge...) are not ours and get no port.
+//     kube-ovn with "subnets"; a kube-ovn NAD without them is the network
+//     of the Subnet of its provider. Others (macvlan, bridge...) are not
+//     ours and get no port. Which Subnet an owner's interface is on is
+//     decided per owner (subnets.go).
 //   - Owners and their ports: a Pod (not host-network, not a virt-launcher,
 //     not finished) on the default network and its Multus networks; a
 //     VirtualMachine, running or stopped, on each of its networks; a
