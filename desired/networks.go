@@ -540,7 +540,7 @@ func (b *builder) buildNetworks(cfg Config, nads []*nadv1.NetworkAttachmentDefin
 		if mc.provider != "" {
 			provider = mc.provider
 		}
-		if len(mc.subnets) == 0 {
+		if len(mc.subnets) == 0 && mc.cniType == typeKubeOVN {
 			b.nadBySubnet(nad, ref, provider)
 			continue
 		}

@@ -514,5 +514,5 @@ func (b *builder) nadBySubnet(nad *nadv1.NetworkAttachmentDefinition, ref nadRef
 		msg = fmt.Sprintf("spec.config: provider %q: its Subnet %s is invalid (see its own problem)", provider, s)
 	}
 	b.problem(kindNAD, nad.Namespace, nad.Name, "UnknownSubnet", msg)
-	b.nads[ref] = nadEntry{state: nadInvalid, provider: provider}
+	b.nads[ref] = nadEntry{state: nadInvalid, provider: provider, why: "has no valid Subnet of its provider"}
 }
