@@ -28,7 +28,11 @@ const (
 	reasonNoSwitch    = "its switch is neither in the NB nor ours to create; skipped"
 	reasonSwitchUsed  = "not desired, but ports of ours stay on it; kept"
 	reasonForeignMiss = "desired switch is not in the NB and not ours to create; its ports are skipped"
+	reasonStamp       = "recording its switch (none recorded); updated in place"
 )
+
+// reasonAdopt is the reason of the update that takes over a row vendor made.
+func reasonAdopt(vendor string) string { return "adopt from " + vendor }
 
 // Compute returns the plan that makes have agree with want on every row and
 // key ovn-sync owns, and touches nothing else.
@@ -38,10 +42,12 @@ const (
 // empty Owner. have is the observed NB with UUIDs. Both are only read.
 //
 // Ports: a desired port missing from have is created; one in have but not
-// ours is a name collision and is left alone (a Notice); one that is ours
-// and differs is updated column by column, or moved (deleted and created
-// again) when its switch differs; an owned port in have that want lacks is
-// deleted. Switches: a desired switch of ours that is missing is created;
+// ours is a name collision and is left alone (a Notice), unless the desired
+// port adopts it (Adopt names the row's vendor): that row is updated in
+// place, our fields written and every other column and key kept; one that
+// is ours and differs is updated column by column, or moved (deleted and
+// created again) when its switch differs, or updated in place when it has
+// no switch recorded; an owned port in have that want lacks is deleted. Switches: a desired switch of ours that is missing is created;
 // one that exists and is ours gets our keys updated; an owned switch want
 // lacks is deleted, last, unless ports of ours remain on it. Foreign
 // switches are never changed.
@@ -180,6 +186,13 @@ func (c *computer) fromHave(h *state.Port) {
 		// desired may hand back the observed value of an unchanged port.
 	case !w.Owned():
 		// fromWant reports it.
+	case h.Switch == "":
+		// Stamped by hand or by an older version: the row stays, its keys
+		// that are not ours with it, and the switch is recorded.
+		c.portUpdates = append(c.portUpdates, Change{
+			Action: Update, Kind: KindPort, Name: h.Name, Owner: w.Owner,
+			Reason: reasonStamp, Fields: portFields(w, h) | FieldSwitch, Before: h, After: w,
+		})
 	case w.Switch != h.Switch:
 		c.move(w, h)
 	default:
@@ -193,8 +206,10 @@ func (c *computer) fromHave(h *state.Port) {
 }
 
 // fromWant decides a desired port w that the index walk could not match:
-// it is created, or reported when it has no owner or a foreign port holds
-// its name. A w whose name an owned port holds is fromHave's.
+// it is created; or it adopts the port of its name that is not ours, when
+// w.Adopt names that port's vendor; or it is reported when it has no owner
+// or a foreign port holds its name. A w whose name an owned port holds is
+// fromHave's.
 func (c *computer) fromWant(w *state.Port) {
 	if !w.Owned() {
 		c.notices = append(c.notices, Notice{Kind: KindPort, Name: w.Name, Reason: reasonNoOwner})
@@ -204,6 +219,11 @@ func (c *computer) fromWant(w *state.Port) {
 	switch {
 	case !ok:
 		c.create(w, reasonNewPort)
+	case !h.Owned() && w.Adopt != "" && w.Adopt == h.Vendor:
+		c.portUpdates = append(c.portUpdates, Change{
+			Action: Update, Kind: KindPort, Name: w.Name, Owner: w.Owner,
+			Reason: reasonAdopt(w.Adopt), Fields: portFields(w, h) | FieldSwitch, Before: h, After: w,
+		})
 	case !h.Owned():
 		c.notices = append(c.notices, Notice{Kind: KindPort, Name: w.Name, Owner: w.Owner, Reason: reasonCollision})
 	}
@@ -288,9 +308,6 @@ func (c *computer) move(w, h *state.Port) {
 		return
 	}
 	reason := "moving from switch " + strconv.Quote(h.Switch) + " to " + strconv.Quote(w.Switch)
-	if h.Switch == "" {
-		reason = "moving to switch " + strconv.Quote(w.Switch) + " (no switch recorded)"
-	}
 	if c.create(w, reason) {
 		c.portDeletes = append(c.portDeletes, c.deletePort(h, reason))
 	}

@@ -75,7 +75,7 @@ const (
 	FieldActivationStrategy Fields = 1 << state.FieldActivationStrategy // LSP options:activation-strategy
 	FieldOwner              Fields = 1 << state.FieldOwner              // external_ids:ovn-sync/owner (ports and switches)
 	FieldNetwork            Fields = 1 << state.FieldNetwork            // external_ids:ovn-sync/network (ports and switches)
-	FieldSwitch             Fields = 1 << state.FieldSwitch             // LSP external_ids:ovn-sync/switch; set on create, never updated
+	FieldSwitch             Fields = 1 << state.FieldSwitch             // LSP external_ids:ovn-sync/switch; set on create, updated only where unset
 	FieldSubnet             Fields = 1 << state.FieldSubnet             // LS other_config:subnet
 	FieldIPv6Prefix         Fields = 1 << state.FieldIPv6Prefix         // LS other_config:ipv6_prefix
 	FieldExcludeIPs         Fields = 1 << state.FieldExcludeIPs         // LS other_config:exclude_ips

@@ -125,13 +125,16 @@ func checkApplied(want, have state.State, p Plan) string {
 				return fmt.Sprintf("change %d %c %s %q out of order after %c %s %q", i, c.Action, c.Kind, c.Name, prev.Action, prev.Kind, prev.Name)
 			}
 		}
-		if c.Before != nil && !c.Before.Owned() || c.SwitchBefore != nil && !c.SwitchBefore.Owned() {
+		if c.Before != nil && !c.Before.Owned() && !adopts(c.After, c.Before) || c.SwitchBefore != nil && !c.SwitchBefore.Owned() {
 			return fmt.Sprintf("change %c %s %q touches a row ovn-sync does not own", c.Action, c.Kind, c.Name)
 		}
 		if c.Action == Update {
 			var f Fields
 			if c.Kind == KindPort {
 				f = portFields(c.After, c.Before)
+				if c.Before.Switch == "" {
+					f |= FieldSwitch // adopted, or ours with no switch recorded
+				}
 			} else {
 				f = switchFields(c.SwitchAfter, c.SwitchBefore)
 			}
@@ -152,7 +155,7 @@ func checkApplied(want, have state.State, p Plan) string {
 
 	res := p.ApplyTo(have)
 	for name, h := range have.Ports {
-		if !h.Owned() && res.Ports[name] != h {
+		if !h.Owned() && res.Ports[name] != h && !adopts(want.Ports[name], h) {
 			return fmt.Sprintf("foreign port %q changed", name)
 		}
 	}
@@ -171,7 +174,7 @@ func checkApplied(want, have state.State, p Plan) string {
 		h, observed := have.Ports[name]
 		r := res.Ports[name]
 		switch {
-		case !w.Owned() || observed && !h.Owned():
+		case !w.Owned() || observed && !h.Owned() && !adopts(w, h):
 			if r != h {
 				return fmt.Sprintf("port %q: ownerless or colliding desired port was applied", name)
 			}
@@ -181,7 +184,7 @@ func checkApplied(want, have state.State, p Plan) string {
 			}
 		case r == nil || !r.Equal(w):
 			return fmt.Sprintf("port %q = %+v, want %+v", name, r, w)
-		case observed && r.Switch == h.Switch && r.UUID != h.UUID:
+		case observed && (r.Switch == h.Switch || h.Switch == "") && r.UUID != h.UUID:
 			return fmt.Sprintf("port %q updated in place lost its UUID", name)
 		}
 	}
@@ -320,4 +323,10 @@ func TestFields(t *testing.T) {
 	if col, key := (FieldAddresses | FieldOwner).Column(); col != "" || key != "" {
 		t.Errorf("Column() of two fields = %q, %q, want nothing", col, key)
 	}
+}
+
+// adopts reports whether desired port w takes over h, a port that is not
+// ours, in place.
+func adopts(w, h *state.Port) bool {
+	return w != nil && h != nil && !h.Owned() && w.Owned() && w.Adopt != "" && w.Adopt == h.Vendor
 }

@@ -295,8 +295,9 @@ func (nb *NB) StateVersion() (state.State, uint64) {
 	return s, nb.version
 }
 
-// PortFromRow converts an NB row into a state.Port: its name, UUID and
-// dynamic_addresses, and every field of state.Fields that ports have.
+// PortFromRow converts an NB row into a state.Port: its name, UUID,
+// dynamic_addresses and vendor keys (external_ids:vendor and :ls), and every
+// field of state.Fields that ports have.
 func PortFromRow(r *nbdb.LogicalSwitchPort) *state.Port {
 	p := &state.Port{Name: r.Name, UUID: r.UUID}
 	for i := range state.Fields {
@@ -313,6 +314,11 @@ func PortFromRow(r *nbdb.LogicalSwitchPort) *state.Port {
 	}
 	if r.DynamicAddresses != nil {
 		p.DynamicAddresses = *r.DynamicAddresses
+	}
+	// external_ids is monitored for our keys; kube-ovn's two are read from it
+	// too, for adoption.
+	if v := r.ExternalIDs[state.KeyVendor]; v != "" {
+		p.Vendor, p.VendorSwitch = v, r.ExternalIDs[state.KeyVendorSwitch]
 	}
 	return p
 }

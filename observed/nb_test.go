@@ -73,9 +73,19 @@ func TestStateFromRealNB(t *testing.T) {
 	// ovn-northd fills dynamic_addresses; there is none here, so set it as it would.
 	srv.NBCtl("lsp-add", "ovn-default", "foreign", "--", "lsp-set-addresses", "foreign", "dynamic",
 		"--", "set", "Logical_Switch_Port", "foreign", `dynamic_addresses="0a:00:00:00:00:09 10.16.0.9"`)
+	// A port as kube-ovn writes it: its vendor and switch are read, for adoption.
+	srv.NBCtl("lsp-add", "ovn-default", "k.default", "--", "lsp-set-addresses", "k.default", "00:00:00:4f:7a:01 10.16.0.5",
+		"--", "set", "Logical_Switch_Port", "k.default",
+		"external_ids:vendor=kube-ovn", "external_ids:ls=ovn-default", "external_ids:pod=default/k")
 
 	nb := dial(t, srv.Addr(), true)
-	s := waitFor(t, nb, "two ports", func(s state.State) bool { return len(s.Ports) == 2 })
+	s := waitFor(t, nb, "three ports", func(s state.State) bool { return len(s.Ports) == 3 })
+	if k := s.Ports["k.default"]; k == nil || k.Owned() || k.Vendor != "kube-ovn" || k.VendorSwitch != "ovn-default" {
+		t.Fatalf("State().Ports[k.default] = %+v, want kube-ovn's port on ovn-default, not ours", k)
+	}
+	if a := s.Ports["a.default"]; a == nil || a.Vendor != "" || a.VendorSwitch != "" {
+		t.Fatalf("State().Ports[a.default] = %+v, want no vendor", a)
+	}
 
 	if len(s.Index) != len(s.Ports) {
 		t.Fatalf("State().Index has %d entries for %d ports", len(s.Index), len(s.Ports))
@@ -117,7 +127,7 @@ func TestStateFromRealNB(t *testing.T) {
 		t.Errorf("StateVersion() = %d, then %d with nothing changed", v3, v)
 	}
 	srv.NBCtl("lsp-del", "foreign")
-	waitFor(t, nb, "foreign port deleted", func(s state.State) bool { return s.Ports["foreign"] == nil && len(s.Index) == 1 })
+	waitFor(t, nb, "foreign port deleted", func(s state.State) bool { return s.Ports["foreign"] == nil && len(s.Index) == 2 })
 	if _, v := nb.StateVersion(); v == v3 {
 		t.Errorf("StateVersion() = %d before and after a port was deleted", v)
 	}

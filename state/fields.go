@@ -36,8 +36,10 @@ type Field struct {
 	SwitchKey func(*Switch) *string
 
 	// Placement marks the field that says where a row is rather than what
-	// it holds: it is written when the row is created and never updated. A
-	// port whose switch differs is moved, deleted and created again.
+	// it holds: it is written when the row is created, and otherwise only
+	// on a row that has none (one ovn-sync adopts, or one of ours with no
+	// switch recorded), which is updated in place. A port whose recorded
+	// switch differs is moved, deleted and created again.
 	Placement bool
 }
 

@@ -51,7 +51,8 @@ func checkCover[T any](t *testing.T, unmanaged map[string]bool, reach func(f *Fi
 // fingerprints, diffs, shows, writes or reads fields walks Fields, and
 // observed's TestFieldsRoundTrip checks each of them does so for every entry.
 func TestFieldsCoverPortAndSwitch(t *testing.T) {
-	checkCover(t, map[string]bool{"Name": true, "UUID": true, "DynamicAddresses": true}, func(f *Field, p *Port) any {
+	unmanaged := map[string]bool{"Name": true, "UUID": true, "DynamicAddresses": true, "Vendor": true, "VendorSwitch": true, "Adopt": true}
+	checkCover(t, unmanaged, func(f *Field, p *Port) any {
 		switch {
 		case f.PortKey != nil:
 			return f.PortKey(p)

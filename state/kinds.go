@@ -9,4 +9,7 @@ const (
 	KindVirtualMachineInstance          = "VirtualMachineInstance"
 	KindVirtualMachineInstanceMigration = "VirtualMachineInstanceMigration"
 	KindNetworkAttachmentDefinition     = "NetworkAttachmentDefinition"
+	// KindIP is kube-ovn's IP object (kubeovn.io/v1, cluster-scoped): a
+	// record of the addresses of the port it is named after.
+	KindIP = "IP"
 )

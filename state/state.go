@@ -31,6 +31,15 @@ const (
 
 	// DefaultNetwork is the KeyNetwork value of the cluster's default network.
 	DefaultNetwork = "default"
+
+	// KeyVendor and KeyVendorSwitch are the external_ids keys kube-ovn writes
+	// on the ports it creates: "vendor" = "kube-ovn", and "ls" = the switch
+	// it put the port on. ovn-sync reads them, to adopt such a port, and
+	// never writes them.
+	KeyVendor       = "vendor"
+	KeyVendorSwitch = "ls"
+	// VendorKubeOVN is KeyVendor's value on kube-ovn's ports.
+	VendorKubeOVN = "kube-ovn"
 )
 
 // Switch is a Logical_Switch, reduced to the columns ovn-sync reads.
@@ -97,13 +106,25 @@ type Port struct {
 	RequestedChassis string
 	// ActivationStrategy is options:activation-strategy; empty means unset.
 	ActivationStrategy string
+
+	// Vendor and VendorSwitch are external_ids:vendor and external_ids:ls,
+	// which kube-ovn writes on its ports; observed only, and never compared:
+	// they are someone else's keys, read to adopt a port kube-ovn made.
+	Vendor, VendorSwitch string
+	// Adopt is set on a desired port that takes over, in place, the row of
+	// its name that Vendor Adopt made (a port that is not ovn-sync's, whose
+	// external_ids:vendor is Adopt): diff updates that row, keeping its UUID
+	// and every key that is not ours, rather than report a name collision.
+	// Desired only, and never compared.
+	Adopt string
 }
 
 // Owned reports whether the port is ovn-sync's.
 func (p *Port) Owned() bool { return p.Owner != "" }
 
 // Equal reports whether p and o have the same name and agree on every field
-// of Fields that ports have. UUIDs and DynamicAddresses are not compared.
+// of Fields that ports have. UUIDs, DynamicAddresses and the vendor fields
+// (Vendor, VendorSwitch, Adopt) are not compared.
 func (p *Port) Equal(o *Port) bool {
 	if p.Name != o.Name {
 		return false

@@ -5,10 +5,13 @@
 //	switch NAME [uuid=U] [owner=O] [network=N] [subnet=S] [ipv6_prefix=P]
 //	port NAME [uuid=U] [switch=S] [owner=O] [network=N] [addresses=A]...
 //	     [port_security=A|none]... [dynamic=D] [requested-chassis=C] [activation-strategy=A]
+//	     [vendor=V] [vendor-switch=S] [adopt=V]
 //
 // Each key names the column or map key it holds (ipv6_prefix is
 // other_config:ipv6_prefix, requested-chassis is options:requested-chassis,
-// dynamic is dynamic_addresses). A value holding a space, a double quote or
+// dynamic is dynamic_addresses, vendor and vendor-switch are kube-ovn's
+// external_ids:vendor and external_ids:ls); adopt is state.Port's Adopt, a
+// desired port's note that it takes over the row of its name. A value holding a space, a double quote or
 // a character that does not print is written in Go's double-quoted syntax,
 // as is every entry of addresses and port_security; an empty value is an
 // unset column and is not written. A port without port_security has its

@@ -42,6 +42,9 @@ var (
 		{"dynamic", func(p *state.Port) *string { return &p.DynamicAddresses }},
 		{"requested-chassis", func(p *state.Port) *string { return &p.RequestedChassis }},
 		{"activation-strategy", func(p *state.Port) *string { return &p.ActivationStrategy }},
+		{"vendor", func(p *state.Port) *string { return &p.Vendor }},
+		{"vendor-switch", func(p *state.Port) *string { return &p.VendorSwitch }},
+		{"adopt", func(p *state.Port) *string { return &p.Adopt }},
 	}
 	portColumns = slices.Concat(portBeforeLists, portAfterLists)
 )
