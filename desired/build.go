@@ -12,6 +12,7 @@ import (
 	kubevirtv1 "kubevirt.io/api/core/v1"
 
 	kubeovnv1 "github.com/ovn-sync/ovn-sync/apis/kubeovn/v1"
+	"github.com/ovn-sync/ovn-sync/kubeovn"
 	"github.com/ovn-sync/ovn-sync/state"
 )
 
@@ -36,6 +37,7 @@ import (
 func Build(in Inputs, cfg Config, have state.State) Result {
 	b := newBuilder(in, have)
 	b.indexNamespaces(in.Namespaces)
+	b.adopt = cfg.Adopt
 	b.buildNetworks(cfg, in.NetworkAttachmentDefinitions)
 	b.indexKubeVirt(in)
 	b.addPods(in)
@@ -49,6 +51,15 @@ func Build(in Inputs, cfg Config, have state.State) Result {
 type builder struct {
 	have state.State
 	want state.State
+
+	// adopt is Config.Adopt. adopted is set once a port that is not ours
+	// is adopted: have is then a copy of the caller's in which that port
+	// is ours (adoptPort).
+	adopt   string
+	adopted bool
+	// ips are kube-ovn's IP objects by name, the port each records; nil
+	// when there are none.
+	ips map[string]*kubeovn.IP
 
 	def      *network
 	networks []*network // default first, then Subnets, then managed NADs in ns/name order
@@ -103,6 +114,16 @@ func newBuilder(in Inputs, have state.State) *builder {
 		switchIDs:   map[string]uint32{},
 		specs:       make([]*portSpec, 0, n),
 		subnetObjs:  in.Subnets,
+	}
+	if len(in.IPs) > 0 {
+		b.ips = make(map[string]*kubeovn.IP, len(in.IPs))
+		for _, ip := range in.IPs {
+			// Names are unique in the cluster; of two read from files
+			// (sources refuses those), the first stays.
+			if _, ok := b.ips[ip.Name]; !ok {
+				b.ips[ip.Name] = ip
+			}
+		}
 	}
 	return b
 }
@@ -281,6 +302,10 @@ type portSpec struct {
 	// held in have and another port keeps.
 	lost uint8
 
+	// adopt is the vendor whose port of this name s takes over in place
+	// ("" when none): have is then that port, made ours (adoptPort).
+	adopt string
+
 	// port is what finish writes; want.Ports points at it from add on.
 	port state.Port
 }
@@ -421,11 +446,12 @@ func (b *builder) resolve() {
 		}
 		hp := b.have.Ports[s.name]
 		if hp != nil && !hp.Owned() {
-			s.state = specDropped
-			delete(b.want.Ports, s.name)
-			b.ownerProblem(s.o, "PortNameConflict",
-				"port \""+s.name+"\" exists and is not ovn-sync's")
-			continue
+			if !b.adoptable(s, hp) {
+				s.state = specDropped
+				delete(b.want.Ports, s.name)
+				continue
+			}
+			hp = b.adoptPort(s, hp)
 		}
 		if hp != nil && hp.Owner == s.o.id {
 			s.have = hp
@@ -641,6 +667,7 @@ func (b *builder) port(s *portSpec, p *state.Port) {
 		Network:            s.net.key,
 		RequestedChassis:   s.o.chassis,
 		ActivationStrategy: s.o.activationStrategy,
+		Adopt:              s.adopt,
 	}
 }
 

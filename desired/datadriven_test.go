@@ -18,6 +18,7 @@ import (
 
 	kubeovnv1 "github.com/ovn-sync/ovn-sync/apis/kubeovn/v1"
 	"github.com/ovn-sync/ovn-sync/internal/statetext"
+	"github.com/ovn-sync/ovn-sync/kubeovn"
 	"github.com/ovn-sync/ovn-sync/state"
 )
 
@@ -56,10 +57,13 @@ type fileConfig struct {
 		ExcludeIPs    []string `json:"excludeIPs"`
 		Gateway       string   `json:"gateway"`
 	} `json:"defaultNetwork"`
+	// Adopt is --adopt: the vendor whose ports are adopted.
+	Adopt string `json:"adopt"`
 }
 
 func (fc fileConfig) config() (Config, error) {
 	cfg, err := NewConfig(fc.DefaultNetwork.LogicalSwitch, fc.DefaultNetwork.Subnets, fc.DefaultNetwork.ExcludeIPs)
+	cfg.Adopt = fc.Adopt
 	if err != nil || fc.DefaultNetwork.Gateway == "" {
 		return cfg, err
 	}
@@ -201,7 +205,7 @@ func invariants(have state.State, r Result) []error {
 		if !slices.Equal(p.Addresses, p.PortSecurity) {
 			errs = append(errs, fmt.Errorf("port %q: addresses %q but port_security %q", name, p.Addresses, p.PortSecurity))
 		}
-		if p.UUID != "" || p.DynamicAddresses != "" {
+		if p.UUID != "" || p.DynamicAddresses != "" || p.Vendor != "" || p.VendorSwitch != "" {
 			errs = append(errs, fmt.Errorf("port %q carries observed-only fields", name))
 		}
 		for _, e := range p.Addresses {
@@ -216,8 +220,8 @@ func invariants(have state.State, r Result) []error {
 	}
 	for _, name := range sortedKeys(have.Ports) {
 		hp := have.Ports[name]
-		if hp.Owned() {
-			continue
+		if hp.Owned() || want.Ports[name] != nil && want.Ports[name].Adopt == hp.Vendor {
+			continue // ours, or adopted: its addresses are its own
 		}
 		for _, e := range append(slices.Clone(hp.Addresses), hp.DynamicAddresses) {
 			for _, w := range strings.Fields(e) {
@@ -237,13 +241,18 @@ func invariants(have state.State, r Result) []error {
 
 // applied is the NB after the plan from have to want is applied: want, plus
 // the rows of have that are not ours, which are never deleted. Our rows
-// missing from want are gone.
+// missing from want are gone. An adopted row keeps its vendor's keys.
 func applied(have, want state.State) state.State {
 	s := state.New(len(want.Ports))
 	for k, v := range want.Switches {
 		s.Switches[k] = v
 	}
 	for k, v := range want.Ports {
+		if hp := have.Ports[k]; hp != nil && (v.Adopt != "" || hp.Vendor != "") {
+			p := *v
+			p.Adopt, p.Vendor, p.VendorSwitch = "", hp.Vendor, hp.VendorSwitch
+			v = &p
+		}
 		s.Ports[k] = v
 	}
 	for k, v := range have.Switches {
@@ -259,9 +268,12 @@ func applied(have, want state.State) state.State {
 	return s
 }
 
+// diffStates lists the rows of a and b that differ, in statetext's format;
+// a desired port's Adopt, which only says how its row came to be, is not
+// compared.
 func diffStates(a, b state.State) string {
-	al := strings.Split(statetext.Print(a), "\n")
-	bl := strings.Split(statetext.Print(b), "\n")
+	al := strings.Split(statetext.Print(withoutAdopt(a)), "\n")
+	bl := strings.Split(statetext.Print(withoutAdopt(b)), "\n")
 	var out strings.Builder
 	for _, l := range al {
 		if l != "" && !slices.Contains(bl, l) {
@@ -286,7 +298,9 @@ func reversed(in Inputs) Inputs {
 		Subnets:                      slices.Clone(in.Subnets),
 		Namespaces:                   slices.Clone(in.Namespaces),
 		StatefulSets:                 slices.Clone(in.StatefulSets),
+		IPs:                          slices.Clone(in.IPs),
 	}
+	slices.Reverse(r.IPs)
 	slices.Reverse(r.Pods)
 	slices.Reverse(r.VirtualMachines)
 	slices.Reverse(r.VirtualMachineInstances)
@@ -381,6 +395,10 @@ func decodeObjects(text string, in *Inputs) error {
 			o := &appsv1.StatefulSet{}
 			err = yaml.UnmarshalStrict([]byte(doc), o)
 			in.StatefulSets = append(in.StatefulSets, o)
+		case "IP":
+			o := &kubeovn.IP{}
+			err = yaml.UnmarshalStrict([]byte(doc), o)
+			in.IPs = append(in.IPs, o)
 		default:
 			return fmt.Errorf("document %d: unexpected kind %q", i, tm.Kind)
 		}
@@ -449,4 +467,16 @@ func deleteObject(in *Inputs, kind, ns, name string) bool {
 		n -= len(in.StatefulSets)
 	}
 	return n > 0
+}
+
+func withoutAdopt(s state.State) state.State {
+	c := s.Clone()
+	for k, p := range c.Ports {
+		if p.Adopt != "" {
+			q := *p
+			q.Adopt = ""
+			c.Ports[k] = &q
+		}
+	}
+	return c
 }

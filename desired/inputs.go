@@ -12,6 +12,7 @@ import (
 	kubevirtv1 "kubevirt.io/api/core/v1"
 
 	kubeovnv1 "github.com/ovn-sync/ovn-sync/apis/kubeovn/v1"
+	"github.com/ovn-sync/ovn-sync/kubeovn"
 )
 
 // Inputs is everything Build reads from Kubernetes: every object of the
@@ -29,11 +30,21 @@ type Inputs struct {
 	Subnets      []*kubeovnv1.Subnet
 	Namespaces   []*corev1.Namespace
 	StatefulSets []*appsv1.StatefulSet
+	// IPs are kube-ovn's IP objects: records of the addresses of the port
+	// each is named after, for the owner it names.
+	IPs []*kubeovn.IP
 }
 
 // Config is the part of ovn-sync's configuration Build depends on: the
-// cluster's default network.
+// cluster's default network, and whose ports to adopt.
 type Config struct {
+	// Adopt is the vendor whose ports Build adopts: state.VendorKubeOVN, or
+	// "" for none. A port that is not ovn-sync's, carries
+	// external_ids:vendor=Adopt, and has the name and switch (its
+	// external_ids:ls) ovn-sync would give an owner's port is taken over in
+	// place: same row, same addresses, our keys added. Without it such a
+	// port is a NotAdopted Problem and its owner has no port there.
+	Adopt string
 	// DefaultSwitch is the logical switch of the default network, e.g. "ovn-default".
 	DefaultSwitch string
 	// DefaultSubnets holds at most one IPv4 and one IPv6 prefix.

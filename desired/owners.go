@@ -13,6 +13,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	kubevirtv1 "kubevirt.io/api/core/v1"
 
+	"github.com/ovn-sync/ovn-sync/kubeovn"
 	"github.com/ovn-sync/ovn-sync/state"
 )
 
@@ -619,17 +620,17 @@ func (b *builder) holds(s *portSpec, a netip.Addr) bool {
 
 // readRecords reads what s's owner was recorded to hold on s's network:
 // the kube-ovn annotations (ip_address, mac_address) for s's provider on
-// the owner's live virt-launcher pods, oldest first, then on the VM itself.
-// The first object with a value wins, per kind of value. A record that
+// the owner's live virt-launcher pods, oldest first, then on the VM itself,
+// then kube-ovn's IP object named after the port (for any owner, plain
+// pods too). The first object with a value wins, per kind of value. A record that
 // cannot be an address on the network is a Problem on its object, and
 // ignored.
 func (b *builder) readRecords(s *portSpec) {
 	obj := &s.o.objects
-	if obj.vm == nil && obj.launchers.one == nil {
-		return // a plain pod: its annotations are requests
-	}
 	var r requested
-	if obj.launchers.more == nil {
+	if obj.vm == nil && obj.launchers.one == nil {
+		// A plain pod: its annotations are requests.
+	} else if obj.launchers.more == nil {
 		if p := obj.launchers.one; p != nil && liveLauncher(p) {
 			b.readRecord(s, &r, kindPod, p.Namespace, p.Name, p.Annotations)
 		}
@@ -642,6 +643,9 @@ func (b *builder) readRecords(s *portSpec) {
 	}
 	if vm := obj.vm; vm != nil {
 		b.readRecord(s, &r, kindVirtualMachine, vm.Namespace, vm.Name, vm.Annotations)
+	}
+	if ip := b.ips[s.name]; ip != nil {
+		b.readIPRecord(s, &r, ip)
 	}
 	if r.ipSrc != "" || r.macSrc != "" {
 		q := r
@@ -657,26 +661,10 @@ func (b *builder) readRecord(s *portSpec, r *requested, kind, ns, name string, a
 	}
 	if v := strings.TrimSpace(providerAnnotation(ann, s.provider, annIPSuffix)); v != "" && r.ipSrc == "" {
 		key := s.provider + annIPSuffix
-		var got [2]netip.Addr
-		for _, w := range strings.Split(v, ",") {
-			a, err := parseIP(w)
-			why := ""
-			switch {
-			case err != nil:
-				why = err.Error()
-			case s.net.unusable(a) != "":
-				why = s.net.unusable(a)
-			case got[familyOf(a)].IsValid():
-				why = "more than one " + familyName[familyOf(a)] + " address"
-			}
-			if why != "" {
-				b.problem(kind, ns, name, "InvalidRecord", fmt.Sprintf("%s %q: %s; ignored", key, v, why))
-				got = [2]netip.Addr{}
-				break
-			}
-			got[familyOf(a)] = a
-		}
-		if got[ipv4].IsValid() || got[ipv6].IsValid() {
+		got, why := recordIPs(s.net, strings.Split(v, ","))
+		if why != "" {
+			b.problem(kind, ns, name, "InvalidRecord", fmt.Sprintf("%s %q: %s; ignored", key, v, why))
+		} else if got[ipv4].IsValid() || got[ipv6].IsValid() {
 			r.ip, r.ipSrc = got, recordSource(kind, ns, name, key)
 		}
 	}
@@ -689,6 +677,84 @@ func (b *builder) readRecord(s *portSpec, r *requested, kind, ns, name string, a
 		}
 		r.mac, r.macSrc = m, recordSource(kind, ns, name, key)
 	}
+}
+
+// recordIPs reads the addresses a record lists for network n, at most one
+// per family; why says what is wrong with them, if anything.
+func recordIPs(n *network, vals []string) (got [2]netip.Addr, why string) {
+	for _, w := range vals {
+		a, err := parseIP(w)
+		switch {
+		case err != nil:
+			why = err.Error()
+		case n.unusable(a) != "":
+			why = n.unusable(a)
+		case got[familyOf(a)].IsValid():
+			why = "more than one " + familyName[familyOf(a)] + " address"
+		}
+		if why != "" {
+			return [2]netip.Addr{}, why
+		}
+		got[familyOf(a)] = a
+	}
+	return got, ""
+}
+
+// readIPRecord reads kube-ovn's IP object of s's port into r, where r has
+// no value yet: v4IpAddress and v6IpAddress (else ipAddress) and
+// macAddress. An IP object that names another owner, or another switch,
+// is not s's record: a Problem on the IP, and ignored.
+func (b *builder) readIPRecord(s *portSpec, r *requested, ip *kubeovn.IP) {
+	o, sp := s.o, &ip.Spec
+	bad := func(format string, args ...any) {
+		b.problem(state.KindIP, "", ip.Name, "InvalidRecord", fmt.Sprintf(format, args...)+"; ignored")
+	}
+	if sp.PodName != o.name || sp.Namespace != o.ns {
+		bad("spec.podName %q and spec.namespace %q do not name %s, the owner of port %q", sp.PodName, sp.Namespace, o.id, s.name)
+		return
+	}
+	if sp.Subnet != "" && sp.Subnet != s.net.sw {
+		bad("spec.subnet %q: port %q is on switch %q", sp.Subnet, s.name, s.net.sw)
+		return
+	}
+	if r.ipSrc == "" {
+		var fields []string
+		if strings.TrimSpace(sp.V4IPAddress) != "" {
+			fields = append(fields, "spec.v4IpAddress")
+		}
+		if strings.TrimSpace(sp.V6IPAddress) != "" {
+			fields = append(fields, "spec.v6IpAddress")
+		}
+		field, vals := strings.Join(fields, ","), nonEmpty(sp.V4IPAddress, sp.V6IPAddress)
+		if len(vals) == 0 && strings.TrimSpace(sp.IPAddress) != "" {
+			field, vals = "spec.ipAddress", strings.Split(sp.IPAddress, ",")
+		}
+		got, why := recordIPs(s.net, vals)
+		switch {
+		case why != "":
+			bad("%s %q: %s", field, strings.Join(vals, ","), why)
+		case got[ipv4].IsValid() || got[ipv6].IsValid():
+			r.ip, r.ipSrc = got, state.KindIP+" "+ip.Name+" "+field
+		}
+	}
+	if v := strings.TrimSpace(sp.MacAddress); v != "" && r.macSrc == "" {
+		m, err := parseMAC(v)
+		if err != nil {
+			bad("spec.macAddress %q: %v", v, err)
+			return
+		}
+		r.mac, r.macSrc = m, state.KindIP+" "+ip.Name+" spec.macAddress"
+	}
+}
+
+func nonEmpty(vals ...string) []string {
+	var out []string
+	for _, v := range vals {
+		if v = strings.TrimSpace(v); v != "" {
+			out = append(out, v)
+		}
+	}
+	return out
 }
 
 // providerAnnotation returns ann[provider+suffix] without building the
