@@ -32,8 +32,8 @@ const cluster = "cluster"
 // needed is every permission run mode uses, and nothing more:
 //   - sources/informers.go: informers list and watch Pods, Namespaces and
 //     StatefulSets and, through the dynamic client, the KubeVirt, Multus and
-//     kube-ovn (Subnet) kinds, and the CRD of each kind not installed yet;
-//     nothing gets one object (discovery needs no RBAC rule);
+//     kube-ovn (Subnet, IP) kinds, and the CRD of each kind not installed
+//     yet; nothing gets one object (discovery needs no RBAC rule);
 //   - cmd/ovn-sync/run_publish.go: a merge patch on Pods and on
 //     VirtualMachines publishes addresses;
 //   - cmd/ovn-sync/run_events.go: client-go's recorder creates Events and
@@ -53,7 +53,7 @@ func needed() map[grant]bool {
 	add(cluster, "kubevirt.io", []string{"virtualmachines", "virtualmachineinstances", "virtualmachineinstancemigrations"}, []string{"list", "watch"})
 	add(cluster, "kubevirt.io", []string{"virtualmachines"}, []string{"patch"})
 	add(cluster, "k8s.cni.cncf.io", []string{"network-attachment-definitions"}, []string{"list", "watch"})
-	add(cluster, "kubeovn.io", []string{"subnets"}, []string{"list", "watch"})
+	add(cluster, "kubeovn.io", []string{"subnets", "ips"}, []string{"list", "watch"})
 	add(cluster, "", []string{"namespaces"}, []string{"list", "watch"})
 	add(cluster, "apps", []string{"statefulsets"}, []string{"list", "watch"})
 	add(cluster, "apiextensions.k8s.io", []string{"customresourcedefinitions"}, []string{"list", "watch"})

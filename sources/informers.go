@@ -30,6 +30,7 @@ import (
 
 	kubeovnv1 "github.com/ovn-sync/ovn-sync/apis/kubeovn/v1"
 	"github.com/ovn-sync/ovn-sync/desired"
+	"github.com/ovn-sync/ovn-sync/kubeovn"
 	"github.com/ovn-sync/ovn-sync/state"
 )
 
@@ -44,6 +45,7 @@ const (
 	KindVirtualMachineInstance          Kind = state.KindVirtualMachineInstance
 	KindVirtualMachineInstanceMigration Kind = state.KindVirtualMachineInstanceMigration
 	KindNetworkAttachmentDefinition     Kind = state.KindNetworkAttachmentDefinition
+	KindIP                              Kind = state.KindIP
 	// KindSubnet is kube-ovn's Subnet (cluster-scoped, a CRD); Namespaces
 	// (their logical_switch annotation) and StatefulSets (whose gone pods
 	// keep their ports) are read for it.
@@ -54,7 +56,7 @@ const (
 
 // Kinds lists every kind the informers watch.
 var Kinds = []Kind{KindPod, KindVirtualMachine, KindVirtualMachineInstance, KindVirtualMachineInstanceMigration, KindNetworkAttachmentDefinition,
-	KindSubnet, KindNamespace, KindStatefulSet}
+	KindSubnet, KindNamespace, KindStatefulSet, KindIP}
 
 // typedKinds are the built-in kinds, always served: the typed factory reads them.
 var typedKinds = []Kind{KindPod, KindNamespace, KindStatefulSet}
@@ -66,6 +68,7 @@ var (
 	GVRVirtualMachineInstanceMigration = kubevirtv1.SchemeGroupVersion.WithResource("virtualmachineinstancemigrations")
 	GVRNetworkAttachmentDefinition     = nadv1.SchemeGroupVersion.WithResource("network-attachment-definitions")
 	GVRSubnet                          = kubeovnv1.GroupVersion.WithResource("subnets")
+	GVRIP                              = kubeovn.SchemeGroupVersion.WithResource("ips")
 )
 
 // crdKinds maps each custom kind to its resource.
@@ -75,6 +78,7 @@ var crdKinds = map[Kind]schema.GroupVersionResource{
 	KindVirtualMachineInstanceMigration: GVRVirtualMachineInstanceMigration,
 	KindNetworkAttachmentDefinition:     GVRNetworkAttachmentDefinition,
 	KindSubnet:                          GVRSubnet,
+	KindIP:                              GVRIP,
 }
 
 // InformerOptions configures NewInformers.
@@ -82,7 +86,7 @@ type InformerOptions struct {
 	// Kube reads Pods; its Discovery() tells which custom resources exist
 	// unless Discovery is set.
 	Kube kubernetes.Interface
-	// Dynamic reads the custom kinds: KubeVirt's and Multus's.
+	// Dynamic reads the custom kinds: KubeVirt's, Multus's and kube-ovn's IPs.
 	Dynamic dynamic.Interface
 	// Discovery overrides Kube.Discovery(), for tests.
 	Discovery discovery.DiscoveryInterface
@@ -223,6 +227,7 @@ var ListKinds = map[schema.GroupVersionResource]string{
 	GVRVirtualMachineInstanceMigration: "VirtualMachineInstanceMigrationList",
 	GVRNetworkAttachmentDefinition:     "NetworkAttachmentDefinitionList",
 	GVRSubnet:                          "SubnetList",
+	GVRIP:                              "IPList",
 	GVRCustomResourceDefinition:        "CustomResourceDefinitionList",
 }
 
@@ -489,6 +494,7 @@ func (s *Informers) Inputs() Snapshot {
 	in.Subnets = collect[*kubeovnv1.Subnet](KindSubnet, list(KindSubnet), &snap.Unreadable)
 	in.Namespaces = collect[*corev1.Namespace](KindNamespace, list(KindNamespace), &snap.Unreadable)
 	in.StatefulSets = collect[*appsv1.StatefulSet](KindStatefulSet, list(KindStatefulSet), &snap.Unreadable)
+	in.IPs = collect[*kubeovn.IP](KindIP, list(KindIP), &snap.Unreadable)
 	return snap
 }
 
@@ -515,7 +521,7 @@ type unconvertible struct {
 }
 
 // typedTransform converts the dynamic informer's unstructured objects into
-// their typed form (kubevirt.io/api, the NAD client's API types) as they
+// their typed form (kubevirt.io/api, the NAD client's API types, kubeovn) as they
 // enter the store, so a pass does not convert every object again. It is
 // idempotent, as client-go requires: typed objects pass through.
 func typedTransform(k Kind) cache.TransformFunc {
@@ -529,6 +535,8 @@ func typedTransform(k Kind) cache.TransformFunc {
 			return &kubevirtv1.VirtualMachineInstanceMigration{}
 		case KindSubnet:
 			return &kubeovnv1.Subnet{}
+		case KindIP:
+			return &kubeovn.IP{}
 		default:
 			return &nadv1.NetworkAttachmentDefinition{}
 		}

@@ -119,15 +119,15 @@ func vm(ns, name string, spec map[string]any) *unstructured.Unstructured {
 func TestInformersMissingCRDs(t *testing.T) {
 	f := newFakes(t, false, false, pod("default", "a"))
 	ctx := start(t, f)
-	if got := f.inf.Absent(); len(got) != 5 {
-		t.Errorf("Absent() = %v, want the 5 custom kinds", got)
+	if got := f.inf.Absent(); len(got) != 6 {
+		t.Errorf("Absent() = %v, want the 6 custom kinds", got)
 	}
 	snap := f.inf.Inputs()
 	if len(snap.Inputs.Pods) != 1 || len(snap.Inputs.VirtualMachines) != 0 {
 		t.Errorf("Inputs() = %d pods %d VMs, want 1 and 0", len(snap.Inputs.Pods), len(snap.Inputs.VirtualMachines))
 	}
 	// Discovery again while still absent changes nothing (and logs nothing).
-	if err := f.inf.Discover(ctx); err != nil || len(f.inf.Absent()) != 5 {
+	if err := f.inf.Discover(ctx); err != nil || len(f.inf.Absent()) != 6 {
 		t.Fatalf("Discover() = %v, Absent() = %v", err, f.inf.Absent())
 	}
 
@@ -142,8 +142,8 @@ func TestInformersMissingCRDs(t *testing.T) {
 		t.Fatal(err)
 	}
 	waitSynced(t, f.inf)
-	if got := f.inf.Absent(); !slices.Equal(got, []Kind{KindNetworkAttachmentDefinition, KindSubnet}) {
-		t.Errorf("Absent() after installing KubeVirt = %v, want [NetworkAttachmentDefinition Subnet]", got)
+	if got := f.inf.Absent(); !slices.Equal(got, []Kind{KindNetworkAttachmentDefinition, KindSubnet, KindIP}) {
+		t.Errorf("Absent() after installing KubeVirt = %v, want [NetworkAttachmentDefinition Subnet IP]", got)
 	}
 	eventually(t, "VM read after Discover", func() error {
 		if n := len(f.inf.Inputs().Inputs.VirtualMachines); n != 1 {
@@ -208,6 +208,34 @@ func TestInformersConvert(t *testing.T) {
 	}
 	if n := snap.Inputs.NetworkAttachmentDefinitions; len(n) != 1 || n[0].Spec.Config == "" {
 		t.Errorf("Inputs().NetworkAttachmentDefinitions = %v, want blue with its config", n)
+	}
+}
+
+// TestInformersIP reads kube-ovn's IP objects (cluster-scoped) into their
+// typed form.
+func TestInformersIP(t *testing.T) {
+	ip := &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": "kubeovn.io/v1", "kind": "IP",
+		"metadata": map[string]any{"name": "db.tenant"},
+		"spec": map[string]any{"podName": "db", "namespace": "tenant", "subnet": "ovn-default", "podType": "VirtualMachine",
+			"ipAddress": "10.16.0.7", "v4IpAddress": "10.16.0.7", "macAddress": "00:00:00:4f:7a:03", "attachSubnets": []any{}},
+	}}
+	f := newFakes(t, false, false)
+	if _, err := f.dyn.Resource(GVRIP).Create(context.Background(), ip, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	f.disco.Resources = append(f.disco.Resources, &metav1.APIResourceList{GroupVersion: "kubeovn.io/v1", APIResources: []metav1.APIResource{
+		{Name: "ips", Kind: "IP"},
+	}})
+	start(t, f)
+	snap := f.inf.Inputs()
+	got := snap.Inputs.IPs
+	if len(got) != 1 || got[0].Name != "db.tenant" || got[0].Spec.PodName != "db" || got[0].Spec.Namespace != "tenant" ||
+		got[0].Spec.PodType != "VirtualMachine" || got[0].Spec.V4IPAddress != "10.16.0.7" || got[0].Spec.MacAddress != "00:00:00:4f:7a:03" {
+		t.Errorf("Inputs().IPs = %+v, want db.tenant as written", got)
+	}
+	if len(snap.Unreadable) != 0 {
+		t.Errorf("Unreadable = %v", snap.Unreadable)
 	}
 }
 

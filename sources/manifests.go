@@ -22,6 +22,7 @@ import (
 
 	kubeovnv1 "github.com/ovn-sync/ovn-sync/apis/kubeovn/v1"
 	"github.com/ovn-sync/ovn-sync/desired"
+	"github.com/ovn-sync/ovn-sync/kubeovn"
 	"github.com/ovn-sync/ovn-sync/state"
 )
 
@@ -141,14 +142,14 @@ func Count(in desired.Inputs) int {
 	return n
 }
 
-func counts(in desired.Inputs) [8]int {
-	return [8]int{len(in.Pods), len(in.VirtualMachines), len(in.VirtualMachineInstances), len(in.Migrations), len(in.NetworkAttachmentDefinitions),
-		len(in.Subnets), len(in.Namespaces), len(in.StatefulSets)}
+func counts(in desired.Inputs) [9]int {
+	return [9]int{len(in.Pods), len(in.VirtualMachines), len(in.VirtualMachineInstances), len(in.Migrations), len(in.NetworkAttachmentDefinitions),
+		len(in.Subnets), len(in.Namespaces), len(in.StatefulSets), len(in.IPs)}
 }
 
 // checkDuplicates rejects an object defined twice: with two definitions
 // there is no telling which one the user means.
-func checkDuplicates(in desired.Inputs, from [8]int, file string, seen map[string]string) error {
+func checkDuplicates(in desired.Inputs, from [9]int, file string, seen map[string]string) error {
 	check := func(kind string, objs []object) error {
 		for _, o := range objs {
 			key := kind + " " + o.GetNamespace() + "/" + o.GetName()
@@ -168,6 +169,7 @@ func checkDuplicates(in desired.Inputs, from [8]int, file string, seen map[strin
 		check(string(KindSubnet), asObjects(in.Subnets[from[5]:])),
 		check(string(KindNamespace), asObjects(in.Namespaces[from[6]:])),
 		check(string(KindStatefulSet), asObjects(in.StatefulSets[from[7]:])),
+		check(state.KindIP, asObjects(in.IPs[from[8]:])),
 	)
 }
 
@@ -290,6 +292,8 @@ func addObject(raw []byte, in *desired.Inputs) ([]string, error) {
 		return nil, decodeClusterScoped(raw, &in.Namespaces)
 	case group == "apps" && tm.Kind == string(KindStatefulSet):
 		return nil, decodeInto(raw, &in.StatefulSets)
+	case group == kubeovn.SchemeGroupVersion.Group && tm.Kind == state.KindIP:
+		return nil, decodeClusterScoped(raw, &in.IPs)
 	}
 	var om struct {
 		Metadata metav1.ObjectMeta `json:"metadata"`
@@ -317,6 +321,21 @@ var (
 	_ object = (*nadv1.NetworkAttachmentDefinition)(nil)
 )
 
+// decodeClusterScoped is decodeInto for a kind without namespaces
+// (Subnet, Namespace, IP): a namespace in the manifest is dropped.
+func decodeClusterScoped[T any, P objectPtr[T]](raw []byte, list *[]P) error {
+	p := P(new(T))
+	if err := json.NewDecoder(bytes.NewReader(raw)).Decode(p); err != nil {
+		return err
+	}
+	if p.GetName() == "" {
+		return errors.New("metadata.name is empty")
+	}
+	p.SetNamespace("")
+	*list = append(*list, p)
+	return nil
+}
+
 func decodeInto[T any, P objectPtr[T]](raw []byte, list *[]P) error {
 	p := P(new(T))
 	dec := json.NewDecoder(bytes.NewReader(raw))
@@ -329,21 +348,6 @@ func decodeInto[T any, P objectPtr[T]](raw []byte, list *[]P) error {
 	if p.GetNamespace() == "" {
 		p.SetNamespace("default") // as kubectl does with no --namespace
 	}
-	*list = append(*list, p)
-	return nil
-}
-
-// decodeClusterScoped is decodeInto for a kind without namespaces
-// (Subnet, Namespace): a namespace in the manifest is dropped.
-func decodeClusterScoped[T any, P objectPtr[T]](raw []byte, list *[]P) error {
-	p := P(new(T))
-	if err := json.NewDecoder(bytes.NewReader(raw)).Decode(p); err != nil {
-		return err
-	}
-	if p.GetName() == "" {
-		return errors.New("metadata.name is empty")
-	}
-	p.SetNamespace("")
 	*list = append(*list, p)
 	return nil
 }

@@ -40,7 +40,8 @@ spec:
 	write(t, dir, "b.json", `{"apiVersion":"v1","kind":"List","items":[
  {"apiVersion":"k8s.cni.cncf.io/v1","kind":"NetworkAttachmentDefinition","metadata":{"name":"data","namespace":"tenant"},"spec":{"config":"{}"}},
  {"apiVersion":"kubevirt.io/v1","kind":"VirtualMachineInstance","metadata":{"name":"vmi1","namespace":"vms"}},
- {"apiVersion":"kubevirt.io/v1","kind":"VirtualMachineInstanceMigration","metadata":{"name":"mig","namespace":"vms"}}]}`)
+ {"apiVersion":"kubevirt.io/v1","kind":"VirtualMachineInstanceMigration","metadata":{"name":"mig","namespace":"vms"}},
+ {"apiVersion":"kubeovn.io/v1","kind":"IP","metadata":{"name":"vm1.vms"},"spec":{"podName":"vm1","namespace":"vms","subnet":"ovn-default","v4IpAddress":"10.16.0.7","macAddress":"00:00:00:4f:7a:03","podType":"VirtualMachine"}}]}`)
 	write(t, dir, "ignored.txt", "not yaml")
 
 	in, notes, err := ReadManifests([]string{dir})
@@ -56,6 +57,10 @@ spec:
 	if len(in.NetworkAttachmentDefinitions) != 1 || len(in.VirtualMachineInstances) != 1 || len(in.Migrations) != 1 {
 		t.Errorf("List items not all read: %d NADs, %d VMIs, %d migrations",
 			len(in.NetworkAttachmentDefinitions), len(in.VirtualMachineInstances), len(in.Migrations))
+	}
+	// An IP is cluster-scoped: it is given no namespace.
+	if len(in.IPs) != 1 || in.IPs[0].Name != "vm1.vms" || in.IPs[0].Namespace != "" || in.IPs[0].Spec.V4IPAddress != "10.16.0.7" {
+		t.Errorf("IPs = %+v, want vm1.vms with no namespace", in.IPs)
 	}
 	if len(notes) != 1 || !strings.Contains(notes[0].String(), "a.yaml: document 1: skipped Service svc") {
 		t.Errorf("notes = %v, want one for the Service", notes)

@@ -160,8 +160,8 @@ func Require(t testing.TB) string {
 	return dir
 }
 
-// Start runs etcd and kube-apiserver until the test ends, with the KubeVirt
-// and Multus CRDs installed, and returns once both are ready.
+// Start runs etcd and kube-apiserver until the test ends, with the KubeVirt,
+// Multus and kube-ovn IP CRDs installed, and returns once both are ready.
 func Start(t testing.TB) *Server {
 	t.Helper()
 	s := StartBare(t)
@@ -385,8 +385,9 @@ func (s *Server) logTail() string {
 var crdGVR = schema.GroupVersionResource{Group: "apiextensions.k8s.io", Version: "v1", Resource: "customresourcedefinitions"}
 
 // InstallCRDs creates the minimal KubeVirt (VirtualMachine,
-// VirtualMachineInstance, VirtualMachineInstanceMigration) and Multus
-// (NetworkAttachmentDefinition) CRDs and waits until they are served.
+// VirtualMachineInstance, VirtualMachineInstanceMigration), Multus
+// (NetworkAttachmentDefinition) and kube-ovn (IP) CRDs and waits until they
+// are served.
 func (s *Server) InstallCRDs() {
 	s.t.Helper()
 	ctx := context.Background()
