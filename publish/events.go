@@ -10,6 +10,7 @@ import (
 	"k8s.io/client-go/tools/record"
 
 	"github.com/ovn-sync/ovn-sync/desired"
+	"github.com/ovn-sync/ovn-sync/kubeovn"
 	"github.com/ovn-sync/ovn-sync/state"
 )
 
@@ -66,6 +67,10 @@ func indexRefs(in desired.Inputs) objectRefs {
 	}
 	for _, o := range in.Subnets {
 		add("Subnet", "kubeovn.io/v1", o)
+	}
+	for _, o := range in.IPs {
+		// Cluster-scoped: its Events go to the default namespace.
+		add(state.KindIP, kubeovn.SchemeGroupVersion.String(), o)
 	}
 	return refs
 }

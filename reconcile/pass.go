@@ -79,6 +79,22 @@ type Outcome struct {
 	Timings  Timings
 }
 
+// Pending reports whether the NB is not yet what the cluster declares: the
+// plan changes something, or an owner has no port because a port kube-ovn
+// made holds its name and was not adopted (a desired.ReasonNotAdopted
+// Problem), which --adopt kube-ovn, or putting the port right, would change.
+func (o *Outcome) Pending() bool {
+	if !o.Plan.Empty() {
+		return true
+	}
+	for _, p := range o.Result.Problems {
+		if p.Reason == desired.ReasonNotAdopted {
+			return true
+		}
+	}
+	return false
+}
+
 // Compute observes the NB and builds and diffs once: the plan a pass would
 // apply. Nothing is written.
 func Compute(nb NB, in desired.Inputs, opts Options) Outcome {

@@ -8,6 +8,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/ovn-sync/ovn-sync/desired"
+	"github.com/ovn-sync/ovn-sync/state"
 )
 
 // fileConfig is the --config file (DESIGN, "Config file").
@@ -37,6 +38,7 @@ type networkFlags struct {
 	subnets    string
 	exclude    string
 	gateway    string
+	adopt      string
 }
 
 func (n *networkFlags) register(fs *flag.FlagSet) {
@@ -44,6 +46,7 @@ func (n *networkFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&n.sw, "default-switch", defaultSwitch, "logical switch of the default network")
 	fs.StringVar(&n.subnets, "default-subnets", defaultSubnets, "comma-separated CIDRs of the default network (one IPv4, one IPv6)")
 	fs.StringVar(&n.exclude, "default-exclude-ips", defaultExclude, "comma-separated addresses or ranges (a..b) never allocated on the default network")
+	fs.StringVar(&n.adopt, "adopt", "", "adopt in place the ports this `vendor` made under the names ovn-sync would give them: kube-ovn (see README, Coming from kube-ovn)")
 	fs.StringVar(&n.gateway, "default-gateway", "", "comma-separated gateway addresses of the default network: never given to a port, and published on pods by run mode (ovn.kubernetes.io/gateway)")
 }
 
@@ -82,6 +85,10 @@ func (n *networkFlags) load(fs *flag.FlagSet, readFile func(string) ([]byte, err
 	if err != nil {
 		return desired.Config{}, fmt.Errorf("default network: %w", err)
 	}
+	if n.adopt != "" && n.adopt != state.VendorKubeOVN {
+		return desired.Config{}, fmt.Errorf("--adopt %q: the only vendor ovn-sync adopts from is %s", n.adopt, state.VendorKubeOVN)
+	}
+	cfg.Adopt = n.adopt
 	return cfg, nil
 }
 

@@ -63,7 +63,7 @@ func newOneShot(name string, stderr io.Writer) *oneShot {
 	o.fs.SetOutput(stderr)
 	o.fs.Var(&o.files, "f", "manifest `file or directory` (repeatable; - reads standard input)")
 	o.fs.StringVar(&o.output, "o", "text", "output format: text or json")
-	o.fs.BoolVar(&o.exitCode, "detailed-exitcode", false, "exit 0 when there are no changes, 2 when there are, 1 on error")
+	o.fs.BoolVar(&o.exitCode, "detailed-exitcode", false, "exit 0 when there are no changes, 2 when there are (or a kube-ovn port is not adopted), 1 on error")
 	o.fs.BoolVar(&o.allowEmpty, "allow-empty", false, "go on when -f holds no Kubernetes objects (every port of ours would be deleted)")
 	o.net.register(o.fs)
 	o.nb.register(o.fs)
@@ -194,7 +194,7 @@ func planOnce(o *oneShot, j job, stdout, stderr io.Writer) error {
 		out.WriteProblems(stdout)
 		out.WritePlans(stdout, false)
 	}
-	if o.exitCode && !out.Plan.Empty() {
+	if o.exitCode && out.Pending() {
 		return exitError{2}
 	}
 	return nil
