@@ -217,6 +217,22 @@ func portUpdate(c *diff.Change) ovsdb.Operation {
 	return ovsdb.Operation{Op: ovsdb.OperationMutate, Table: nbdb.LogicalSwitchPortTable, Where: where, Mutations: muts}
 }
 
+// onSwitch returns the wait that lets an update recording a port's switch
+// (c.Fields has diff.FieldSwitch) commit only if that switch holds the
+// port: the cache does not monitor Logical_Switch.ports, so the switch the
+// port is recorded on was inferred (kube-ovn's external_ids:ls, or the
+// port's network), and a port that is elsewhere must not be labelled so.
+// If it fails, the transaction fails as stale and nothing is written.
+func onSwitch(c *diff.Change) ovsdb.Operation {
+	port := ovsdb.OvsSet{GoSet: []any{ovsdb.UUID{GoUUID: c.Before.UUID}}}
+	return ovsdb.Operation{
+		Op: ovsdb.OperationWait, Table: nbdb.LogicalSwitchTable, Timeout: new(0),
+		Where:   []ovsdb.Condition{uuidCond(c.SwitchUUID), ovsdb.NewCondition(colPorts, ovsdb.ConditionIncludes, port)},
+		Columns: []string{colName}, Until: string(ovsdb.WaitConditionEqual),
+		Rows: []ovsdb.Row{{colName: c.After.Switch}},
+	}
+}
+
 // switchTxns returns the first phase: switch creates and updates.
 func switchTxns(plan diff.Plan, max int) []txn {
 	var txns []txn
@@ -377,7 +393,12 @@ func portTxns(plan diff.Plan, switches map[string]string, max int) (deletes, ups
 			if up.stopped {
 				return
 			}
-			up.reserve(1, "")
+			if c.Fields.Has(diff.FieldSwitch) && c.SwitchUUID != "" {
+				up.reserve(2, "")
+				up.t.add(onSwitch(c), anyCount)
+			} else {
+				up.reserve(1, "")
+			}
 			up.t.add(portUpdate(c), oneRow)
 			up.t.updated++
 		}

@@ -47,7 +47,8 @@ func reasonAdopt(vendor string) string { return "adopt from " + vendor }
 // place, our fields written and every other column and key kept; one that
 // is ours and differs is updated column by column, or moved (deleted and
 // created again) when its switch differs, or updated in place when it has
-// no switch recorded; an owned port in have that want lacks is deleted. Switches: a desired switch of ours that is missing is created;
+// no switch recorded and its desired switch is in the NB (a port adopted
+// must be too); an owned port in have that want lacks is deleted. Switches: a desired switch of ours that is missing is created;
 // one that exists and is ours gets our keys updated; an owned switch want
 // lacks is deleted, last, unless ports of ours remain on it. Foreign
 // switches are never changed.
@@ -186,12 +187,14 @@ func (c *computer) fromHave(h *state.Port) {
 		// desired may hand back the observed value of an unchanged port.
 	case !w.Owned():
 		// fromWant reports it.
-	case h.Switch == "":
+	case h.Switch == "" && c.have.Switches[w.Switch] != nil:
 		// Stamped by hand or by an older version: the row stays, its keys
-		// that are not ours with it, and the switch is recorded.
+		// that are not ours with it, and the switch is recorded. A switch
+		// not in the NB cannot hold it: that is a move (below).
 		c.portUpdates = append(c.portUpdates, Change{
 			Action: Update, Kind: KindPort, Name: h.Name, Owner: w.Owner,
 			Reason: reasonStamp, Fields: portFields(w, h) | FieldSwitch, Before: h, After: w,
+			SwitchUUID: c.have.Switches[w.Switch].UUID,
 		})
 	case w.Switch != h.Switch:
 		c.move(w, h)
@@ -219,10 +222,11 @@ func (c *computer) fromWant(w *state.Port) {
 	switch {
 	case !ok:
 		c.create(w, reasonNewPort)
-	case !h.Owned() && w.Adopt != "" && w.Adopt == h.Vendor:
+	case !h.Owned() && w.Adopt != "" && w.Adopt == h.Vendor && c.have.Switches[w.Switch] != nil:
 		c.portUpdates = append(c.portUpdates, Change{
 			Action: Update, Kind: KindPort, Name: w.Name, Owner: w.Owner,
 			Reason: reasonAdopt(w.Adopt), Fields: portFields(w, h) | FieldSwitch, Before: h, After: w,
+			SwitchUUID: c.have.Switches[w.Switch].UUID,
 		})
 	case !h.Owned():
 		c.notices = append(c.notices, Notice{Kind: KindPort, Name: w.Name, Owner: w.Owner, Reason: reasonCollision})
@@ -308,6 +312,9 @@ func (c *computer) move(w, h *state.Port) {
 		return
 	}
 	reason := "moving from switch " + strconv.Quote(h.Switch) + " to " + strconv.Quote(w.Switch)
+	if h.Switch == "" {
+		reason = "moving to switch " + strconv.Quote(w.Switch) + ", not in the NB yet (no switch recorded)"
+	}
 	if c.create(w, reason) {
 		c.portDeletes = append(c.portDeletes, c.deletePort(h, reason))
 	}

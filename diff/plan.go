@@ -206,7 +206,10 @@ type Change struct {
 	// SwitchUUID is, for a port Create, the UUID of the switch the port goes
 	// on, or "" when this plan creates that switch; for a port Delete, the
 	// UUID of the switch the port was put on, or "" when no switch of that
-	// name is observed (apply then finds the switch holding the port).
+	// name is observed (apply then finds the switch holding the port); for a
+	// port Update that records its switch (FieldSwitch: an adoption, or a
+	// port of ours with none recorded), the UUID of that switch, which apply
+	// requires to hold the port.
 	SwitchUUID string
 }
 

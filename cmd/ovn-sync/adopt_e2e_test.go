@@ -386,3 +386,19 @@ func TestNotAdoptedIsPending(t *testing.T) {
 	runOneShot(t, s, configFile(t), "apply", dir, 0, "--adopt", "kube-ovn")
 	runOneShot(t, s, configFile(t), "plan", dir, 0, "--detailed-exitcode", "--adopt", "kube-ovn")
 }
+
+// TestAdoptRefusesMislabelledPort: a kube-ovn port whose ls key names
+// ovn-default but that lives on another switch is not written: apply fails
+// rather than record a switch the port is not on.
+func TestAdoptRefusesMislabelledPort(t *testing.T) {
+	s := nbtest.Start(t)
+	s.NBCtl("ls-add", "ovn-default")
+	s.NBCtl("ls-add", "elsewhere")
+	s.NBCtl("lsp-add", "elsewhere", "dyn.default", "--", "lsp-set-addresses", "dyn.default", "00:00:00:11:22:33 10.16.0.2",
+		"--", "set", "Logical_Switch_Port", "dyn.default", "external_ids:vendor=kube-ovn", "external_ids:ls=ovn-default")
+	dir := manifestDir(t, map[string]string{"pod.yaml": pod("dyn", "default", "2026-01-01T00:00:00Z", "")})
+	out := runOneShot(t, s, configFile(t), "apply", dir, 1, "--adopt", "kube-ovn")
+	if got := get(t, s, "Logical_Switch_Port", "dyn.default", "external_ids:"+state.KeyOwner); got != "" {
+		t.Errorf("mislabelled port adopted (owner %q); output:\n%s", got, out)
+	}
+}
