@@ -12,7 +12,6 @@ import (
 	kubevirtv1 "kubevirt.io/api/core/v1"
 
 	kubeovnv1 "github.com/ovn-sync/ovn-sync/apis/kubeovn/v1"
-	"github.com/ovn-sync/ovn-sync/kubeovn"
 	"github.com/ovn-sync/ovn-sync/state"
 )
 
@@ -59,7 +58,7 @@ type builder struct {
 	adopted bool
 	// ips are kube-ovn's IP objects by name, the port each records; nil
 	// when there are none.
-	ips map[string]*kubeovn.IP
+	ips map[string]*kubeovnv1.IP
 
 	def      *network
 	networks []*network // default first, then Subnets, then managed NADs in ns/name order
@@ -116,7 +115,7 @@ func newBuilder(in Inputs, have state.State) *builder {
 		subnetObjs:  in.Subnets,
 	}
 	if len(in.IPs) > 0 {
-		b.ips = make(map[string]*kubeovn.IP, len(in.IPs))
+		b.ips = make(map[string]*kubeovnv1.IP, len(in.IPs))
 		for _, ip := range in.IPs {
 			// Names are unique in the cluster; of two read from files
 			// (sources refuses those), the first stays.

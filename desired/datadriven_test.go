@@ -18,7 +18,6 @@ import (
 
 	kubeovnv1 "github.com/ovn-sync/ovn-sync/apis/kubeovn/v1"
 	"github.com/ovn-sync/ovn-sync/internal/statetext"
-	"github.com/ovn-sync/ovn-sync/kubeovn"
 	"github.com/ovn-sync/ovn-sync/state"
 )
 
@@ -396,7 +395,7 @@ func decodeObjects(text string, in *Inputs) error {
 			err = yaml.UnmarshalStrict([]byte(doc), o)
 			in.StatefulSets = append(in.StatefulSets, o)
 		case "IP":
-			o := &kubeovn.IP{}
+			o := &kubeovnv1.IP{}
 			err = yaml.UnmarshalStrict([]byte(doc), o)
 			in.IPs = append(in.IPs, o)
 		default:

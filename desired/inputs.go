@@ -12,7 +12,6 @@ import (
 	kubevirtv1 "kubevirt.io/api/core/v1"
 
 	kubeovnv1 "github.com/ovn-sync/ovn-sync/apis/kubeovn/v1"
-	"github.com/ovn-sync/ovn-sync/kubeovn"
 )
 
 // Inputs is everything Build reads from Kubernetes: every object of the
@@ -32,7 +31,7 @@ type Inputs struct {
 	StatefulSets []*appsv1.StatefulSet
 	// IPs are kube-ovn's IP objects: records of the addresses of the port
 	// each is named after, for the owner it names.
-	IPs []*kubeovn.IP
+	IPs []*kubeovnv1.IP
 }
 
 // Config is the part of ovn-sync's configuration Build depends on: the

@@ -13,7 +13,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	kubevirtv1 "kubevirt.io/api/core/v1"
 
-	"github.com/ovn-sync/ovn-sync/kubeovn"
+	kubeovnv1 "github.com/ovn-sync/ovn-sync/apis/kubeovn/v1"
 	"github.com/ovn-sync/ovn-sync/state"
 )
 
@@ -704,7 +704,7 @@ func recordIPs(n *network, vals []string) (got [2]netip.Addr, why string) {
 // no value yet: v4IpAddress and v6IpAddress (else ipAddress) and
 // macAddress. An IP object that names another owner, or another switch,
 // is not s's record: a Problem on the IP, and ignored.
-func (b *builder) readIPRecord(s *portSpec, r *requested, ip *kubeovn.IP) {
+func (b *builder) readIPRecord(s *portSpec, r *requested, ip *kubeovnv1.IP) {
 	o, sp := s.o, &ip.Spec
 	bad := func(format string, args ...any) {
 		b.problem(state.KindIP, "", ip.Name, "InvalidRecord", fmt.Sprintf(format, args...)+"; ignored")

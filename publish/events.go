@@ -9,8 +9,8 @@ import (
 	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
 	"k8s.io/client-go/tools/record"
 
+	kubeovnv1 "github.com/ovn-sync/ovn-sync/apis/kubeovn/v1"
 	"github.com/ovn-sync/ovn-sync/desired"
-	"github.com/ovn-sync/ovn-sync/kubeovn"
 	"github.com/ovn-sync/ovn-sync/state"
 )
 
@@ -70,7 +70,7 @@ func indexRefs(in desired.Inputs) objectRefs {
 	}
 	for _, o := range in.IPs {
 		// Cluster-scoped: its Events go to the default namespace.
-		add(state.KindIP, kubeovn.SchemeGroupVersion.String(), o)
+		add(state.KindIP, kubeovnv1.GroupVersion.String(), o)
 	}
 	return refs
 }

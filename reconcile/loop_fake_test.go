@@ -268,6 +268,14 @@ func TestLoopGuardBacksOff(t *testing.T) {
 func TestLoopRepairsDrift(t *testing.T) {
 	f := startFakeLoop(t, time.Millisecond, func(pods map[string]*corev1.Pod) { addPods(pods, 0, 2) })
 	f.waitPorts(t, 2)
+	// The edit must come after the startup pass has ended, or that pass
+	// may repair it without a drift event.
+	looptest.WaitFor(t, 5*time.Second, "the startup pass", func() error {
+		if f.metric("ovn_sync_passes_total", "result", "success") < 1 {
+			return fmt.Errorf("no pass")
+		}
+		return nil
+	})
 	p0 := f.nb.State().Ports["p0.ns"]
 	set := &nbdb.LogicalSwitchPort{UUID: p0.UUID, Options: map[string]string{"requested-chassis": "n9", "foreign": "x"}}
 	upd, err := f.nb.Client().Where(set).Update(set, &set.Options)

@@ -30,7 +30,6 @@ import (
 
 	kubeovnv1 "github.com/ovn-sync/ovn-sync/apis/kubeovn/v1"
 	"github.com/ovn-sync/ovn-sync/desired"
-	"github.com/ovn-sync/ovn-sync/kubeovn"
 	"github.com/ovn-sync/ovn-sync/state"
 )
 
@@ -68,7 +67,7 @@ var (
 	GVRVirtualMachineInstanceMigration = kubevirtv1.SchemeGroupVersion.WithResource("virtualmachineinstancemigrations")
 	GVRNetworkAttachmentDefinition     = nadv1.SchemeGroupVersion.WithResource("network-attachment-definitions")
 	GVRSubnet                          = kubeovnv1.GroupVersion.WithResource("subnets")
-	GVRIP                              = kubeovn.SchemeGroupVersion.WithResource("ips")
+	GVRIP                              = kubeovnv1.GroupVersion.WithResource("ips")
 )
 
 // crdKinds maps each custom kind to its resource.
@@ -494,7 +493,7 @@ func (s *Informers) Inputs() Snapshot {
 	in.Subnets = collect[*kubeovnv1.Subnet](KindSubnet, list(KindSubnet), &snap.Unreadable)
 	in.Namespaces = collect[*corev1.Namespace](KindNamespace, list(KindNamespace), &snap.Unreadable)
 	in.StatefulSets = collect[*appsv1.StatefulSet](KindStatefulSet, list(KindStatefulSet), &snap.Unreadable)
-	in.IPs = collect[*kubeovn.IP](KindIP, list(KindIP), &snap.Unreadable)
+	in.IPs = collect[*kubeovnv1.IP](KindIP, list(KindIP), &snap.Unreadable)
 	return snap
 }
 
@@ -521,7 +520,7 @@ type unconvertible struct {
 }
 
 // typedTransform converts the dynamic informer's unstructured objects into
-// their typed form (kubevirt.io/api, the NAD client's API types, kubeovn) as they
+// their typed form (kubevirt.io/api, the NAD client's API types, apis/kubeovn/v1) as they
 // enter the store, so a pass does not convert every object again. It is
 // idempotent, as client-go requires: typed objects pass through.
 func typedTransform(k Kind) cache.TransformFunc {
@@ -536,7 +535,7 @@ func typedTransform(k Kind) cache.TransformFunc {
 		case KindSubnet:
 			return &kubeovnv1.Subnet{}
 		case KindIP:
-			return &kubeovn.IP{}
+			return &kubeovnv1.IP{}
 		default:
 			return &nadv1.NetworkAttachmentDefinition{}
 		}

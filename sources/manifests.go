@@ -22,7 +22,6 @@ import (
 
 	kubeovnv1 "github.com/ovn-sync/ovn-sync/apis/kubeovn/v1"
 	"github.com/ovn-sync/ovn-sync/desired"
-	"github.com/ovn-sync/ovn-sync/kubeovn"
 	"github.com/ovn-sync/ovn-sync/state"
 )
 
@@ -292,7 +291,7 @@ func addObject(raw []byte, in *desired.Inputs) ([]string, error) {
 		return nil, decodeClusterScoped(raw, &in.Namespaces)
 	case group == "apps" && tm.Kind == string(KindStatefulSet):
 		return nil, decodeInto(raw, &in.StatefulSets)
-	case group == kubeovn.SchemeGroupVersion.Group && tm.Kind == state.KindIP:
+	case group == kubeovnv1.GroupVersion.Group && tm.Kind == state.KindIP:
 		return nil, decodeClusterScoped(raw, &in.IPs)
 	}
 	var om struct {

@@ -1,13 +1,9 @@
-package kubeovn
+package v1
 
 import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/apimachinery/pkg/runtime/schema"
 )
-
-// SchemeGroupVersion is kube-ovn's API group and version.
-var SchemeGroupVersion = schema.GroupVersion{Group: "kubeovn.io", Version: "v1"}
 
 // IP is kube-ovn's record of one port's addresses (ips.kubeovn.io,
 // cluster-scoped). kube-ovn names it after the port: "<pod>.<ns>" on the
