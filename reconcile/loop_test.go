@@ -122,14 +122,6 @@ func seedPort(t *testing.T, s *nbtest.Server, name, owner, addrs string) string 
 	return get(t, s, "Logical_Switch_Port", name, "_uuid")
 }
 
-func unstructuredVM(ns, name string) *unstructured.Unstructured {
-	return &unstructured.Unstructured{Object: map[string]any{
-		"apiVersion": "kubevirt.io/v1", "kind": "VirtualMachine",
-		"metadata": map[string]any{"namespace": ns, "name": name},
-		"spec":     map[string]any{"runStrategy": "Halted"},
-	}}
-}
-
 // TestRunnerNoPassBeforeSync: while one informer cannot list its kind,
 // run mode writes nothing, so the ports of objects it has not seen yet (a
 // VM) and of objects that are gone (a pod) both stay; once it has, the pass
@@ -140,7 +132,7 @@ func TestRunnerNoPassBeforeSync(t *testing.T) {
 	seedPort(t, s, "gone.ns", "Pod/ns/gone", "0a:58:0a:10:00:03 10.16.0.3")
 	var release func()
 	tr := looptest.Start(t, looptest.Options{
-		NBAddr: s.Addr(), DynObjs: []runtime.Object{unstructuredVM("ns", "vm1")}, KubeObjs: []runtime.Object{looptest.Pod("p0")},
+		NBAddr: s.Addr(), DynObjs: []runtime.Object{looptest.Unstructured(t, looptest.VM("vm1"))}, KubeObjs: []runtime.Object{looptest.Pod("p0")},
 		BeforeStart: func(_ *kubefake.Clientset, dyn *dynamicfake.FakeDynamicClient) {
 			release = failList(dyn, "virtualmachines")
 		},
@@ -189,7 +181,7 @@ func TestRunnerWithholdsDeletesUntilNewInformerSynced(t *testing.T) {
 	}}
 	// A VM that cannot be read withholds deletes until it goes, so the VMI's
 	// port survives the passes before VMIs are served.
-	broken := unstructuredVM("ns", "broken")
+	broken := looptest.Unstructured(t, looptest.VM("broken"))
 	broken.Object["spec"] = map[string]any{"running": "yes"}
 	vmOnly := []*metav1.APIResourceList{{GroupVersion: "kubevirt.io/v1", APIResources: []metav1.APIResource{
 		{Name: "virtualmachines", Kind: "VirtualMachine", Namespaced: true},

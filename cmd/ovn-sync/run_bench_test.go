@@ -9,13 +9,9 @@ import (
 
 	"github.com/ovn-org/libovsdb/cache"
 	"github.com/ovn-org/libovsdb/model"
-	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	"k8s.io/apimachinery/pkg/types"
-	kubevirtv1 "kubevirt.io/api/core/v1"
 
 	"github.com/ovn-sync/ovn-sync/internal/looptest"
 	"github.com/ovn-sync/ovn-sync/internal/nbtest"
@@ -66,10 +62,10 @@ func benchEventToCommit(b *testing.B, n int, event string) {
 	for i := range kube {
 		kube[i] = looptest.Pod(fmt.Sprintf("p%d", i))
 	}
-	dyn := []runtime.Object{toUnstructured(b, benchVM("vm0"))}
+	dyn := []runtime.Object{looptest.Unstructured(b, looptest.VM("vm0"))}
 	if event == "migration" {
-		dyn = append(dyn, toUnstructured(b, benchVMI("vm0", "n1")))
-		kube = append(kube, benchLauncher("vm0", "n1", 0))
+		dyn = append(dyn, looptest.Unstructured(b, looptest.VMI("vm0", "n1")))
+		kube = append(kube, looptest.Launcher("vm0", "0", "n1"))
 	}
 	start := time.Now()
 	tr := looptest.Start(b, looptest.Options{KubeObjs: kube, DynObjs: dyn, NBAddr: srv.Addr(), Coalesce: 20 * time.Millisecond})
@@ -135,7 +131,7 @@ func benchEventToCommit(b *testing.B, n int, event string) {
 		}
 	}
 	create := func(gvr schema.GroupVersionResource, o any) {
-		_, err := tr.Dyn.Resource(gvr).Namespace("ns").Create(ctx, toUnstructured(b, o), metav1.CreateOptions{})
+		_, err := tr.Dyn.Resource(gvr).Namespace("ns").Create(ctx, looptest.Unstructured(b, o), metav1.CreateOptions{})
 		must(err)
 	}
 	del := func(gvr schema.GroupVersionResource, name string) {
@@ -155,8 +151,8 @@ func benchEventToCommit(b *testing.B, n int, event string) {
 		case "vm-start-stop":
 			if i%2 == 0 {
 				timed(&lat, func() {
-					create(gvrVMI, benchVMI("vm0", "n1"))
-					_, err := pods.Create(ctx, benchLauncher("vm0", "n1", i), metav1.CreateOptions{})
+					create(gvrVMI, looptest.VMI("vm0", "n1"))
+					_, err := pods.Create(ctx, looptest.Launcher("vm0", fmt.Sprint(i), "n1"), metav1.CreateOptions{})
 					must(err)
 				}, portSeen{"vm0.ns", "n1"})
 			} else {
@@ -168,10 +164,8 @@ func benchEventToCommit(b *testing.B, n int, event string) {
 		case "migration":
 			target := fmt.Sprintf("virt-launcher-vm0-t%d", i)
 			timed(&lat, func() {
-				create(gvrMigration, benchMigration("vm0", i, "n2"))
-				p := benchLauncher("vm0", "n2", 0)
-				p.Name = target
-				_, err := pods.Create(ctx, p, metav1.CreateOptions{})
+				create(gvrMigration, looptest.Migration("vm0", fmt.Sprintf("vm0-migration-%d", i), "n1", "n2"))
+				_, err := pods.Create(ctx, looptest.Launcher("vm0", fmt.Sprintf("t%d", i), "n2"), metav1.CreateOptions{})
 				must(err)
 			}, portSeen{"vm0.ns", "n1,n2"})
 			b.StopTimer()
@@ -199,61 +193,5 @@ func benchEventToCommit(b *testing.B, n int, event string) {
 		report(lat2, "stop-")
 	} else {
 		report(lat, "")
-	}
-}
-
-func toUnstructured(b *testing.B, o any) *unstructured.Unstructured {
-	m, err := runtime.DefaultUnstructuredConverter.ToUnstructured(o)
-	if err != nil {
-		b.Fatal(err)
-	}
-	return &unstructured.Unstructured{Object: m}
-}
-
-// benchVM is a stopped VM on the default network, in namespace ns.
-func benchVM(name string) *kubevirtv1.VirtualMachine {
-	halted := kubevirtv1.RunStrategyHalted
-	return &kubevirtv1.VirtualMachine{
-		TypeMeta:   metav1.TypeMeta{APIVersion: "kubevirt.io/v1", Kind: "VirtualMachine"},
-		ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: name, UID: types.UID("vm-" + name)},
-		Spec: kubevirtv1.VirtualMachineSpec{RunStrategy: &halted, Template: &kubevirtv1.VirtualMachineInstanceTemplateSpec{
-			Spec: kubevirtv1.VirtualMachineInstanceSpec{
-				Networks: []kubevirtv1.Network{*kubevirtv1.DefaultPodNetwork()},
-				Domain: kubevirtv1.DomainSpec{Devices: kubevirtv1.Devices{Interfaces: []kubevirtv1.Interface{
-					{Name: "default", InterfaceBindingMethod: kubevirtv1.InterfaceBindingMethod{Bridge: &kubevirtv1.InterfaceBridge{}}}}}},
-			}}},
-	}
-}
-
-// benchVMI is vm's instance, running on node.
-func benchVMI(vm, node string) *kubevirtv1.VirtualMachineInstance {
-	t := true
-	return &kubevirtv1.VirtualMachineInstance{
-		TypeMeta: metav1.TypeMeta{APIVersion: "kubevirt.io/v1", Kind: "VirtualMachineInstance"},
-		ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: vm, UID: types.UID("vmi-" + vm),
-			OwnerReferences: []metav1.OwnerReference{{APIVersion: "kubevirt.io/v1", Kind: "VirtualMachine", Name: vm, UID: types.UID("vm-" + vm), Controller: &t}}},
-		Spec:   benchVM(vm).Spec.Template.Spec,
-		Status: kubevirtv1.VirtualMachineInstanceStatus{Phase: kubevirtv1.Running, NodeName: node},
-	}
-}
-
-// benchLauncher is the n-th virt-launcher pod of vm's instance, on node.
-func benchLauncher(vm, node string, n int) *corev1.Pod {
-	t := true
-	p := looptest.Pod(fmt.Sprintf("virt-launcher-%s-%d", vm, n))
-	p.Spec.NodeName = node
-	p.Labels = map[string]string{"kubevirt.io": "virt-launcher", "kubevirt.io/created-by": "vmi-" + vm, "vm.kubevirt.io/name": vm}
-	p.OwnerReferences = []metav1.OwnerReference{{APIVersion: "kubevirt.io/v1", Kind: "VirtualMachineInstance", Name: vm, UID: types.UID("vmi-" + vm), Controller: &t}}
-	return p
-}
-
-// benchMigration is the i-th migration of vm's instance, running, to target.
-func benchMigration(vm string, i int, target string) *kubevirtv1.VirtualMachineInstanceMigration {
-	return &kubevirtv1.VirtualMachineInstanceMigration{
-		TypeMeta:   metav1.TypeMeta{APIVersion: "kubevirt.io/v1", Kind: "VirtualMachineInstanceMigration"},
-		ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: fmt.Sprintf("%s-migration-%d", vm, i), UID: types.UID(fmt.Sprintf("mig-%s-%d", vm, i))},
-		Spec:       kubevirtv1.VirtualMachineInstanceMigrationSpec{VMIName: vm},
-		Status: kubevirtv1.VirtualMachineInstanceMigrationStatus{Phase: kubevirtv1.MigrationRunning,
-			MigrationState: &kubevirtv1.VirtualMachineInstanceMigrationState{SourceNode: "n1", TargetNode: target}},
 	}
 }
