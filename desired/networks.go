@@ -25,6 +25,13 @@ const (
 // localnet (a switch bridged to a physical network) are not.
 const topologyLayer2 = "layer2"
 
+// ovn-kubernetes network roles: a secondary network (the default) is an
+// attachment pods ask for; a primary one is not ours (roleError).
+const (
+	roleSecondary = "secondary"
+	rolePrimary   = "primary"
+)
+
 // Switch owners (external_ids:ovn-sync/owner on Logical_Switch).
 const (
 	ownerDefaultSwitch = "ovn-sync"
@@ -240,6 +247,18 @@ func (e topologyError) Error() string {
 		e.where, e.topology, typeOVNKubernetes, topologyLayer2)
 }
 
+// roleError is an ovn-kubernetes config of role primary (a user-defined
+// network): ovn-kubernetes makes it the primary interface of every pod in
+// the NAD's namespace, annotation or not, and refuses it in a network
+// selection. ovn-sync manages secondary networks only, so it is a Problem
+// on the NAD, never a secondary network by default.
+type roleError struct{ where, role string }
+
+func (e roleError) Error() string {
+	return fmt.Sprintf("%s: \"role\": not managed: role %s (ovn-sync manages %s networks of role %s only; "+
+		"a primary network is the primary interface of every pod in its namespace)", e.where, e.role, typeOVNKubernetes, roleSecondary)
+}
+
 // managedConfig is the part of an ovn-kubernetes layer2 (or kube-ovn) CNI
 // config ovn-sync reads. An ovn-kubernetes layer2 config without
 // "subnets" has no subnets: a network without IPAM, whose ports carry a
@@ -392,6 +411,17 @@ func parseManaged(cniType string, obj map[string]json.RawMessage, where string) 
 		default:
 			return nil, topologyError{where: where, topology: topology}
 		}
+		role, _, err := stringField(obj, "role", where)
+		if err != nil {
+			return nil, err
+		}
+		switch role {
+		case "", roleSecondary:
+		case rolePrimary:
+			return nil, roleError{where: where, role: role}
+		default:
+			return nil, nadConfigError(fmt.Sprintf("%s: \"role\" %q: not %s or %s", where, role, rolePrimary, roleSecondary))
+		}
 	}
 	subnets, _, err := stringField(obj, "subnets", where)
 	if err != nil {
@@ -516,6 +546,7 @@ func (b *builder) buildNetworks(cfg Config, nads []*nadv1.NetworkAttachmentDefin
 		}
 		mc, un, err := parseNADConfig(nad.Spec.Config)
 		var te topologyError
+		var re roleError
 		switch {
 		case errors.As(err, &te):
 			msg := err.Error()
@@ -524,6 +555,14 @@ func (b *builder) buildNetworks(cfg Config, nads []*nadv1.NetworkAttachmentDefin
 			}
 			b.problem(kindNAD, nad.Namespace, nad.Name, "UnmanagedTopology", msg)
 			b.nads[ref] = nadEntry{state: nadInvalid, why: "is not managed: topology " + te.topology}
+			continue
+		case errors.As(err, &re):
+			msg := err.Error()
+			if b.inUse(ref.String()) {
+				msg += "; its switch and ports are in the NB: kept as they are while owners use it"
+			}
+			b.problem(kindNAD, nad.Namespace, nad.Name, "UnmanagedRole", msg)
+			b.nads[ref] = nadEntry{state: nadInvalid, why: "is not managed: role " + re.role}
 			continue
 		case err != nil:
 			invalid("InvalidNetworkAttachmentDefinition", err.Error())
