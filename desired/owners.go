@@ -788,8 +788,13 @@ type selection struct {
 // Names without a namespace are in defNS. Errors quote the bad part.
 func parseSelections(v, defNS string) ([]selection, error) {
 	v = strings.TrimSpace(v)
-	if strings.HasPrefix(v, "[") {
+	// Multus reads the value as JSON when it holds any of these (a list of
+	// selection elements: a lone object is an error), else as a comma list.
+	if strings.ContainsAny(v, "[{\"") {
 		var els []nadv1.NetworkSelectionElement
+		if strings.HasPrefix(v, "{") {
+			return nil, fmt.Errorf("invalid JSON: a single object; Multus reads a list of network selection elements, [{...}]")
+		}
 		if err := json.Unmarshal([]byte(v), &els); err != nil {
 			return nil, fmt.Errorf("invalid JSON: %v", err)
 		}
@@ -812,9 +817,14 @@ func parseSelections(v, defNS string) ([]selection, error) {
 		if item == "" {
 			continue
 		}
+		// Multus trims the namespace, the name and the interface.
 		rest, iface, hasIface := strings.Cut(item, "@")
-		if hasIface && iface == "" {
+		iface = strings.TrimSpace(iface)
+		switch {
+		case hasIface && iface == "":
 			return nil, fmt.Errorf("%q: empty interface name", item)
+		case strings.Contains(iface, "@"):
+			return nil, fmt.Errorf("%q: more than one \"@\"", item)
 		}
 		ref, err := parseNetworkName(rest, defNS)
 		if err != nil {
@@ -828,6 +838,7 @@ func parseSelections(v, defNS string) ([]selection, error) {
 // parseNetworkName reads "name" or "namespace/name".
 func parseNetworkName(s, defNS string) (nadRef, error) {
 	ns, name, hasNS := strings.Cut(strings.TrimSpace(s), "/")
+	ns, name = strings.TrimSpace(ns), strings.TrimSpace(name)
 	if !hasNS {
 		ns, name = defNS, ns
 	}
