@@ -463,8 +463,9 @@ func (b *builder) resolve() {
 			s.startRequests(h)
 		}
 		n := s.net
+		noIPAM := n.noIPAM()
 		for f := range n.fam {
-			if !n.fam[f].prefix.IsValid() {
+			if !n.fam[f].prefix.IsValid() && !noIPAM {
 				continue
 			}
 			held := h.ip[f]
@@ -482,6 +483,8 @@ func (b *builder) resolve() {
 				s.ip[f], s.src[f] = s.rec.ip[f], SourceRecord
 			case held.IsValid():
 				s.ip[f], s.src[f] = held, SourceSticky
+			case noIPAM:
+				continue // nothing to allocate: a MAC only, or what is asked
 			default:
 				s.need |= dynBit(f)
 				s.src[f] = SourceAllocated

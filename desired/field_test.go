@@ -179,7 +179,9 @@ func withinSubnets(want state.State) []error {
 				if err != nil {
 					continue // the MAC
 				}
-				in := false
+				// A switch without subnets has no IPAM: its ports hold
+				// the static addresses asked for them, any unicast.
+				in := len(subnets) == 0 && a.IsGlobalUnicast()
 				for _, pfx := range subnets {
 					in = in || pfx.Contains(a)
 				}

@@ -131,8 +131,10 @@ func (f *family) excluded(a netip.Addr) bool {
 func (n *network) unusable(a netip.Addr) string {
 	f := &n.fam[familyOf(a)]
 	switch {
-	case !n.fam[ipv4].prefix.IsValid() && !n.fam[ipv6].prefix.IsValid():
-		return fmt.Sprintf("network %s has no subnets (no IPAM): its ports hold a MAC only", n.key)
+	case n.noIPAM() && !a.IsGlobalUnicast():
+		return fmt.Sprintf("network %s has no subnets (no IPAM): a static address must be a unicast address", n.key)
+	case n.noIPAM():
+		return ""
 	case !f.prefix.IsValid():
 		return fmt.Sprintf("network %s has no %s subnet", n.key, familyName[familyOf(a)])
 	case !f.prefix.Contains(a):
@@ -143,6 +145,14 @@ func (n *network) unusable(a netip.Addr) string {
 		return "is the gateway of network " + n.key
 	}
 	return ""
+}
+
+// noIPAM reports whether n has no subnets: an ovn-kubernetes layer2
+// network whose guests bring their own addressing. Its ports hold a MAC,
+// and the IPs requested for them (any unicast address, as ovn-kubernetes
+// allows static IPs only on such networks); nothing is allocated.
+func (n *network) noIPAM() bool {
+	return !n.fam[ipv4].prefix.IsValid() && !n.fam[ipv6].prefix.IsValid()
 }
 
 // cidr is the network's subnets as published ("10.16.0.0/16,fd00:10:16::/64").
