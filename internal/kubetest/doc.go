@@ -1,5 +1,6 @@
 // Package kubetest runs a real kube-apiserver and etcd on loopback for
-// integration tests, with minimal KubeVirt, Multus and kube-ovn IP CRDs installed.
+// integration tests, with minimal KubeVirt, Multus and kube-ovn (Subnet, IP) CRDs
+// installed.
 //
 //	srv := kubetest.Start(t) // skips (fails under CI) when the binaries cannot be had
 //	srv.Kube.CoreV1().Pods("default").Create(...)

@@ -161,7 +161,7 @@ func Require(t testing.TB) string {
 }
 
 // Start runs etcd and kube-apiserver until the test ends, with the KubeVirt,
-// Multus and kube-ovn IP CRDs installed, and returns once both are ready.
+// Multus and kube-ovn (Subnet, IP) CRDs installed, and returns once both are ready.
 func Start(t testing.TB) *Server {
 	t.Helper()
 	s := StartBare(t)
@@ -386,7 +386,7 @@ var crdGVR = schema.GroupVersionResource{Group: "apiextensions.k8s.io", Version:
 
 // InstallCRDs creates the minimal KubeVirt (VirtualMachine,
 // VirtualMachineInstance, VirtualMachineInstanceMigration), Multus
-// (NetworkAttachmentDefinition) and kube-ovn (IP) CRDs and waits until they
+// (NetworkAttachmentDefinition) and kube-ovn (Subnet, IP) CRDs and waits until they
 // are served.
 func (s *Server) InstallCRDs() {
 	s.t.Helper()
@@ -424,7 +424,7 @@ func (s *Server) InstallCRDs() {
 			time.Sleep(50 * time.Millisecond)
 		}
 	}
-	for _, gv := range []string{"kubevirt.io/v1", "k8s.cni.cncf.io/v1"} {
+	for _, gv := range []string{"kubevirt.io/v1", "k8s.cni.cncf.io/v1", "kubeovn.io/v1"} {
 		for {
 			if _, err := s.Kube.Discovery().ServerResourcesForGroupVersion(gv); err == nil {
 				break
