@@ -59,6 +59,9 @@ type builder struct {
 	// ips are kube-ovn's IP objects by name, the port each records; nil
 	// when there are none.
 	ips map[string]*kubeovnv1.IP
+	// reserved are the addresses of gone StatefulSet pods that only their
+	// IP objects record (keepStatefulSetPorts), in IP object name order.
+	reserved []reservation
 
 	def      *network
 	networks []*network // default first, then Subnets, then managed NADs in ns/name order

@@ -253,7 +253,48 @@ func (b *builder) newIPAM() *ipam {
 			}
 		}
 	}
+	m.reserve(b, bySwitch)
 	return m
+}
+
+// reserve holds the addresses of b.reserved on their switches, each as
+// if a port that is not ours held it there: IPAM hands none out, and a
+// claim of one fails with a Problem naming the reservation. An address a
+// port already holds, anywhere, is not reserved: a reservation never takes
+// an address from a port (nor makes it held twice).
+func (m *ipam) reserve(b *builder, bySwitch map[uint32][]*window) {
+	if len(b.reserved) == 0 {
+		return
+	}
+	taken := make(map[addrKey]bool, len(m.list))
+	for _, e := range m.list {
+		taken[e.k.addrKey] = true
+	}
+	for _, r := range b.reserved {
+		sw := b.switchID(r.sw)
+		id := holderID(len(m.ports))
+		m.ports = append(m.ports, r.port)
+		for _, word := range strings.Fields(r.port.Addresses[0]) {
+			var k heldKey
+			if x, ok := colonMAC(word); ok {
+				k = macKey(sw, x)
+			} else if a, err := netip.ParseAddr(word); err == nil {
+				k = ipKey(sw, a.Unmap())
+			} else {
+				continue
+			}
+			if taken[k.addrKey] {
+				continue
+			}
+			taken[k.addrKey] = true
+			m.list = append(m.list, held{k, id})
+			for _, w := range bySwitch[sw] {
+				if w.comp == int(k.comp) {
+					w.set(k.hi, k.lo)
+				}
+			}
+		}
+	}
 }
 
 // appendWords appends the space-separated words of s.

@@ -1,12 +1,17 @@
 package desired
 
 import (
+	"fmt"
+	"net/netip"
 	"slices"
 	"strings"
 	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+
+	kubeovnv1 "github.com/ovn-sync/ovn-sync/apis/kubeovn/v1"
+	"github.com/ovn-sync/ovn-sync/state"
 )
 
 // keepStatefulSetPorts keeps, as kube-ovn does, the ports of a
@@ -16,6 +21,12 @@ import (
 // The pod that comes back is the same owner (Pod/<ns>/<name>) and finds its
 // ports as they were: same IP, same MAC. Scaled down below the ordinal, or
 // with the StatefulSet gone, the ports go and their addresses are free.
+//
+// Where such a pod has no port (the NB was lost, or restored from an older
+// backup) but kube-ovn's IP object for it remains, the addresses the IP
+// object names are reserved on its switch (reserveIPObject): never handed
+// out to another port, so the pod that comes back claims them from that
+// record.
 func (b *builder) keepStatefulSetPorts(in Inputs) {
 	type nsName struct{ ns, name string }
 	sets := map[nsName]*appsv1.StatefulSet{}
@@ -24,7 +35,7 @@ func (b *builder) keepStatefulSetPorts(in Inputs) {
 			sets[nsName{s.Namespace, s.Name}] = s
 		}
 	}
-	if len(sets) == 0 || len(b.have.Ports) == 0 {
+	if len(sets) == 0 || len(b.have.Ports) == 0 && len(b.ips) == 0 {
 		return
 	}
 	present := map[nsName]bool{}
@@ -33,26 +44,20 @@ func (b *builder) keepStatefulSetPorts(in Inputs) {
 			present[nsName{p.Namespace, p.Name}] = true
 		}
 	}
-	b.indexHaveOwners()
-	ids := make([]string, 0, len(b.haveByOwner))
-	for id := range b.haveByOwner {
-		ids = append(ids, id)
-	}
-	slices.Sort(ids)
-	for _, id := range ids {
-		kind, rest, _ := strings.Cut(id, "/")
-		ns, name, _ := strings.Cut(rest, "/")
-		if kind != kindPod || present[nsName{ns, name}] {
-			continue
+	// kept reports whether ns/name is a gone pod of a StatefulSet, at an
+	// ordinal within its replicas.
+	kept := func(ns, name string) bool {
+		if present[nsName{ns, name}] {
+			return false
 		}
 		i := strings.LastIndexByte(name, '-')
 		if i <= 0 {
-			continue
+			return false
 		}
 		ord, ok := parseOrdinal(name[i+1:])
 		set := sets[nsName{ns, name[:i]}]
 		if !ok || set == nil {
-			continue
+			return false
 		}
 		start, replicas := 0, 1
 		if set.Spec.Ordinals != nil {
@@ -61,9 +66,76 @@ func (b *builder) keepStatefulSetPorts(in Inputs) {
 		if set.Spec.Replicas != nil {
 			replicas = int(*set.Spec.Replicas)
 		}
-		if ord < start || ord >= start+replicas {
-			continue
-		}
-		b.keepOwnerPorts(b.newOwner(kindPod, ns, name, time.Time{}), nil)
+		return ord >= start && ord < start+replicas
 	}
+	if len(b.have.Ports) > 0 {
+		b.indexHaveOwners()
+		ids := make([]string, 0, len(b.haveByOwner))
+		for id := range b.haveByOwner {
+			ids = append(ids, id)
+		}
+		slices.Sort(ids)
+		for _, id := range ids {
+			kind, rest, _ := strings.Cut(id, "/")
+			ns, name, _ := strings.Cut(rest, "/")
+			if kind == kindPod && kept(ns, name) {
+				b.keepOwnerPorts(b.newOwner(kindPod, ns, name, time.Time{}), nil)
+			}
+		}
+	}
+	names := make([]string, 0, len(b.ips))
+	for name, ip := range b.ips {
+		if b.have.Ports[name] == nil && ip.Spec.Namespace != "" && kept(ip.Spec.Namespace, ip.Spec.PodName) {
+			names = append(names, name)
+		}
+	}
+	slices.Sort(names)
+	for _, name := range names {
+		b.reserveIPObject(b.ips[name])
+	}
+}
+
+// reserveIPObject reserves, on the switch spec.subnet names, the addresses
+// kube-ovn's IP object ip records for a gone StatefulSet pod whose port is
+// not in the NB. They are held by no port: IPAM counts them as held
+// (ipam.reserve) but only while no port holds them, so a reservation never
+// takes an address from a port. An IP object that cannot be read reserves
+// nothing; the pod that comes back reports it (readIPRecord).
+func (b *builder) reserveIPObject(ip *kubeovnv1.IP) {
+	sp := &ip.Spec
+	if sp.Subnet == "" {
+		return
+	}
+	words := nonEmpty(sp.V4IPAddress, sp.V6IPAddress)
+	if len(words) == 0 {
+		words = nonEmpty(strings.Split(sp.IPAddress, ",")...)
+	}
+	if m := strings.TrimSpace(sp.MacAddress); m != "" {
+		words = append(words, m)
+	}
+	var addrs []string
+	for _, w := range words {
+		if _, err := netip.ParseAddr(w); err == nil {
+			addrs = append(addrs, w)
+		} else if x, err := parseMAC(w); err == nil {
+			addrs = append(addrs, x.String())
+		}
+	}
+	if len(addrs) == 0 {
+		return
+	}
+	b.reserved = append(b.reserved, reservation{
+		sw: sp.Subnet,
+		port: &state.Port{
+			Name:      fmt.Sprintf("%s (kube-ovn IP object of StatefulSet pod %s/%s, gone)", ip.Name, sp.Namespace, sp.PodName),
+			Addresses: []string{strings.Join(addrs, " ")},
+		},
+	})
+}
+
+// reservation is addresses held on switch sw by no port: port lists them,
+// and names them in Problems.
+type reservation struct {
+	sw   string
+	port *state.Port
 }

@@ -599,6 +599,39 @@ func TestAdoptKubeOVNAgainstRealNB(t *testing.T) {
 	if got := s.Commits(); got != commits {
 		t.Errorf("second pass committed %d transactions", got-commits)
 	}
+
+	// The NB is lost while db-1, a StatefulSet pod, is being created again
+	// (gone from the cluster, its IP object kept, as kube-ovn keeps it). A
+	// new pod in ns1 is created meanwhile. Every owner comes back on its
+	// addresses (records: pod and launcher annotations, IP objects), the new
+	// pod gets none of them, and db-1, back without annotations, gets its
+	// own from its IP object.
+	s.Wipe()
+	cluster := kubeOVNObjects + "---\n" + kubeOVNStatefulSetPod(0, "sts-uid") + "---\n" + kubeOVNVM("vm1-uid") + "---\n" +
+		kubeOVNVMI("vm1-uid", "vmi1-uid") + "status: {phase: Running, nodeName: node-1}\n---\n" + kubeOVNLauncher("vmi1-uid")
+	lost := manifestDir(t, map[string]string{"cluster.yaml": cluster})
+	runOneShot(t, s, cfg, "apply", lost, 0, "--adopt", "kube-ovn")
+	fresh := manifestDir(t, map[string]string{"cluster.yaml": cluster + "---\n" + pod("new", "ns1", "2026-02-01T00:00:00Z", "")})
+	runOneShot(t, s, cfg, "apply", fresh, 0, "--adopt", "kube-ovn")
+	back := `apiVersion: v1
+kind: Pod
+metadata:
+  name: db-1
+  namespace: ns1
+  labels: {app: db, statefulset.kubernetes.io/pod-name: db-1}
+  ownerReferences: [{apiVersion: apps/v1, kind: StatefulSet, name: db, uid: sts-uid, controller: true}]
+spec: {nodeName: node-2, hostname: db-1, subdomain: db, containers: [{name: c, image: postgres}]}
+`
+	returned := manifestDir(t, map[string]string{"cluster.yaml": cluster + "---\n" + pod("new", "ns1", "2026-02-01T00:00:00Z", "") + "---\n" + back})
+	runOneShot(t, s, cfg, "apply", returned, 0, "--adopt", "kube-ovn")
+	for _, p := range kubeOVNPorts {
+		if got := addresses(t, s, p.name); got != p.addresses {
+			t.Errorf("after the NB was lost: %s addresses %q, want %q", p.name, got, p.addresses)
+		}
+	}
+	if got := addresses(t, s, "new.ns1"); got == "" || strings.Contains(got, "10.66.0.13") {
+		t.Errorf("new.ns1 addresses %q: want a fresh address on subnet1, not db-1's", got)
+	}
 }
 
 // TestRunAdoptKubeOVN is the same cluster in run mode, against a real
