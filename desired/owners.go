@@ -387,6 +387,9 @@ func (b *builder) addOwner(o *owner, atts []attachment, ann map[string]string) [
 		if o.running != nil {
 			b.readRunning(s, at)
 		}
+		if o.running != nil || o.runningAnn != nil {
+			b.switchRestartRequired(s, choice, ann)
+		}
 		b.readRecords(s)
 		b.add(s)
 	}
@@ -412,6 +415,27 @@ func (b *builder) switchAnnotations(o *owner, ann map[string]string) map[string]
 		return o.runningAnn
 	}
 	return ann
+}
+
+// switchRestartRequired notes, for a VM whose VMI runs, a template whose
+// <provider>.kubernetes.io/logical_switch names another Subnet than the one
+// s's port is on: the VMI keeps the one it was started with (KubeVirt
+// copied the template into it), so the port moves, and is renumbered, when
+// the VM starts again — a RestartRequired notice, as for addresses. A
+// template naming no Subnet the interface may be on is reported by the next
+// start.
+func (b *builder) switchRestartRequired(s *portSpec, c networkChoice, tmpl map[string]string) {
+	v := strings.TrimSpace(providerAnnotation(tmpl, s.provider, annLogicalSwitchSuffix))
+	if v == "" || v == s.net.sw {
+		return
+	}
+	if n, known := b.subnetOf(v); !known || !b.qualifies(c, n) {
+		return
+	}
+	o := s.o
+	b.notices = append(b.notices, Problem{Kind: o.kind, Namespace: o.ns, Name: o.name, Reason: "RestartRequired",
+		Message: fmt.Sprintf("network %q: the template asks for Subnet %s (now %s, %s%s); port %q stays on %s with its running addresses until the VM starts again",
+			s.net.key, v, s.net.sw, s.provider, annLogicalSwitchSuffix, s.name, s.net.sw)})
 }
 
 // readRunning sets, for a VM whose VMI runs, s.req to the requests of the
