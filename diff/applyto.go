@@ -25,6 +25,17 @@ func (p Plan) ApplyTo(have state.State) state.State {
 				}
 				s.Ports[c.Name] = &u
 			}
+		case KindDHCP:
+			switch c.Action {
+			case Create, Update:
+				u := *c.DHCPAfter
+				if c.Action == Update {
+					u.UUID = c.DHCPBefore.UUID
+				}
+				s.DHCP[c.Name] = &u
+			case Delete:
+				delete(s.DHCP, c.Name)
+			}
 		case KindSwitch:
 			switch c.Action {
 			case Create:

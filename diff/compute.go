@@ -57,11 +57,12 @@ func Compute(want, have state.State, p Policy) Plan {
 	c.policy = p
 	c.want, c.have = want, have
 	c.switches()
+	c.dhcp()
 	c.ports()
 	c.keepUsedSwitches()
 	if p.WithholdDeletes {
-		c.withheld += len(c.switchDeletes)
-		c.switchDeletes = nil
+		c.withheld += len(c.switchDeletes) + len(c.dhcpDeletes)
+		c.switchDeletes, c.dhcpDeletes = nil, nil
 	}
 	return c.plan()
 }
@@ -71,6 +72,7 @@ type computer struct {
 	want, have state.State
 
 	switchCreates, switchUpdates, switchDeletes []Change
+	dhcpUpserts, dhcpDeletes                    []Change
 	portDeletes, portUpdates, portCreates       []Change
 	notices                                     []Notice
 	withheld                                    int
@@ -324,13 +326,13 @@ func byName(a, b Change) int { return cmp.Compare(a.Name, b.Name) }
 
 func (c *computer) plan() Plan {
 	switchUpserts := append(c.switchCreates, c.switchUpdates...)
-	groups := [...][]Change{switchUpserts, c.portDeletes, c.portUpdates, c.portCreates, c.switchDeletes}
+	groups := [...][]Change{switchUpserts, c.dhcpUpserts, c.portDeletes, c.portUpdates, c.portCreates, c.dhcpDeletes, c.switchDeletes}
 	n := 0
 	for _, g := range groups {
 		slices.SortFunc(g, byName)
 		n += len(g)
 	}
-	p := Plan{Withheld: c.withheld}
+	p := Plan{Withheld: c.withheld, DHCPUUIDs: c.dhcpUUIDs()}
 	if n > 0 {
 		p.Changes = make([]Change, 0, n)
 		for _, g := range groups {

@@ -42,6 +42,7 @@ type Kind uint8
 const (
 	KindSwitch Kind = iota + 1 // Logical_Switch
 	KindPort                   // Logical_Switch_Port
+	KindDHCP                   // DHCP_Options
 )
 
 // String returns the table's name in the style of a terraform resource type.
@@ -51,6 +52,8 @@ func (k Kind) String() string {
 		return "logical_switch"
 	case KindPort:
 		return "logical_switch_port"
+	case KindDHCP:
+		return "dhcp_options"
 	}
 	return "Kind(" + strconv.Itoa(int(k)) + ")"
 }
@@ -79,6 +82,8 @@ const (
 	FieldSubnet             Fields = 1 << state.FieldSubnet             // LS other_config:subnet
 	FieldIPv6Prefix         Fields = 1 << state.FieldIPv6Prefix         // LS other_config:ipv6_prefix
 	FieldExcludeIPs         Fields = 1 << state.FieldExcludeIPs         // LS other_config:exclude_ips
+	FieldDHCPv4             Fields = 1 << state.FieldDHCPv4             // LSP dhcpv4_options (a DHCP_Options row, by name)
+	FieldDHCPv6             Fields = 1 << state.FieldDHCPv6             // LSP dhcpv6_options (a DHCP_Options row, by name)
 )
 
 // PortFields and SwitchFields are the fields of each kind of row, in the
@@ -202,6 +207,10 @@ type Change struct {
 	Before, After *state.Port
 	// SwitchBefore and SwitchAfter are the same for a KindSwitch change.
 	SwitchBefore, SwitchAfter *state.Switch
+	// DHCPBefore and DHCPAfter are the same for a KindDHCP change. An
+	// update of a DHCP_Options row writes the columns and option keys on
+	// which they differ (DHCPDiff), and Fields is zero.
+	DHCPBefore, DHCPAfter *state.DHCPOptions
 
 	// SwitchUUID is, for a port Create, the UUID of the switch the port goes
 	// on, or "" when this plan creates that switch; for a port Delete, the
@@ -225,11 +234,13 @@ type Notice struct {
 // Plan is the ordered list of changes that turns have into want.
 //
 // Changes are in the order apply carries them out, one phase after the
-// other: switch creates and updates; port deletes; port updates; port
-// creates; switch deletes. Within each group they are sorted by name. Deletes come before creates so
+// other: switch creates and updates, then DHCP_Options creates and updates;
+// port deletes; port updates; port creates; DHCP_Options deletes; switch
+// deletes. Within each group they are sorted by name. Deletes come before creates so
 // that a port moving between switches is removed before its name (a unique
-// index) is inserted again, and switch deletes come last so that our ports
-// are gone from a switch before it is.
+// index) is inserted again; DHCP_Options rows exist before the ports that
+// refer to them, and go only once no port of ours does; switch deletes come
+// last so that our ports are gone from a switch before it is.
 type Plan struct {
 	Changes []Change
 	// Notices are conflicts and skips, sorted by kind and name.
@@ -237,6 +248,10 @@ type Plan struct {
 	// Withheld counts the deletes Policy.WithholdDeletes left out (a port
 	// move counts once; its create is withheld with it).
 	Withheld int
+	// DHCPUUIDs holds the UUID of every observed DHCP_Options row of ours,
+	// by name, for apply to write a port's reference to a row the plan
+	// does not create (and to read the one it replaces).
+	DHCPUUIDs map[string]string
 }
 
 // Counts sums a plan's changes the way `terraform plan` does.

@@ -35,6 +35,7 @@ func TestComputeProperties(t *testing.T) {
 
 var (
 	genSwitches = []string{"sw0", "sw1", "sw2", "sw3"}
+	genDHCP     = []string{"sw0/ipv4", "sw1/ipv4"}
 	genPorts    = []string{"p0", "p1", "p2", "p3", "p4", "p5", "p6", "p7", "p8", "p9"}
 )
 
@@ -65,6 +66,22 @@ func genState(t *rapid.T, label string, observed bool) state.State {
 		}
 		s.Switches[name] = sw
 	}
+	for i, name := range genDHCP {
+		if !rapid.Bool().Draw(t, label+" has "+name) {
+			continue
+		}
+		d := &state.DHCPOptions{Name: name, Owner: "ovn-sync"}
+		d.Network = genValue(t, label+" "+name+" network", "", "default")
+		d.CIDR = genValue(t, label+" "+name+" cidr", "10.0.0.0/24", "10.0.1.0/24")
+		d.Options = map[string]string{"server_id": "10.0.0.1"}
+		if rapid.Bool().Draw(t, label+" "+name+" lease") {
+			d.Options["lease_time"] = genValue(t, label+" "+name+" lease_time", "60", "3600")
+		}
+		if observed {
+			d.UUID = fmt.Sprintf("dhcp-%d", i)
+		}
+		s.DHCP[name] = d
+	}
 	for i, name := range genPorts {
 		if !rapid.Bool().Draw(t, label+" has "+name) {
 			continue
@@ -83,6 +100,7 @@ func genState(t *rapid.T, label string, observed bool) state.State {
 			p.Switch = genValue(t, label+" "+name+" switch", append([]string{""}, genSwitches...)...)
 			p.RequestedChassis = genValue(t, label+" "+name+" chassis", "", "n1", "n1,n2")
 			p.ActivationStrategy = genValue(t, label+" "+name+" activation", "", "rarp")
+			p.DHCPv4 = genValue(t, label+" "+name+" dhcpv4", append([]string{""}, genDHCP...)...)
 		}
 		if observed {
 			p.UUID = fmt.Sprintf("lsp-%d", i)
@@ -97,14 +115,18 @@ func phase(c *Change) int {
 	switch {
 	case c.Kind == KindSwitch && c.Action != Delete:
 		return 0
-	case c.Kind == KindPort && c.Action == Delete:
+	case c.Kind == KindDHCP && c.Action != Delete:
 		return 1
-	case c.Kind == KindPort && c.Action == Update:
+	case c.Kind == KindPort && c.Action == Delete:
 		return 2
-	case c.Kind == KindPort && c.Action == Create:
+	case c.Kind == KindPort && c.Action == Update:
 		return 3
+	case c.Kind == KindPort && c.Action == Create:
+		return 4
+	case c.Kind == KindDHCP:
+		return 5
 	}
-	return 4
+	return 6
 }
 
 // usable reports whether a port may be put on switch name (see switchUUID).
@@ -128,7 +150,11 @@ func checkApplied(want, have state.State, p Plan) string {
 		if c.Before != nil && !c.Before.Owned() && !adopts(c.After, c.Before) || c.SwitchBefore != nil && !c.SwitchBefore.Owned() {
 			return fmt.Sprintf("change %c %s %q touches a row ovn-sync does not own", c.Action, c.Kind, c.Name)
 		}
-		if c.Action == Update {
+		if c.Action == Update && c.Kind == KindDHCP {
+			if d := DiffDHCP(c.DHCPBefore, c.DHCPAfter); c.Fields != 0 || !d.CIDR && !d.Network && d.Set == nil && d.Remove == nil {
+				return fmt.Sprintf("update %s %q has fields %v and changes %+v", c.Kind, c.Name, c.Fields, d)
+			}
+		} else if c.Action == Update {
 			var f Fields
 			if c.Kind == KindPort {
 				f = portFields(c.After, c.Before)
@@ -191,6 +217,16 @@ func checkApplied(want, have state.State, p Plan) string {
 	for name, r := range res.Ports {
 		if _, ok := want.Ports[name]; r.Owned() && !ok {
 			return fmt.Sprintf("owned port %q not in want survived", name)
+		}
+	}
+	for name, w := range want.DHCP {
+		if r := res.DHCP[name]; r == nil || !r.Equal(w) || have.DHCP[name] != nil && r.UUID != have.DHCP[name].UUID {
+			return fmt.Sprintf("dhcp_options %q = %+v, want %+v (UUID kept)", name, r, w)
+		}
+	}
+	for name := range res.DHCP {
+		if _, ok := want.DHCP[name]; !ok {
+			return fmt.Sprintf("dhcp_options %q not in want survived", name)
 		}
 	}
 	for name, w := range want.Switches {
@@ -313,6 +349,7 @@ func TestFields(t *testing.T) {
 		"addresses/", "port_security/", "options/requested-chassis", "options/activation-strategy",
 		"external_ids/ovn-sync/owner", "external_ids/ovn-sync/network", "external_ids/ovn-sync/switch",
 		"other_config/subnet", "other_config/ipv6_prefix", "other_config/exclude_ips",
+		"dhcpv4_options/", "dhcpv6_options/",
 	}
 	if !slices.Equal(all, want) {
 		t.Errorf("Column() of every field = %q, want %q", all, want)

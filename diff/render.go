@@ -3,6 +3,8 @@ package diff
 import (
 	"encoding/json"
 	"fmt"
+	"maps"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -50,6 +52,10 @@ func owner(o string) string {
 
 func (c *Change) write(b *strings.Builder) {
 	fmt.Fprintf(b, "  %c %s %q%s: %s\n", c.Action, c.Kind, c.Name, owner(c.Owner), c.Reason)
+	if c.Kind == KindDHCP {
+		c.writeDHCP(b)
+		return
+	}
 	switch c.Action {
 	case Create:
 		// The owner is on the header line already.
@@ -82,6 +88,41 @@ func (c *Change) write(b *strings.Builder) {
 			default:
 				fmt.Fprintf(b, "      ~ %s: %s -> %s\n", f.name(), before, after)
 			}
+		}
+	}
+}
+
+// writeDHCP writes the columns of a DHCP_Options create, or what an update
+// changes: cidr, external_ids:ovn-sync/network, and options key by key.
+func (c *Change) writeDHCP(b *strings.Builder) {
+	switch c.Action {
+	case Create:
+		a := c.DHCPAfter
+		fmt.Fprintf(b, "      + cidr: %q\n", a.CIDR)
+		if a.Network != "" {
+			fmt.Fprintf(b, "      + external_ids:%s: %q\n", state.KeyNetwork, a.Network)
+		}
+		for _, k := range slices.Sorted(maps.Keys(a.Options)) {
+			fmt.Fprintf(b, "      + options:%s: %q\n", k, a.Options[k])
+		}
+	case Update:
+		before, after := c.DHCPBefore, c.DHCPAfter
+		d := DiffDHCP(before, after)
+		if d.CIDR {
+			fmt.Fprintf(b, "      ~ cidr: %q -> %q\n", before.CIDR, after.CIDR)
+		}
+		if d.Network {
+			fmt.Fprintf(b, "      ~ external_ids:%s: %q -> %q\n", state.KeyNetwork, before.Network, after.Network)
+		}
+		for _, k := range d.Set {
+			if v, ok := before.Options[k]; ok {
+				fmt.Fprintf(b, "      ~ options:%s: %q -> %q\n", k, v, after.Options[k])
+			} else {
+				fmt.Fprintf(b, "      + options:%s: %q\n", k, after.Options[k])
+			}
+		}
+		for _, k := range d.Remove {
+			fmt.Fprintf(b, "      - options:%s: %q\n", k, before.Options[k])
 		}
 	}
 }
@@ -147,6 +188,16 @@ type (
 		Network            string   `json:"network,omitempty"`
 		RequestedChassis   string   `json:"requested_chassis,omitempty"`
 		ActivationStrategy string   `json:"activation_strategy,omitempty"`
+		DHCPv4Options      string   `json:"dhcpv4_options,omitempty"`
+		DHCPv6Options      string   `json:"dhcpv6_options,omitempty"`
+	}
+	dhcpJSON struct {
+		Name    string            `json:"name"`
+		UUID    string            `json:"uuid,omitempty"`
+		Owner   string            `json:"owner,omitempty"`
+		Network string            `json:"network,omitempty"`
+		CIDR    string            `json:"cidr"`
+		Options map[string]string `json:"options"`
 	}
 	switchJSON struct {
 		Name       string `json:"name"`
@@ -191,6 +242,12 @@ func (c Change) MarshalJSON() ([]byte, error) {
 	if s := c.SwitchAfter; s != nil {
 		j.After = switchToJSON(s)
 	}
+	if d := c.DHCPBefore; d != nil {
+		j.Before = dhcpToJSON(d)
+	}
+	if d := c.DHCPAfter; d != nil {
+		j.After = dhcpToJSON(d)
+	}
 	return json.Marshal(j)
 }
 
@@ -198,7 +255,16 @@ func portToJSON(p *state.Port) portJSON {
 	return portJSON{
 		Name: p.Name, UUID: p.UUID, Switch: p.Switch, Addresses: p.Addresses, PortSecurity: p.PortSecurity,
 		Owner: p.Owner, Network: p.Network, RequestedChassis: p.RequestedChassis, ActivationStrategy: p.ActivationStrategy,
+		DHCPv4Options: p.DHCPv4, DHCPv6Options: p.DHCPv6,
 	}
+}
+
+func dhcpToJSON(d *state.DHCPOptions) dhcpJSON {
+	opts := d.Options
+	if opts == nil {
+		opts = map[string]string{}
+	}
+	return dhcpJSON{Name: d.Name, UUID: d.UUID, Owner: d.Owner, Network: d.Network, CIDR: d.CIDR, Options: opts}
 }
 
 func switchToJSON(s *state.Switch) switchJSON {

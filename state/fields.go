@@ -26,7 +26,15 @@ type Field struct {
 	// field owns; "" for a set column, which the field owns whole.
 	Column, Key string
 
-	// PortKey returns where a Port holds the field when it is a key, and
+	// Ref, for a column holding a reference to a row of another table
+	// (Key is then ""), is that table. A Port holds such a field through
+	// PortKey, as the referenced row's name when ovn-sync created it (see
+	// Port.DHCPv4): apply turns the name into the row's UUID and observed
+	// the UUID into the name.
+	Ref string
+
+	// PortKey returns where a Port holds the field when it is a key (or a
+	// reference), and
 	// PortSet where a Port holds it when it is a set column ("" and nil
 	// are unset). Both are nil when ports do not have the field.
 	PortKey func(*Port) *string
@@ -65,6 +73,8 @@ const (
 	FieldSubnet                    // LS other_config:subnet
 	FieldIPv6Prefix                // LS other_config:ipv6_prefix
 	FieldExcludeIPs                // LS other_config:exclude_ips
+	FieldDHCPv4                    // LSP dhcpv4_options (a reference to DHCP_Options)
+	FieldDHCPv6                    // LSP dhcpv6_options (a reference to DHCP_Options)
 
 	// NumFields is the number of managed fields.
 	NumFields = iota
@@ -95,4 +105,12 @@ var Fields = [NumFields]Field{
 		SwitchKey: func(s *Switch) *string { return &s.IPv6Prefix }},
 	FieldExcludeIPs: {Column: "other_config", Key: SwitchExcludeIPs,
 		SwitchKey: func(s *Switch) *string { return &s.ExcludeIPs }},
+	FieldDHCPv4: {Column: "dhcpv4_options", Ref: TableDHCPOptions,
+		PortKey: func(p *Port) *string { return &p.DHCPv4 }},
+	FieldDHCPv6: {Column: "dhcpv6_options", Ref: TableDHCPOptions,
+		PortKey: func(p *Port) *string { return &p.DHCPv6 }},
 }
+
+// TableDHCPOptions is the table the dhcpv4_options and dhcpv6_options
+// columns of a port refer to.
+const TableDHCPOptions = "DHCP_Options"

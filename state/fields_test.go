@@ -88,7 +88,9 @@ func TestFieldsWellFormed(t *testing.T) {
 			t.Errorf("Fields[%d] (%s) is both a key and a set of ports", i, f.Name())
 		case f.PortSet != nil && (f.Key != "" || f.SwitchKey != nil):
 			t.Errorf("Fields[%d] (%s) is a set column of ports with a key, or a field of switches too", i, f.Name())
-		case (f.PortKey != nil || f.SwitchKey != nil) && f.Key == "":
+		case f.Ref != "" && (f.Key != "" || f.PortKey == nil || f.SwitchKey != nil):
+			t.Errorf("Fields[%d] (%s) is a reference but not a whole column of ports held by PortKey", i, f.Name())
+		case f.Ref == "" && (f.PortKey != nil || f.SwitchKey != nil) && f.Key == "":
 			t.Errorf("Fields[%d] (%s) is a key field with no key", i, f.Name())
 		case f.PortKey == nil && f.PortSet == nil && f.SwitchKey == nil:
 			t.Errorf("Fields[%d] (%s) belongs to neither ports nor switches", i, f.Name())

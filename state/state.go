@@ -1,6 +1,9 @@
 package state
 
-import "slices"
+import (
+	"maps"
+	"slices"
+)
 
 // Keys in external_ids and options that ovn-sync owns. Every other key on a
 // row belongs to someone else and is never written or removed.
@@ -28,6 +31,11 @@ const (
 	SwitchSubnet     = "subnet"
 	SwitchIPv6Prefix = "ipv6_prefix"
 	SwitchExcludeIPs = "exclude_ips"
+
+	// KeyDHCP names a DHCP_Options row ovn-sync created:
+	// "<switch>/ipv4" or "<switch>/ipv6", one row per subnet and family.
+	// A port's dhcpv4_options and dhcpv6_options name such a row by it.
+	KeyDHCP = "ovn-sync/dhcp"
 
 	// DefaultNetwork is the KeyNetwork value of the cluster's default network.
 	DefaultNetwork = "default"
@@ -107,6 +115,12 @@ type Port struct {
 	// ActivationStrategy is options:activation-strategy; empty means unset.
 	ActivationStrategy string
 
+	// DHCPv4 and DHCPv6 are the dhcpv4_options and dhcpv6_options
+	// columns, references to a DHCP_Options row, held as the row's name
+	// (its external_ids:ovn-sync/dhcp) when the row is ours, and as the
+	// row's UUID when it is not; empty means unset.
+	DHCPv4, DHCPv6 string
+
 	// Vendor and VendorSwitch are external_ids:vendor and external_ids:ls,
 	// which kube-ovn writes on its ports; observed only, and never compared:
 	// they are someone else's keys, read to adopt a port kube-ovn made.
@@ -144,10 +158,43 @@ func (p *Port) Equal(o *Port) bool {
 	return true
 }
 
-// State is a set of switches and ports, each keyed by its name.
+// DHCPOptions is a DHCP_Options row ovn-sync created, reduced to what it
+// reads. The row has no name column: its name is external_ids:ovn-sync/dhcp.
+// The whole options column is ovn-sync's on such a row; of external_ids,
+// only its keys are.
+type DHCPOptions struct {
+	// Name is external_ids:ovn-sync/dhcp, "<switch>/ipv4" or "<switch>/ipv6".
+	Name string
+	// UUID is set on observed rows only.
+	UUID string
+	// Owner and Network are external_ids:ovn-sync/owner and
+	// ovn-sync/network: those of the switch the row serves.
+	Owner, Network string
+	// CIDR is the cidr column: the subnet the row serves.
+	CIDR string
+	// Options is the options column: what ovn-controller answers with
+	// (server_id, server_mac, lease_time, router...).
+	Options map[string]string
+}
+
+// Owned reports whether ovn-sync created the row.
+func (d *DHCPOptions) Owned() bool { return d.Owner != "" }
+
+// Equal reports whether d and o agree on every column ovn-sync manages.
+// UUIDs are not compared.
+func (d *DHCPOptions) Equal(o *DHCPOptions) bool {
+	return d.Name == o.Name && d.Owner == o.Owner && d.Network == o.Network && d.CIDR == o.CIDR &&
+		maps.Equal(d.Options, o.Options)
+}
+
+// State is a set of switches and ports, each keyed by its name, and the
+// DHCP_Options rows of ours, keyed by theirs.
 type State struct {
 	Switches map[string]*Switch
 	Ports    map[string]*Port
+	// DHCP holds DHCP_Options rows. Observed states hold ovn-sync's rows
+	// only: a row it did not create is never read, changed or deleted.
+	DHCP map[string]*DHCPOptions
 	// Index, when set, is IndexPorts(Ports): producers build it once so
 	// that every diff over the state reuses it. Nil means "build on demand".
 	Index Index
@@ -155,13 +202,17 @@ type State struct {
 
 // New returns an empty State with capacity for the given number of ports.
 func New(ports int) State {
-	return State{Switches: map[string]*Switch{}, Ports: make(map[string]*Port, ports)}
+	return State{Switches: map[string]*Switch{}, Ports: make(map[string]*Port, ports), DHCP: map[string]*DHCPOptions{}}
 }
 
 // Clone returns a State with its own maps holding the same (immutable)
 // values, and no Index: a clone is made to be changed.
 func (s State) Clone() State {
-	c := State{Switches: make(map[string]*Switch, len(s.Switches)), Ports: make(map[string]*Port, len(s.Ports))}
+	c := State{Switches: make(map[string]*Switch, len(s.Switches)), Ports: make(map[string]*Port, len(s.Ports)),
+		DHCP: make(map[string]*DHCPOptions, len(s.DHCP))}
+	for k, v := range s.DHCP {
+		c.DHCP[k] = v
+	}
 	for k, v := range s.Switches {
 		c.Switches[k] = v
 	}

@@ -42,12 +42,27 @@ var (
 		{"dynamic", func(p *state.Port) *string { return &p.DynamicAddresses }},
 		{"requested-chassis", func(p *state.Port) *string { return &p.RequestedChassis }},
 		{"activation-strategy", func(p *state.Port) *string { return &p.ActivationStrategy }},
+		{"dhcpv4", func(p *state.Port) *string { return &p.DHCPv4 }},
+		{"dhcpv6", func(p *state.Port) *string { return &p.DHCPv6 }},
 		{"vendor", func(p *state.Port) *string { return &p.Vendor }},
 		{"vendor-switch", func(p *state.Port) *string { return &p.VendorSwitch }},
 		{"adopt", func(p *state.Port) *string { return &p.Adopt }},
 	}
 	portColumns = slices.Concat(portBeforeLists, portAfterLists)
 )
+
+// dhcpColumns are a DHCP_Options row's single-valued keys in the order
+// Print writes them; its options follow, one "option:KEY=VALUE" each,
+// sorted by key.
+var dhcpColumns = []column[state.DHCPOptions]{
+	{"uuid", func(d *state.DHCPOptions) *string { return &d.UUID }},
+	{"owner", func(d *state.DHCPOptions) *string { return &d.Owner }},
+	{"network", func(d *state.DHCPOptions) *string { return &d.Network }},
+	{"cidr", func(d *state.DHCPOptions) *string { return &d.CIDR }},
+}
+
+// optionPrefix starts the key of a DHCP_Options row's option.
+const optionPrefix = "option:"
 
 const (
 	keyAddresses    = "addresses"
@@ -56,8 +71,8 @@ const (
 	emptyPortSecurity = "none"
 )
 
-// Print returns s as text: switches, then ports, each sorted by name, one
-// line each.
+// Print returns s as text: switches, then DHCP_Options rows, then ports,
+// each sorted by name, one line each.
 func Print(s state.State) string {
 	var b strings.Builder
 	for _, name := range slices.Sorted(maps.Keys(s.Switches)) {
@@ -65,6 +80,17 @@ func Print(s state.State) string {
 		b.WriteString("switch " + quoteIfNeeded(sw.Name))
 		for _, c := range switchColumns {
 			writeValue(&b, c.key, *c.field(sw))
+		}
+		b.WriteString("\n")
+	}
+	for _, name := range slices.Sorted(maps.Keys(s.DHCP)) {
+		d := s.DHCP[name]
+		b.WriteString("dhcp " + quoteIfNeeded(d.Name))
+		for _, c := range dhcpColumns {
+			writeValue(&b, c.key, *c.field(d))
+		}
+		for _, k := range slices.Sorted(maps.Keys(d.Options)) {
+			b.WriteString(" " + optionPrefix + k + "=" + quoteIfNeeded(d.Options[k]))
 		}
 		b.WriteString("\n")
 	}
@@ -132,8 +158,8 @@ func Parse(text string) (state.State, error) {
 
 func parseRow(s state.State, line string) error {
 	kind, rest := cutSpace(line)
-	if kind != "switch" && kind != "port" {
-		return errors.New(`want "switch NAME ..." or "port NAME ..."`)
+	if kind != "switch" && kind != "port" && kind != "dhcp" {
+		return errors.New(`want "switch NAME ...", "dhcp NAME ..." or "port NAME ..."`)
 	}
 	rest = strings.TrimSpace(rest)
 	if rest == "" {
@@ -154,6 +180,32 @@ func parseRow(s state.State, line string) error {
 		sw := &state.Switch{Name: name}
 		s.Switches[name] = sw
 		return setColumns(sw, switchColumns, fields)
+	}
+	if kind == "dhcp" {
+		if _, ok := s.DHCP[name]; ok {
+			return fmt.Errorf("dhcp %q twice", name)
+		}
+		d := &state.DHCPOptions{Name: name}
+		s.DHCP[name] = d
+		var opts []keyValue
+		fields = slices.DeleteFunc(fields, func(f keyValue) bool {
+			if strings.HasPrefix(f.key, optionPrefix) {
+				opts = append(opts, f)
+				return true
+			}
+			return false
+		})
+		for _, f := range opts {
+			k := strings.TrimPrefix(f.key, optionPrefix)
+			if _, dup := d.Options[k]; dup || k == "" {
+				return fmt.Errorf("%s twice or empty", f.key)
+			}
+			if d.Options == nil {
+				d.Options = map[string]string{}
+			}
+			d.Options[k] = f.value
+		}
+		return setColumns(d, dhcpColumns, fields)
 	}
 	if _, ok := s.Ports[name]; ok {
 		return fmt.Errorf("port %q twice", name)

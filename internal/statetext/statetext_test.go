@@ -9,23 +9,27 @@ import (
 	"github.com/ovn-sync/ovn-sync/state"
 )
 
-// TestEveryField sets every field of Switch and Port and reads it back, so
+// TestEveryField sets every field of Switch, Port and DHCPOptions and reads it back, so
 // that a field added to state fails here until Print and Parse know it.
 func TestEveryField(t *testing.T) {
 	sw := &state.Switch{}
 	fill(t, reflect.ValueOf(sw).Elem())
 	p := &state.Port{}
 	fill(t, reflect.ValueOf(p).Elem())
+	d := &state.DHCPOptions{}
+	fill(t, reflect.ValueOf(d).Elem())
 	s := state.New(1)
 	s.Switches[sw.Name] = sw
 	s.Ports[p.Name] = p
+	s.DHCP[d.Name] = d
 	text := Print(s)
 	got, err := Parse(text)
 	if err != nil {
 		t.Fatalf("Parse(%q) = %v", text, err)
 	}
 	if !reflect.DeepEqual(got, s) {
-		t.Errorf("Parse(Print(s)) = %+v, %+v\nwant %+v, %+v\ntext:\n%s", *got.Switches[sw.Name], *got.Ports[p.Name], *sw, *p, text)
+		t.Errorf("Parse(Print(s)) = %+v, %+v, %+v\nwant %+v, %+v, %+v\ntext:\n%s",
+			*got.Switches[sw.Name], *got.Ports[p.Name], got.DHCP[d.Name], *sw, *p, *d, text)
 	}
 }
 
@@ -40,6 +44,8 @@ func fill(t *testing.T, v reflect.Value) {
 			f.SetString(strings.ToLower(name) + "-value")
 		case f.Type() == reflect.TypeFor[[]string]():
 			f.Set(reflect.ValueOf([]string{name + " 1", name + " 2"}))
+		case f.Type() == reflect.TypeFor[map[string]string]():
+			f.Set(reflect.ValueOf(map[string]string{name + "-1": name + " 1", name + "-2": "2"}))
 		default:
 			t.Fatalf("%s.%s is a %s: teach statetext to print and parse it", v.Type(), name, f.Type())
 		}
@@ -65,17 +71,23 @@ func TestPrint(t *testing.T) {
 		{Name: "odd name", Owner: `say "hi"`, Addresses: []string{"none"}, PortSecurity: []string{"none"}},
 		{Name: "literal-none", Addresses: []string{"a"}, PortSecurity: []string{"none"}},
 		{Name: "bare"},
+		{Name: "vm.default", Switch: "ovn-default", Owner: "VirtualMachine/default/vm", Network: "default",
+			Addresses: []string{"a"}, PortSecurity: []string{"a"}, DHCPv4: "ovn-default/ipv4", DHCPv6: "ovn-default/ipv6"},
 	} {
 		s.Ports[p.Name] = p
 	}
+	s.DHCP["ovn-default/ipv4"] = &state.DHCPOptions{Name: "ovn-default/ipv4", UUID: "d-1", Owner: "ovn-sync", Network: "default",
+		CIDR: "10.16.0.0/16", Options: map[string]string{"server_id": "10.16.0.1", "lease_time": "3600", "dns_server": "{10.96.0.10, 1.1.1.1}"}}
 	want := `switch admin uuid=ls-2
 switch ovn-default owner=ovn-sync network=default subnet=10.16.0.0/16 ipv6_prefix=fd00::/64
+dhcp ovn-default/ipv4 uuid=d-1 owner=ovn-sync network=default cidr=10.16.0.0/16 option:dns_server="{10.96.0.10, 1.1.1.1}" option:lease_time=3600 option:server_id=10.16.0.1
 port a.default uuid=lsp-1 switch=ovn-default owner=Pod/default/a network=default addresses="a" port_security="b"
 port bare
 port dyn addresses="dynamic" dynamic="0a:00:00:00:00:01 10.16.0.6"
 port literal-none addresses="a" port_security="none"
 port "odd name" owner="say \"hi\"" addresses="none"
 port open addresses="router" port_security=none
+port vm.default switch=ovn-default owner=VirtualMachine/default/vm network=default addresses="a" dhcpv4=ovn-default/ipv4 dhcpv6=ovn-default/ipv6
 port web.default switch=ovn-default owner=Pod/default/web network=default addresses="0a:58:0a:10:00:02 10.16.0.2" requested-chassis=n1,n2 activation-strategy=rarp
 `
 	got := Print(s)
@@ -97,8 +109,14 @@ port web.default switch=ovn-default owner=Pod/default/web network=default addres
 // equal compares as the tests that use Parse do: every field, UUIDs and
 // dynamic addresses included, nil and empty lists alike.
 func equal(a, b state.State) bool {
-	if len(a.Switches) != len(b.Switches) || len(a.Ports) != len(b.Ports) {
+	if len(a.Switches) != len(b.Switches) || len(a.Ports) != len(b.Ports) || len(a.DHCP) != len(b.DHCP) {
 		return false
+	}
+	for k, x := range a.DHCP {
+		y, ok := b.DHCP[k]
+		if !ok || !x.Equal(y) || x.UUID != y.UUID {
+			return false
+		}
 	}
 	for k, x := range a.Switches {
 		y, ok := b.Switches[k]
@@ -137,7 +155,7 @@ switch s
 		want: "port \"a b\" uuid=u\n",
 	}, {
 		in:   `router r`,
-		want: `line 1 "router r": want "switch NAME ..." or "port NAME ..."`,
+		want: `line 1 "router r": want "switch NAME ...", "dhcp NAME ..." or "port NAME ..."`,
 	}, {
 		in:   "\nport",
 		want: `line 2 "port": port without a name`,
