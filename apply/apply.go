@@ -142,10 +142,14 @@ func Apply(ctx context.Context, c Transactor, plan diff.Plan, opts Options) (Res
 	a := applier{c: c, opts: opts, res: &res}
 
 	created := map[string]string{}
+	refs := refs{created: map[string]string{}, observed: plan.DHCPUUIDs}
 	err := a.phase(ctx, slices.Values(switchTxns(plan, opts.MaxOpsPerTxn)), func(t *txn, results []ovsdb.OperationResult, err error) error {
 		if err == nil {
 			for i, name := range t.inserted {
 				created[name] = results[i].UUID.GoUUID
+			}
+			for i, name := range t.insertedDHCP {
+				refs.created[name] = results[i].UUID.GoUUID
 			}
 		}
 		return err
@@ -154,13 +158,15 @@ func Apply(ctx context.Context, c Transactor, plan diff.Plan, opts Options) (Res
 		return res, err
 	}
 
-	deletes, upserts, err := portTxns(plan, created, opts.MaxOpsPerTxn)
+	deletes, upserts, err := portTxns(plan, created, refs, opts.MaxOpsPerTxn)
 	if err != nil {
 		return res, fmt.Errorf("apply: %w", err)
 	}
 	// Deletes and creates are separate phases: a moved port's create
 	// reuses the name its delete frees.
-	for _, txns := range []iter.Seq[txn]{deletes, upserts} {
+	// Our DHCP_Options rows no longer desired go once no port of ours
+	// refers to them.
+	for _, txns := range []iter.Seq[txn]{deletes, upserts, slices.Values(dhcpDeleteTxns(plan, opts.MaxOpsPerTxn))} {
 		if err := a.phase(ctx, txns, nil); err != nil {
 			return res, err
 		}
@@ -273,7 +279,7 @@ func (a *applier) phase(ctx context.Context, txns iter.Seq[txn], done func(t *tx
 				failed.Store(true)
 			}
 			s.t.ops, s.t.expect = nil, nil
-			if s.t.inserted == nil {
+			if s.t.inserted == nil && s.t.insertedDHCP == nil {
 				s.results = nil
 			}
 			<-slots

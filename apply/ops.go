@@ -45,8 +45,9 @@ type txn struct {
 	// carries out.
 	created, updated, deleted int
 	// inserted names, by operation index, the switches the txn creates, so
-	// that their UUIDs can be read from its results.
-	inserted map[int]string
+	// that their UUIDs can be read from its results; insertedDHCP the same
+	// for DHCP_Options rows.
+	inserted, insertedDHCP map[int]string
 	// sw is the switch a switch-delete txn deletes.
 	sw string
 }
@@ -171,11 +172,14 @@ func (t *txn) switchUpdate(c *diff.Change) {
 
 // portInsert returns the insert of port p under the named UUID name: its
 // name and every field of state.Fields that ports have, the set columns
-// written even when empty (see switchCreate) and the keys when set.
-func portInsert(p *state.Port, name string) ovsdb.Operation {
+// written even when empty (see switchCreate), the keys when set, and the
+// references as the UUIDs refs gives for the rows they name.
+func portInsert(p *state.Port, name string, refs refs) ovsdb.Operation {
 	row := ovsdb.Row{colName: p.Name}
 	for i := range state.Fields {
 		switch f := &state.Fields[i]; {
+		case f.Ref != "":
+			row[f.Column] = refs.set(*f.PortKey(p))
 		case f.PortSet != nil:
 			row[f.Column] = stringSet(*f.PortSet(p))
 		case f.PortKey != nil:
@@ -185,17 +189,30 @@ func portInsert(p *state.Port, name string) ovsdb.Operation {
 	return ovsdb.Operation{Op: ovsdb.OperationInsert, Table: nbdb.LogicalSwitchPortTable, Row: row, UUIDName: name}
 }
 
-// portUpdate returns the one mutate that writes c's changed fields to its
-// port: the set columns first, then the map keys. A set column is replaced
-// by deleting its old elements and inserting the new ones, so the where
-// clause also requires the old value: if someone changed it since it was
-// observed, nothing matches and the transaction is reported stale rather
-// than leaving a mix.
-func portUpdate(c *diff.Change) ovsdb.Operation {
+// portUpdate returns the operations that write c's changed fields to its
+// port: one mutate of the set columns first, then the map keys, and, when
+// a reference changed, one update of the reference columns before it. A
+// set column is replaced by deleting its old elements and inserting the
+// new ones, so the where clause also requires the old value: if someone
+// changed it since it was observed, nothing matches and the transaction is
+// reported stale rather than leaving a mix. A reference column (zero or
+// one UUID, refs giving the UUIDs of the rows named) is written whole by
+// the update, whose where clause requires its old value in the same way.
+func portUpdate(c *diff.Change, refs refs) []ovsdb.Operation {
 	where := []ovsdb.Condition{uuidCond(c.Before.UUID)}
+	var ops []ovsdb.Operation
 	var muts []ovsdb.Mutation
 	for g := range c.Fields.All() {
 		f := g.Field()
+		if f != nil && f.Ref != "" {
+			if len(ops) == 0 {
+				ops = append(ops, ovsdb.Operation{Op: ovsdb.OperationUpdate, Table: nbdb.LogicalSwitchPortTable,
+					Where: []ovsdb.Condition{uuidCond(c.Before.UUID)}, Row: ovsdb.Row{}})
+			}
+			ops[0].Where = append(ops[0].Where, ovsdb.NewCondition(f.Column, ovsdb.ConditionEqual, refs.set(*f.PortKey(c.Before))))
+			ops[0].Row[f.Column] = refs.set(*f.PortKey(c.After))
+			continue
+		}
 		if f == nil || f.PortSet == nil {
 			continue
 		}
@@ -209,12 +226,15 @@ func portUpdate(c *diff.Change) ovsdb.Operation {
 		}
 	}
 	muts = appendKeyMutations(muts, c.Fields, func(f *state.Field) string {
-		if f.PortKey == nil {
+		if f.PortKey == nil || f.Ref != "" {
 			return ""
 		}
 		return *f.PortKey(c.After)
 	})
-	return ovsdb.Operation{Op: ovsdb.OperationMutate, Table: nbdb.LogicalSwitchPortTable, Where: where, Mutations: muts}
+	if len(muts) > 0 {
+		ops = append(ops, ovsdb.Operation{Op: ovsdb.OperationMutate, Table: nbdb.LogicalSwitchPortTable, Where: where, Mutations: muts})
+	}
+	return ops
 }
 
 // onSwitch returns the wait that lets an update recording a port's switch
@@ -233,26 +253,32 @@ func onSwitch(c *diff.Change) ovsdb.Operation {
 	}
 }
 
-// switchTxns returns the first phase: switch creates and updates.
+// switchTxns returns the first phase: switch creates and updates, and
+// DHCP_Options creates and updates.
 func switchTxns(plan diff.Plan, max int) []txn {
 	var txns []txn
 	var t txn
 	for i := range plan.Changes {
 		c := &plan.Changes[i]
-		if c.Kind != diff.KindSwitch || c.Action == diff.Delete {
+		if c.Kind == diff.KindPort || c.Action == diff.Delete {
 			continue
 		}
 		need := 1
-		if c.Action == diff.Create {
+		if c.Action == diff.Create || c.Kind == diff.KindDHCP {
 			need = 2
 		}
 		if len(t.ops)+need > max {
 			txns = append(txns, t)
 			t = txn{}
 		}
-		if c.Action == diff.Create {
+		switch {
+		case c.Kind == diff.KindDHCP && c.Action == diff.Create:
+			t.dhcpCreate(c.DHCPAfter)
+		case c.Kind == diff.KindDHCP:
+			t.dhcpUpdate(c)
+		case c.Action == diff.Create:
 			t.switchCreate(c.SwitchAfter)
-		} else {
+		default:
 			t.switchUpdate(c)
 		}
 	}
@@ -344,11 +370,20 @@ func (b *batcher) flush() {
 // switches gives the UUIDs of the switches the first phase created, by
 // name; a port to create on a switch with no UUID is an error, returned
 // before anything is built.
-func portTxns(plan diff.Plan, switches map[string]string, max int) (deletes, upserts iter.Seq[txn], err error) {
+//
+// refs gives the UUIDs of the DHCP_Options rows ports refer to; a port to
+// create or update whose reference it cannot resolve is an error, returned
+// before anything is built too.
+func portTxns(plan diff.Plan, switches map[string]string, refs refs, max int) (deletes, upserts iter.Seq[txn], err error) {
 	for i := range plan.Changes {
 		c := &plan.Changes[i]
 		if c.Kind == diff.KindPort && c.Action == diff.Create && c.SwitchUUID == "" && switches[c.After.Switch] == "" {
 			return nil, nil, errNoSwitch(c)
+		}
+		if c.Kind == diff.KindPort && c.Action != diff.Delete {
+			if err := refs.check(c); err != nil {
+				return nil, nil, err
+			}
 		}
 	}
 	deletes = func(yield func(txn) bool) {
@@ -393,13 +428,16 @@ func portTxns(plan diff.Plan, switches map[string]string, max int) (deletes, ups
 			if up.stopped {
 				return
 			}
+			ops := portUpdate(c, refs)
 			if c.Fields.Has(diff.FieldSwitch) && c.SwitchUUID != "" {
-				up.reserve(2, "")
+				up.reserve(1+len(ops), "")
 				up.t.add(onSwitch(c), anyCount)
 			} else {
-				up.reserve(1, "")
+				up.reserve(len(ops), "")
 			}
-			up.t.add(portUpdate(c), oneRow)
+			for _, op := range ops {
+				up.t.add(op, oneRow)
+			}
 			up.t.updated++
 		}
 		for i := range plan.Changes {
@@ -414,7 +452,7 @@ func portTxns(plan diff.Plan, switches map[string]string, max int) (deletes, ups
 			up.reserve(1, sw)
 			name := "lsp" + strconv.Itoa(up.named)
 			up.named++
-			up.t.add(portInsert(c.After, name), anyCount)
+			up.t.add(portInsert(c.After, name, refs), anyCount)
 			up.addPort(sw, name)
 			up.t.created++
 		}

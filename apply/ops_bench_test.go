@@ -17,7 +17,7 @@ func BenchmarkPortInsert(b *testing.B) {
 	p.ActivationStrategy = "rarp"
 	b.ReportAllocs()
 	for range b.N {
-		sinkOp = portInsert(p, "lsp0")
+		sinkOp = portInsert(p, "lsp0", refs{})
 	}
 }
 
@@ -34,6 +34,6 @@ func BenchmarkPortUpdate(b *testing.B) {
 	}
 	b.ReportAllocs()
 	for range b.N {
-		sinkOp = portUpdate(c)
+		sinkOp = portUpdate(c, refs{})[0]
 	}
 }

@@ -17,11 +17,18 @@ import (
 func allTxns(t *testing.T, plan diff.Plan, created map[string]string, max int) []txn {
 	t.Helper()
 	txns := switchTxns(plan, max)
-	deletes, upserts, err := portTxns(plan, created, max)
+	r := refs{created: map[string]string{}, observed: plan.DHCPUUIDs}
+	for i := range plan.Changes {
+		if c := &plan.Changes[i]; c.Kind == diff.KindDHCP && c.Action == diff.Create {
+			r.created[c.Name] = "NEW-" + c.Name
+		}
+	}
+	deletes, upserts, err := portTxns(plan, created, r, max)
 	if err != nil {
 		t.Fatalf("portTxns: %v", err)
 	}
 	txns = append(append(txns, slices.Collect(deletes)...), slices.Collect(upserts)...)
+	txns = append(txns, dhcpDeleteTxns(plan, max)...)
 	return append(txns, switchDeleteTxns(plan)...)
 }
 
@@ -67,10 +74,10 @@ func TestOps(t *testing.T) {
   wait Logical_Switch where name=="net1.ns" columns [name] until != [{name="net1.ns"}] timeout 0
   insert Logical_Switch {external_ids={"ovn-sync/network"="ns/net1" "ovn-sync/owner"="NetworkAttachmentDefinition/ns/net1"} name="net1.ns" other_config={"subnet"="10.1.0.0/24"} ports=[]}
 txn 1
-  insert Logical_Switch_Port as lsp0 {addresses=["0a:58:0a:10:00:02 10.16.0.2"] external_ids={"ovn-sync/network"="default" "ovn-sync/owner"="Pod/default/a" "ovn-sync/switch"="ovn-default"} name="a.default" options={"requested-chassis"="n1"} port_security=["0a:58:0a:10:00:02 10.16.0.2"]}
-  insert Logical_Switch_Port as lsp1 {addresses=["0a:58:0a:10:00:03 10.16.0.3"] external_ids={"ovn-sync/network"="default" "ovn-sync/owner"="Pod/default/b" "ovn-sync/switch"="ovn-default"} name="b.default" options={"requested-chassis"="n1"} port_security=["0a:58:0a:10:00:03 10.16.0.3"]}
-  insert Logical_Switch_Port as lsp2 {addresses=["0a:58:0a:01:00:02 10.1.0.2"] external_ids={"ovn-sync/network"="default" "ovn-sync/owner"="Pod/ns/c" "ovn-sync/switch"="net1.ns"} name="c.ns.net1.ns.ovn" port_security=["0a:58:0a:01:00:02 10.1.0.2"]}
-  insert Logical_Switch_Port as lsp3 {addresses=[] external_ids={"ovn-sync/network"="default" "ovn-sync/owner"="Pod/default/d" "ovn-sync/switch"="admin"} name="d.default" options={"requested-chassis"="n2"} port_security=[]}
+  insert Logical_Switch_Port as lsp0 {addresses=["0a:58:0a:10:00:02 10.16.0.2"] dhcpv4_options=[] dhcpv6_options=[] external_ids={"ovn-sync/network"="default" "ovn-sync/owner"="Pod/default/a" "ovn-sync/switch"="ovn-default"} name="a.default" options={"requested-chassis"="n1"} port_security=["0a:58:0a:10:00:02 10.16.0.2"]}
+  insert Logical_Switch_Port as lsp1 {addresses=["0a:58:0a:10:00:03 10.16.0.3"] dhcpv4_options=[] dhcpv6_options=[] external_ids={"ovn-sync/network"="default" "ovn-sync/owner"="Pod/default/b" "ovn-sync/switch"="ovn-default"} name="b.default" options={"requested-chassis"="n1"} port_security=["0a:58:0a:10:00:03 10.16.0.3"]}
+  insert Logical_Switch_Port as lsp2 {addresses=["0a:58:0a:01:00:02 10.1.0.2"] dhcpv4_options=[] dhcpv6_options=[] external_ids={"ovn-sync/network"="default" "ovn-sync/owner"="Pod/ns/c" "ovn-sync/switch"="net1.ns"} name="c.ns.net1.ns.ovn" port_security=["0a:58:0a:01:00:02 10.1.0.2"]}
+  insert Logical_Switch_Port as lsp3 {addresses=[] dhcpv4_options=[] dhcpv6_options=[] external_ids={"ovn-sync/network"="default" "ovn-sync/owner"="Pod/default/d" "ovn-sync/switch"="admin"} name="d.default" options={"requested-chassis"="n2"} port_security=[]}
   mutate Logical_Switch where _uuid==LS1: ports insert [lsp0 lsp1]
   mutate Logical_Switch where _uuid==NEW-net1.ns: ports insert [lsp2]
   mutate Logical_Switch where _uuid==LS2: ports insert [lsp3]
@@ -81,11 +88,11 @@ txn 1
 		have: st([]*state.Switch{sw}),
 		max:  3,
 		out: `txn 0
-  insert Logical_Switch_Port as lsp0 {addresses=["0a:58:0a:10:00:02 10.16.0.2"] external_ids={"ovn-sync/network"="default" "ovn-sync/owner"="Pod/default/a" "ovn-sync/switch"="ovn-default"} name="a.default" options={"requested-chassis"="n1"} port_security=["0a:58:0a:10:00:02 10.16.0.2"]}
-  insert Logical_Switch_Port as lsp1 {addresses=["0a:58:0a:10:00:03 10.16.0.3"] external_ids={"ovn-sync/network"="default" "ovn-sync/owner"="Pod/default/b" "ovn-sync/switch"="ovn-default"} name="b.default" options={"requested-chassis"="n1"} port_security=["0a:58:0a:10:00:03 10.16.0.3"]}
+  insert Logical_Switch_Port as lsp0 {addresses=["0a:58:0a:10:00:02 10.16.0.2"] dhcpv4_options=[] dhcpv6_options=[] external_ids={"ovn-sync/network"="default" "ovn-sync/owner"="Pod/default/a" "ovn-sync/switch"="ovn-default"} name="a.default" options={"requested-chassis"="n1"} port_security=["0a:58:0a:10:00:02 10.16.0.2"]}
+  insert Logical_Switch_Port as lsp1 {addresses=["0a:58:0a:10:00:03 10.16.0.3"] dhcpv4_options=[] dhcpv6_options=[] external_ids={"ovn-sync/network"="default" "ovn-sync/owner"="Pod/default/b" "ovn-sync/switch"="ovn-default"} name="b.default" options={"requested-chassis"="n1"} port_security=["0a:58:0a:10:00:03 10.16.0.3"]}
   mutate Logical_Switch where _uuid==LS1: ports insert [lsp0 lsp1]
 txn 1
-  insert Logical_Switch_Port as lsp0 {addresses=["0a:58:0a:10:00:04 10.16.0.4"] external_ids={"ovn-sync/network"="default" "ovn-sync/owner"="VirtualMachine/default/vm" "ovn-sync/switch"="ovn-default"} name="vm.default" options={"activation-strategy"="rarp" "requested-chassis"="n1,n2"} port_security=["0a:58:0a:10:00:04 10.16.0.4"]}
+  insert Logical_Switch_Port as lsp0 {addresses=["0a:58:0a:10:00:04 10.16.0.4"] dhcpv4_options=[] dhcpv6_options=[] external_ids={"ovn-sync/network"="default" "ovn-sync/owner"="VirtualMachine/default/vm" "ovn-sync/switch"="ovn-default"} name="vm.default" options={"activation-strategy"="rarp" "requested-chassis"="n1,n2"} port_security=["0a:58:0a:10:00:04 10.16.0.4"]}
   mutate Logical_Switch where _uuid==LS1: ports insert [lsp0]
 `,
 	}, {
@@ -130,7 +137,7 @@ txn 1
 		out: `txn 0
   mutate Logical_Switch where _uuid==LS3: ports delete [LSP-a]
 txn 1
-  insert Logical_Switch_Port as lsp0 {addresses=["0a:58:0a:10:00:02 10.16.0.2"] external_ids={"ovn-sync/network"="default" "ovn-sync/owner"="Pod/default/a" "ovn-sync/switch"="ovn-default"} name="a.default" options={"requested-chassis"="n1"} port_security=["0a:58:0a:10:00:02 10.16.0.2"]}
+  insert Logical_Switch_Port as lsp0 {addresses=["0a:58:0a:10:00:02 10.16.0.2"] dhcpv4_options=[] dhcpv6_options=[] external_ids={"ovn-sync/network"="default" "ovn-sync/owner"="Pod/default/a" "ovn-sync/switch"="ovn-default"} name="a.default" options={"requested-chassis"="n1"} port_security=["0a:58:0a:10:00:02 10.16.0.2"]}
   mutate Logical_Switch where _uuid==LS1: ports insert [lsp0]
 txn 2
   wait Logical_Switch where _uuid==LS3 columns [ports] until == [{ports=[]}] timeout 0
@@ -143,6 +150,34 @@ txn 2
 		max:  1000,
 		out: `txn 0
   mutate Logical_Switch where _uuid==LS1: other_config delete ["subnet" "ipv6_prefix"], other_config insert {"ipv6_prefix"="fd00::/64"}
+`,
+	}, {
+		name: "DHCP: rows created in phase 1, ports refer to them by UUID; a row updated key by key; a row gone after its ports",
+		want: func() state.State {
+			s := st([]*state.Switch{sw}, func() *state.Port { p := *a; p.DHCPv4 = "ovn-default/ipv4"; return &p }(),
+				func() *state.Port { p := *b; p.DHCPv6 = "ovn-default/ipv6"; return &p }())
+			s.DHCP["ovn-default/ipv4"] = &state.DHCPOptions{Name: "ovn-default/ipv4", Owner: "ovn-sync", Network: "default", CIDR: "10.16.0.0/16",
+				Options: map[string]string{"lease_time": "3600", "router": "10.16.0.1", "server_id": "10.16.0.1", "server_mac": "02:00:00:00:00:01"}}
+			s.DHCP["ovn-default/ipv6"] = &state.DHCPOptions{Name: "ovn-default/ipv6", Owner: "ovn-sync", Network: "default", CIDR: "fd00::/64",
+				Options: map[string]string{"server_id": "02:00:00:00:00:01"}}
+			return s
+		}(),
+		have: func() state.State {
+			s := st([]*state.Switch{sw}, withUUID(a, "LSP-a"), func() *state.Port { p := withUUID(b, "LSP-b"); p.DHCPv6 = "dhcp-foreign"; return p }())
+			s.DHCP["ovn-default/ipv6"] = &state.DHCPOptions{Name: "ovn-default/ipv6", UUID: "DH6", Owner: "ovn-sync", Network: "default", CIDR: "fd00::/64",
+				Options: map[string]string{"server_id": "02:00:00:00:00:02", "dns_server": "fd00::53"}}
+			s.DHCP["gone/ipv4"] = &state.DHCPOptions{Name: "gone/ipv4", UUID: "DH-gone", Owner: "ovn-sync", Network: "ns/gone", CIDR: "10.9.0.0/24"}
+			return s
+		}(),
+		max: 1000,
+		out: `txn 0
+  insert DHCP_Options {cidr="10.16.0.0/16" external_ids={"ovn-sync/dhcp"="ovn-default/ipv4" "ovn-sync/network"="default" "ovn-sync/owner"="ovn-sync"} options={"lease_time"="3600" "router"="10.16.0.1" "server_id"="10.16.0.1" "server_mac"="02:00:00:00:00:01"}}
+  mutate DHCP_Options where _uuid==DH6: options delete ["server_id" "dns_server"], options insert {"server_id"="02:00:00:00:00:01"}
+txn 1
+  update Logical_Switch_Port where _uuid==LSP-a and dhcpv4_options==[] {dhcpv4_options=[NEW-ovn-default/ipv4]}
+  update Logical_Switch_Port where _uuid==LSP-b and dhcpv6_options==[dhcp-foreign] {dhcpv6_options=[DH6]}
+txn 2
+  delete DHCP_Options where _uuid==DH-gone
 `,
 	}, {
 		name: "no changes, no transactions",
@@ -287,7 +322,7 @@ func TestPortTxnsUnknownSwitch(t *testing.T) {
 	plan := diff.Plan{Changes: []diff.Change{{
 		Action: diff.Create, Kind: diff.KindPort, Name: "p", After: &state.Port{Name: "p", Switch: "nowhere"},
 	}}}
-	_, _, err := portTxns(plan, nil, 1000)
+	_, _, err := portTxns(plan, nil, refs{}, 1000)
 	if err == nil || !strings.Contains(err.Error(), `switch "nowhere" has no UUID`) {
 		t.Errorf("portTxns(create on a switch without UUID) = %v, want an error naming the switch", err)
 	}

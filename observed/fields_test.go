@@ -60,9 +60,13 @@ func (r *recorder) Transact(ctx context.Context, ops ...ovsdb.Operation) ([]ovsd
 // fieldValue is the value of field i in generation gen ("a" or "b"): a
 // switch name for the placement field, and otherwise a value no other field
 // has.
+// A reference names a DHCP_Options row of ours, which want() holds.
 func fieldValue(i int, gen string) string {
 	if state.Fields[i].Placement {
 		return "sw-" + gen
+	}
+	if state.Fields[i].Ref != "" {
+		return "sw-a/" + gen + strconv.Itoa(i)
 	}
 	return gen + strconv.Itoa(i)
 }
@@ -91,9 +95,12 @@ func column(row any, col string) any {
 }
 
 // holds reports whether NB row row holds v in field f: as the one element
-// of a set column, or as the value of f's key.
-func holds(row any, f *state.Field, v string) bool {
+// of a set column, as the value of f's key, or, for a reference, as the
+// UUID of the row of ours named v in got.
+func holds(row any, f *state.Field, v string, got state.State) bool {
 	switch c := column(row, f.Column).(type) {
+	case *string:
+		return f.Ref != "" && c != nil && got.DHCP[v] != nil && *c == got.DHCP[v].UUID
 	case []string:
 		return f.Key == "" && slices.Equal(c, []string{v})
 	case map[string]string:
@@ -141,9 +148,18 @@ func testFieldsRoundTrip(t *testing.T, nb *NB) {
 			setField(f, nil, s, fieldValue(i, "a"))
 		}
 	}
+	dhcp := map[string]*state.DHCPOptions{}
+	for i := range state.Fields {
+		if state.Fields[i].Ref != "" {
+			for _, gen := range []string{"a", "b"} {
+				v := fieldValue(i, gen)
+				dhcp[v] = &state.DHCPOptions{Name: v, Owner: "ovn-sync", CIDR: "10.0.0.0/24", Options: map[string]string{"server_id": "10.0.0.1"}}
+			}
+		}
+	}
 	want := func() state.State {
 		return state.State{Switches: map[string]*state.Switch{"sw-a": switches["sw-a"], "sw-b": switches["sw-b"]},
-			Ports: map[string]*state.Port{name: port}}
+			Ports: map[string]*state.Port{name: port}, DHCP: dhcp}
 	}
 	// converge applies the plan from the NB to want() through rec, waits
 	// until the NB reads back as want(), and returns the plan and what the
@@ -254,7 +270,7 @@ func testFieldsRoundTrip(t *testing.T, nb *NB) {
 					table = nbdb.LogicalSwitchTable
 				}
 				if !f.Placement {
-					if err := writesOnly(rec.ops, table, f, after); err != nil {
+					if err := writesOnly(rec.ops, table, f, after, got); err != nil {
 						t.Errorf("apply: %v", err)
 					}
 				}
@@ -266,7 +282,7 @@ func testFieldsRoundTrip(t *testing.T, nb *NB) {
 				} else {
 					row = nb.Client().Cache().Table(table).Row(got.Ports[name].UUID)
 				}
-				if row == nil || !holds(row, f, after) {
+				if row == nil || !holds(row, f, after, got) {
 					t.Errorf("the NB row %+v does not hold %q in %s", row, after, f.Name())
 				}
 			})
@@ -283,8 +299,20 @@ func changeFields(p diff.Plan) []diff.Fields {
 }
 
 // writesOnly returns an error unless ops are one mutate of table that
-// writes field f, to v, and no other column or key.
-func writesOnly(ops []ovsdb.Operation, table string, f *state.Field, v string) error {
+// writes field f, to v, and no other column or key; a reference is
+// written as the UUID got has for the row named v.
+func writesOnly(ops []ovsdb.Operation, table string, f *state.Field, v string, got state.State) error {
+	if f.Ref != "" {
+		// A reference is written whole, by one update of that column.
+		if len(ops) != 1 || ops[0].Op != ovsdb.OperationUpdate || ops[0].Table != table {
+			return fmt.Errorf("sent %d operations %+v, want one update of %s", len(ops), ops, table)
+		}
+		want := ovsdb.Row{f.Column: ovsdb.OvsSet{GoSet: []any{ovsdb.UUID{GoUUID: got.DHCP[v].UUID}}}}
+		if !reflect.DeepEqual(ops[0].Row, want) {
+			return fmt.Errorf("update writes %v, want %v", ops[0].Row, want)
+		}
+		return nil
+	}
 	if len(ops) != 1 || ops[0].Op != ovsdb.OperationMutate || ops[0].Table != table {
 		return fmt.Errorf("sent %d operations %+v, want one mutate of %s", len(ops), ops, table)
 	}

@@ -7,7 +7,9 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"net"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -77,22 +79,31 @@ type NB struct {
 	// stays clear, State returns last unchanged.
 	dirty atomic.Bool
 	last  state.State
-	// lastPorts and lastSwitches are the cache tables last was read from.
+	// lastPorts, lastSwitches and lastDHCP are the cache tables last was read from.
 	// A reconnect that purges the cache replaces the tables and fills the
 	// new ones before any transaction can be sent again, but their events
 	// reach the handler later: a replaced table alone makes State read anew.
-	lastPorts, lastSwitches *cache.RowCache
+	lastPorts, lastSwitches, lastDHCP *cache.RowCache
 	// version counts the snapshots State has built; see StateVersion.
 	version uint64
 
 	mu       sync.Mutex
 	ports    map[string]memoPort   // by row UUID
 	switches map[string]memoSwitch // by row UUID
+	// dhcpNames names our DHCP_Options rows by UUID, as the last snapshot
+	// read them; dhcpGen counts the snapshots in which that changed, so
+	// that a port referring to a DHCP_Options row is converted again then.
+	dhcpNames map[string]string
+	dhcpGen   uint64
 }
 
 type memoPort struct {
 	row   model.Model
 	entry state.Entry // .Port is the converted row
+	// refs is set when the row refers to a DHCP_Options row, gen the
+	// dhcpGen it was converted in.
+	refs bool
+	gen  uint64
 }
 
 type memoSwitch struct {
@@ -136,9 +147,11 @@ func Dial(ctx context.Context, opts Options) (*NB, error) {
 	// cache would clone it, which makes per-port work quadratic.
 	lsp := &nbdb.LogicalSwitchPort{}
 	ls := &nbdb.LogicalSwitch{}
+	dhcp := &nbdb.DHCPOptions{}
 	_, err = c.Monitor(ctx, c.NewMonitor(
 		client.WithTable(lsp, portColumns(lsp)...),
 		client.WithTable(ls, switchColumns(ls)...),
+		client.WithTable(dhcp, &dhcp.Cidr, &dhcp.Options, &dhcp.ExternalIDs),
 	))
 	if err != nil {
 		c.Close()
@@ -151,7 +164,7 @@ func Dial(ctx context.Context, opts Options) (*NB, error) {
 	// event (libovsdb drops when its queue is full) comes after queued ones
 	// that still mark the cache dirty.
 	mark := func(table string) {
-		if table == nbdb.LogicalSwitchPortTable || table == nbdb.LogicalSwitchTable {
+		if table == nbdb.LogicalSwitchPortTable || table == nbdb.LogicalSwitchTable || table == nbdb.DHCPOptionsTable {
 			nb.dirty.Store(true)
 		}
 	}
@@ -255,23 +268,56 @@ func (nb *NB) StateVersion() (state.State, uint64) {
 	defer nb.mu.Unlock()
 	tc := nb.client.Cache()
 	portTable, switchTable := tc.Table(nbdb.LogicalSwitchPortTable), tc.Table(nbdb.LogicalSwitchTable)
-	if !nb.dirty.Swap(false) && portTable == nb.lastPorts && switchTable == nb.lastSwitches {
+	dhcpTable := tc.Table(nbdb.DHCPOptionsTable)
+	if !nb.dirty.Swap(false) && portTable == nb.lastPorts && switchTable == nb.lastSwitches && dhcpTable == nb.lastDHCP {
 		return nb.last, nb.version
 	}
 	nb.version++
-	nb.lastPorts, nb.lastSwitches = portTable, switchTable
+	nb.lastPorts, nb.lastSwitches, nb.lastDHCP = portTable, switchTable, dhcpTable
 	portRows := portTable.RowsShallow()
 	switchRows := switchTable.RowsShallow()
 
-	s := state.State{Switches: make(map[string]*state.Switch, len(switchRows)), Ports: make(map[string]*state.Port, len(portRows))}
+	s := state.State{Switches: make(map[string]*state.Switch, len(switchRows)), Ports: make(map[string]*state.Port, len(portRows)),
+		DHCP: map[string]*state.DHCPOptions{}}
+	// DHCP_Options rows are few (one per subnet and family): read them
+	// whole every time, before the ports that refer to them.
+	// Two rows of one name (an insert retried after its reply was lost)
+	// are both ours: the lower UUID keeps the name, the other is read as
+	// "<name>#<uuid>", which no pass desires, so the next plan deletes it.
+	names := map[string]string{}
+	if dhcpTable != nil {
+		var rows []*state.DHCPOptions
+		for _, row := range dhcpTable.RowsShallow() {
+			if d := DHCPFromRow(row.(*nbdb.DHCPOptions)); d != nil {
+				rows = append(rows, d)
+			}
+		}
+		slices.SortFunc(rows, func(a, b *state.DHCPOptions) int { return strings.Compare(a.UUID, b.UUID) })
+		for _, d := range rows {
+			if _, dup := s.DHCP[d.Name]; dup {
+				c := *d
+				c.Name = d.Name + "#" + d.UUID
+				d = &c
+			}
+			s.DHCP[d.Name] = d
+			names[d.UUID] = d.Name
+		}
+	}
+	if !maps.Equal(names, nb.dhcpNames) {
+		nb.dhcpNames = names
+		nb.dhcpGen++
+	}
+	name := func(uuid string) string { return nb.dhcpNames[uuid] }
 	// The cache replaces a row's model (it clones before updating), so an
 	// unchanged pointer means an unchanged row and its conversion is reused.
 	ports := make(map[string]memoPort, len(portRows))
 	s.Index = make(state.Index, 0, len(portRows))
 	for uuid, row := range portRows {
 		m, ok := nb.ports[uuid]
-		if !ok || m.row != row {
-			m = memoPort{row: row, entry: state.EntryOf(PortFromRow(row.(*nbdb.LogicalSwitchPort)))}
+		if !ok || m.row != row || m.refs && m.gen != nb.dhcpGen {
+			r := row.(*nbdb.LogicalSwitchPort)
+			m = memoPort{row: row, entry: state.EntryOf(PortFromRowNamed(r, name)), gen: nb.dhcpGen,
+				refs: r.Dhcpv4Options != nil || r.Dhcpv6Options != nil}
 		}
 		ports[uuid] = m
 		s.Ports[m.entry.Port.Name] = m.entry.Port
@@ -297,11 +343,22 @@ func (nb *NB) StateVersion() (state.State, uint64) {
 
 // PortFromRow converts an NB row into a state.Port: its name, UUID,
 // dynamic_addresses and vendor keys (external_ids:vendor and :ls), and every
-// field of state.Fields that ports have.
+// field of state.Fields that ports have, references as the referenced
+// rows' UUIDs.
 func PortFromRow(r *nbdb.LogicalSwitchPort) *state.Port {
+	return PortFromRowNamed(r, func(string) string { return "" })
+}
+
+// PortFromRowNamed is PortFromRow with references to a row name gives a
+// name for (one of ovn-sync's DHCP_Options rows) held as that name.
+func PortFromRowNamed(r *nbdb.LogicalSwitchPort, name func(uuid string) string) *state.Port {
 	p := &state.Port{Name: r.Name, UUID: r.UUID}
 	for i := range state.Fields {
 		switch f := &state.Fields[i]; {
+		case f.Ref != "":
+			if c := portRef(r, f.Column); c != nil && *c != nil {
+				*f.PortKey(p) = cmp.Or(name(**c), **c)
+			}
 		case f.PortSet != nil:
 			if c := portSet(r, f.Column); c != nil {
 				*f.PortSet(p) = *c
@@ -321,6 +378,18 @@ func PortFromRow(r *nbdb.LogicalSwitchPort) *state.Port {
 		p.Vendor, p.VendorSwitch = v, r.ExternalIDs[state.KeyVendorSwitch]
 	}
 	return p
+}
+
+// DHCPFromRow converts a DHCP_Options row into a state.DHCPOptions, or
+// returns nil when the row is not ovn-sync's (no external_ids:ovn-sync/owner
+// or no ovn-sync/dhcp name).
+func DHCPFromRow(r *nbdb.DHCPOptions) *state.DHCPOptions {
+	owner, name := r.ExternalIDs[state.KeyOwner], r.ExternalIDs[state.KeyDHCP]
+	if owner == "" || name == "" {
+		return nil
+	}
+	return &state.DHCPOptions{Name: name, UUID: r.UUID, Owner: owner, Network: r.ExternalIDs[state.KeyNetwork],
+		CIDR: r.Cidr, Options: r.Options}
 }
 
 // SwitchFromRow converts an NB row into a state.Switch: its name, UUID and
@@ -347,6 +416,16 @@ func portSet(r *nbdb.LogicalSwitchPort, column string) *[]string {
 		return &r.Addresses
 	case "port_security":
 		return &r.PortSecurity
+	}
+	return nil
+}
+
+func portRef(r *nbdb.LogicalSwitchPort, column string) **string {
+	switch column {
+	case "dhcpv4_options":
+		return &r.Dhcpv4Options
+	case "dhcpv6_options":
+		return &r.Dhcpv6Options
 	}
 	return nil
 }
@@ -383,6 +462,8 @@ func portColumns(lsp *nbdb.LogicalSwitchPort) []any {
 			continue
 		}
 		switch {
+		case f.Ref != "":
+			cols = append(cols, portRef(lsp, f.Column))
 		case f.PortSet != nil:
 			cols = append(cols, portSet(lsp, f.Column))
 		case f.PortKey != nil:

@@ -29,7 +29,11 @@ func (nb *NB) WatchDrift(want func() *state.State, onDrift func(table string)) {
 		case nbdb.LogicalSwitchPortTable:
 			o, _ := old.(*nbdb.LogicalSwitchPort)
 			c, _ := cur.(*nbdb.LogicalSwitchPort)
-			drift = PortDrift(*w, o, c)
+			drift = PortDriftNamed(*w, o, c, nb.dhcpName)
+		case nbdb.DHCPOptionsTable:
+			o, _ := old.(*nbdb.DHCPOptions)
+			c, _ := cur.(*nbdb.DHCPOptions)
+			drift = DHCPDrift(*w, o, c)
 		case nbdb.LogicalSwitchTable:
 			o, _ := old.(*nbdb.LogicalSwitch)
 			c, _ := cur.(*nbdb.LogicalSwitch)
@@ -46,10 +50,32 @@ func (nb *NB) WatchDrift(want func() *state.State, onDrift func(table string)) {
 	})
 }
 
+// dhcpName returns the name of our DHCP_Options row uuid as the cache
+// holds it now, "" when it is not ours or not there.
+func (nb *NB) dhcpName(uuid string) string {
+	t := nb.client.Cache().Table(nbdb.DHCPOptionsTable)
+	if t == nil {
+		return ""
+	}
+	if r, ok := t.Row(uuid).(*nbdb.DHCPOptions); ok {
+		if d := DHCPFromRow(r); d != nil {
+			return d.Name
+		}
+	}
+	return ""
+}
+
 // PortDrift reports whether a change of one LSP row (old and cur nil for an
 // insert and a delete) leaves one of our ports other than want has it.
 // Rows that are not ours before or after are someone else's business.
+// References to DHCP_Options rows are compared as UUIDs: see PortDriftNamed.
 func PortDrift(want state.State, old, cur *nbdb.LogicalSwitchPort) bool {
+	return PortDriftNamed(want, old, cur, func(string) string { return "" })
+}
+
+// PortDriftNamed is PortDrift, the row's references named by name (see
+// PortFromRowNamed).
+func PortDriftNamed(want state.State, old, cur *nbdb.LogicalSwitchPort, name func(uuid string) string) bool {
 	owned := func(r *nbdb.LogicalSwitchPort) bool { return r != nil && r.ExternalIDs[state.KeyOwner] != "" }
 	if !owned(old) && !owned(cur) {
 		return false
@@ -58,7 +84,26 @@ func PortDrift(want state.State, old, cur *nbdb.LogicalSwitchPort) bool {
 		return want.Ports[old.Name] != nil
 	}
 	w := want.Ports[cur.Name]
-	return w == nil || !w.Equal(PortFromRow(cur))
+	return w == nil || !w.Equal(PortFromRowNamed(cur, name))
+}
+
+// DHCPDrift is PortDrift for a DHCP_Options row of ours.
+func DHCPDrift(want state.State, old, cur *nbdb.DHCPOptions) bool {
+	var o, c *state.DHCPOptions
+	if old != nil {
+		o = DHCPFromRow(old)
+	}
+	if cur != nil {
+		c = DHCPFromRow(cur)
+	}
+	switch {
+	case o == nil && c == nil:
+		return false
+	case c == nil:
+		return want.DHCP[o.Name] != nil
+	}
+	w := want.DHCP[c.Name]
+	return w == nil || !w.Equal(c)
 }
 
 // SwitchDrift is PortDrift for a Logical_Switch row.

@@ -49,7 +49,7 @@ func NewMetrics() *Metrics {
 		Help: "Duration of a pass: read the informers and the NB cache, build, diff, apply, publish.", Buckets: prometheus.ExponentialBuckets(0.001, 2, 16)},
 		[]string{"kind"})
 	m.changes = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "ovn_sync_changes_total",
-		Help: "Plan changes carried out, by object (port, switch) and action (create, update, delete)."},
+		Help: "Plan changes carried out, by object (port, switch, dhcp_options) and action (create, update, delete)."},
 		[]string{"object", "action"})
 	m.operations = prometheus.NewCounter(prometheus.CounterOpts{Name: "ovn_sync_ovsdb_operations_total", Help: "OVSDB operations in committed transactions."})
 	m.transactions = prometheus.NewCounter(prometheus.CounterOpts{Name: "ovn_sync_transactions_total", Help: "OVSDB transactions sent."})
@@ -100,12 +100,15 @@ func (m *Metrics) observeApply(plan diff.Plan, res apply.Result) {
 	}
 	// Result counts what was carried out; split it by object as the plan
 	// does, in proportion when a pass stopped part way.
-	var planned [2][3]int
+	var planned [3][3]int
 	for i := range plan.Changes {
 		c := &plan.Changes[i]
 		o := 0
-		if c.Kind == diff.KindSwitch {
+		switch c.Kind {
+		case diff.KindSwitch:
 			o = 1
+		case diff.KindDHCP:
+			o = 2
 		}
 		switch c.Action {
 		case diff.Create:
@@ -119,8 +122,10 @@ func (m *Metrics) observeApply(plan diff.Plan, res apply.Result) {
 	done := [3]int{res.Created, res.Updated, res.Deleted}
 	for a, name := range []string{"create", "update", "delete"} {
 		ports := min(done[a], planned[0][a])
+		dhcp := min(done[a]-ports, planned[2][a])
 		m.changes.WithLabelValues("port", name).Add(float64(ports))
-		m.changes.WithLabelValues("switch", name).Add(float64(done[a] - ports))
+		m.changes.WithLabelValues("dhcp_options", name).Add(float64(dhcp))
+		m.changes.WithLabelValues("switch", name).Add(float64(done[a] - ports - dhcp))
 	}
 }
 
