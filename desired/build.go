@@ -567,6 +567,7 @@ func (b *builder) index() {
 func (b *builder) finish() Result {
 	for _, n := range b.networks {
 		b.emitSwitch(n)
+		b.emitDHCP(n)
 	}
 	// The switch of a NAD that cannot be read stays while ports of ours are
 	// kept on it (needSwitch, below); with none left, it goes.
@@ -584,6 +585,8 @@ func (b *builder) finish() Result {
 			s.port = *s.have
 			s.port.UUID, s.port.DynamicAddresses = "", ""
 			b.needSwitch(s.port.Switch)
+			b.needDHCP(s.port.DHCPv4)
+			b.needDHCP(s.port.DHCPv6)
 			continue
 		}
 		b.port(s, &s.port)
@@ -673,6 +676,11 @@ func (b *builder) port(s *portSpec, p *state.Port) {
 		RequestedChassis:   s.o.chassis,
 		ActivationStrategy: s.o.activationStrategy,
 		Adopt:              s.adopt,
+	}
+	for f, a := range s.ip {
+		if a.IsValid() {
+			*dhcpRef(p, f) = s.net.dhcpName(f)
+		}
 	}
 }
 

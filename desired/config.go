@@ -48,6 +48,18 @@ func (c Config) WithGateway(gateways []string) (Config, error) {
 	return c, nil
 }
 
+// WithDHCP returns c with native DHCP on the default network, v4 and v6
+// being options over the defaults in kube-ovn's syntax
+// ("lease_time=600,dns_server={10.96.0.10}"; see ParseDHCPOptions).
+func (c Config) WithDHCP(v4, v6 string) (Config, error) {
+	d, err := parseDHCP(true, v4, v6, "dhcpV4Options", "dhcpV6Options")
+	if err != nil {
+		return Config{}, fmt.Errorf("dhcp: %w", err)
+	}
+	c.DefaultDHCP = d
+	return c, nil
+}
+
 // parseIPRange parses "a" or "a..b".
 func parseIPRange(s string) (IPRange, error) {
 	from, to, isRange := strings.Cut(strings.TrimSpace(s), "..")

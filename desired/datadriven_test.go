@@ -55,6 +55,9 @@ type fileConfig struct {
 		Subnets       []string `json:"subnets"`
 		ExcludeIPs    []string `json:"excludeIPs"`
 		Gateway       string   `json:"gateway"`
+		DHCP          bool     `json:"dhcp"`
+		DHCPv4Options string   `json:"dhcpV4Options"`
+		DHCPv6Options string   `json:"dhcpV6Options"`
 	} `json:"defaultNetwork"`
 	// Adopt is --adopt: the vendor whose ports are adopted.
 	Adopt string `json:"adopt"`
@@ -63,6 +66,9 @@ type fileConfig struct {
 func (fc fileConfig) config() (Config, error) {
 	cfg, err := NewConfig(fc.DefaultNetwork.LogicalSwitch, fc.DefaultNetwork.Subnets, fc.DefaultNetwork.ExcludeIPs)
 	cfg.Adopt = fc.Adopt
+	if err == nil && fc.DefaultNetwork.DHCP {
+		cfg, err = cfg.WithDHCP(fc.DefaultNetwork.DHCPv4Options, fc.DefaultNetwork.DHCPv6Options)
+	}
 	if err != nil || fc.DefaultNetwork.Gateway == "" {
 		return cfg, err
 	}
@@ -204,6 +210,11 @@ func invariants(have state.State, r Result) []error {
 		if !slices.Equal(p.Addresses, p.PortSecurity) {
 			errs = append(errs, fmt.Errorf("port %q: addresses %q but port_security %q", name, p.Addresses, p.PortSecurity))
 		}
+		for _, ref := range []string{p.DHCPv4, p.DHCPv6} {
+			if ref != "" && want.DHCP[ref] == nil {
+				errs = append(errs, fmt.Errorf("port %q refers to DHCP_Options %q, which is not in want", name, ref))
+			}
+		}
 		if p.UUID != "" || p.DynamicAddresses != "" || p.Vendor != "" || p.VendorSwitch != "" {
 			errs = append(errs, fmt.Errorf("port %q carries observed-only fields", name))
 		}
@@ -245,6 +256,9 @@ func applied(have, want state.State) state.State {
 	s := state.New(len(want.Ports))
 	for k, v := range want.Switches {
 		s.Switches[k] = v
+	}
+	for k, v := range want.DHCP {
+		s.DHCP[k] = v
 	}
 	for k, v := range want.Ports {
 		if hp := have.Ports[k]; hp != nil && (v.Adopt != "" || hp.Vendor != "") {

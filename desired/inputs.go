@@ -52,6 +52,8 @@ type Config struct {
 	DefaultExclude []IPRange
 	// DefaultGateway holds at most one gateway per family; see WithGateway.
 	DefaultGateway []netip.Addr
+	// DefaultDHCP is the default network's native DHCP; see WithDHCP.
+	DefaultDHCP DHCP
 }
 
 // IPRange is an inclusive range of addresses of one family. A single address

@@ -54,6 +54,8 @@ type network struct {
 	// gateway is the network's gateways as published ("10.16.0.1" or
 	// "10.16.0.1,fd00:10:16::1"), "" when it has none.
 	gateway string
+	// dhcp is the network's native DHCP (dhcp.go).
+	dhcp DHCP
 }
 
 // The indexes of network.fam, portSpec.ip and requested.ip.
@@ -281,6 +283,7 @@ type managedConfig struct {
 	exclude       []IPRange
 	gateways      []netip.Addr
 	logicalSwitch string
+	dhcp          DHCP
 }
 
 // unmanagedConfig describes a NAD config that is not OVN's: its CNI type
@@ -495,6 +498,9 @@ func parseManaged(cniType string, obj map[string]json.RawMessage, where string) 
 			}
 		}
 	}
+	if mc.dhcp, err = nadDHCP(obj, where); err != nil {
+		return nil, err
+	}
 	ls, present, err := stringField(obj, "logical_switch", where)
 	if err != nil {
 		return nil, err
@@ -603,6 +609,7 @@ func (b *builder) buildNetworks(cfg Config, nads []*nadv1.NetworkAttachmentDefin
 			continue
 		}
 		n := newNetwork(key, provider, sw, ownerNADPrefix+key, mc.subnets, mc.exclude, mc.gateways)
+		n.dhcp = mc.dhcp
 		if msg := b.outside(n); msg != "" {
 			invalid("InvalidNetworkAttachmentDefinition", "spec.config: \"subnets\" "+msg)
 			continue
@@ -700,6 +707,7 @@ func (b *builder) defaultNetwork(cfg Config) *network {
 		return nil
 	}
 	n := newNetwork(state.DefaultNetwork, providerDefault, cfg.DefaultSwitch, ownerDefaultSwitch, subnets, cfg.DefaultExclude, cfg.DefaultGateway)
+	n.dhcp = cfg.DefaultDHCP
 	n.swID = b.switchID(n.sw)
 	b.networks = append(b.networks, n)
 	return n

@@ -114,6 +114,7 @@ type subnetSpec struct {
 	subnets  []netip.Prefix
 	exclude  []IPRange
 	gateways []netip.Addr
+	dhcp     DHCP
 }
 
 // parseSubnet reads a Subnet's addresses. Errors name the field.
@@ -144,6 +145,10 @@ func parseSubnet(s *kubeovnv1.Subnet) (subnetSpec, error) {
 	sp.gateways, err = parseGateways(strings.Split(s.Spec.Gateway, ","), sp.subnets)
 	if err != nil {
 		return sp, fmt.Errorf("spec.gateway %v", err)
+	}
+	sp.dhcp, err = parseDHCP(s.Spec.EnableDHCP, s.Spec.DHCPv4Options, s.Spec.DHCPv6Options, "spec.dhcpV4Options", "spec.dhcpV6Options")
+	if err != nil {
+		return sp, err
 	}
 	// kube-ovn fills in the first address of each CIDR it has no gateway for.
 	for _, p := range sp.subnets {
@@ -261,6 +266,11 @@ func (b *builder) buildSubnets(cfg Config, subnets []*kubeovnv1.Subnet) {
 			n = newNetwork(state.DefaultNetwork, providerDefault, s.Name, ownerDefaultSwitch, sp.subnets, sp.exclude, sp.gateways)
 		} else {
 			n = newNetwork(key, e.provider, s.Name, ownerSubnetPrefix+s.Name, sp.subnets, sp.exclude, sp.gateways)
+		}
+		n.dhcp = sp.dhcp
+		if isDef && !s.Spec.EnableDHCP {
+			// The Subnet does not ask for DHCP: the config file decides.
+			n.dhcp = cfg.DefaultDHCP
 		}
 		if msg := b.outside(n); msg != "" {
 			invalid("InvalidSubnet", "spec.cidrBlock "+msg)

@@ -224,9 +224,12 @@ func checkApplied(want, have state.State, p Plan) string {
 			return fmt.Sprintf("dhcp_options %q = %+v, want %+v (UUID kept)", name, r, w)
 		}
 	}
-	for name := range res.DHCP {
-		if _, ok := want.DHCP[name]; !ok {
+	for name, r := range res.DHCP {
+		if _, ok := want.DHCP[name]; !ok && r.Owned() {
 			return fmt.Sprintf("dhcp_options %q not in want survived", name)
+		}
+		if h := have.DHCP[name]; h != nil && !h.Owned() && r != h {
+			return fmt.Sprintf("foreign dhcp_options %q changed", name)
 		}
 	}
 	for name, w := range want.Switches {

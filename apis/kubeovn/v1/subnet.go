@@ -42,6 +42,12 @@ type SubnetSpec struct {
 	Provider string `json:"provider,omitempty"`
 	// Vlan names an underlay Vlan; the switch then has a localnet port.
 	Vlan string `json:"vlan,omitempty"`
+	// EnableDHCP turns on OVN's native DHCP for the Subnet's ports;
+	// DHCPv4Options and DHCPv6Options are DHCP_Options options,
+	// "key=value,key=value".
+	EnableDHCP    bool   `json:"enableDHCP,omitempty"`
+	DHCPv4Options string `json:"dhcpV4Options,omitempty"`
+	DHCPv6Options string `json:"dhcpV6Options,omitempty"`
 }
 
 // SubnetList is a list of Subnets.

@@ -1,0 +1,222 @@
+package desired
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"hash/fnv"
+	"maps"
+	"net"
+	"strings"
+
+	"github.com/ovn-sync/ovn-sync/state"
+)
+
+// Native DHCP (OVN's, answered by ovn-controller on the port's chassis).
+//
+// A network opts in: the config file's defaultNetwork.dhcp, a NAD config's
+// "dhcp": true, a kube-ovn Subnet's spec.enableDHCP. Such a network has one
+// DHCP_Options row per subnet family, named "<switch>/ipv4" and
+// "<switch>/ipv6" (external_ids:ovn-sync/dhcp), owned like its switch, and
+// each of its ports that holds an address of a family refers to that
+// family's row (dhcpv4_options, dhcpv6_options), so the guest is offered
+// exactly the address its port holds. A network without a subnet of a
+// family has no row of it, and a network without IPAM has none.
+//
+// The options are kube-ovn's defaults, each replaced or extended by the
+// network's own (dhcpV4Options, dhcpV6Options: "key=value,key=value"; an
+// empty value removes a default):
+//
+//	IPv4: lease_time=3600, router=<gateway> (when the network has one),
+//	      server_id=<gateway> (else 169.254.0.254), server_mac=<MAC of the switch>
+//	IPv6: server_id=<MAC of the switch>
+//
+// The server MAC is derived from the switch name, so every pass, and every
+// replica, writes the same one.
+
+// DHCP is a network's native DHCP: off unless Enabled. V4 and V6 are
+// options that replace or add to the defaults of each family; a key with
+// an empty value removes the default.
+type DHCP struct {
+	Enabled bool
+	V4, V6  map[string]string
+}
+
+// The option keys OVN requires of each family (ovn-nb(5), DHCP_Options).
+var requiredDHCP = [2][]string{{"server_id", "server_mac", "lease_time"}, {"server_id"}}
+
+// dhcpServerID is kube-ovn's server_id for a subnet without a gateway.
+const dhcpServerID = "169.254.0.254"
+
+// ParseDHCPOptions reads kube-ovn's dhcpV4Options/dhcpV6Options syntax:
+// "key=value" pairs separated by commas, a value in braces ("{a,b}")
+// keeping its commas. Errors name the pair.
+func ParseDHCPOptions(s string) (map[string]string, error) {
+	var out map[string]string
+	depth, start := 0, 0
+	for i := 0; i <= len(s); i++ {
+		if i < len(s) {
+			switch s[i] {
+			case '{':
+				depth++
+				continue
+			case '}':
+				depth--
+				continue
+			case ',':
+				if depth > 0 {
+					continue
+				}
+			default:
+				continue
+			}
+		}
+		pair := strings.TrimSpace(s[start:i])
+		start = i + 1
+		if pair == "" {
+			continue
+		}
+		k, v, ok := strings.Cut(pair, "=")
+		k, v = strings.TrimSpace(k), strings.TrimSpace(v)
+		if !ok || k == "" || strings.ContainsAny(k, " {}") {
+			return nil, fmt.Errorf("%q: want key=value", pair)
+		}
+		if out == nil {
+			out = map[string]string{}
+		}
+		if _, dup := out[k]; dup {
+			return nil, fmt.Errorf("%q: %s given twice", pair, k)
+		}
+		out[k] = v
+	}
+	if depth != 0 {
+		return nil, fmt.Errorf("%q: unbalanced braces", s)
+	}
+	return out, nil
+}
+
+// parseDHCP reads a network's DHCP settings; where names them in errors.
+func parseDHCP(enabled bool, v4, v6, where4, where6 string) (DHCP, error) {
+	d := DHCP{Enabled: enabled}
+	var err error
+	if d.V4, err = ParseDHCPOptions(v4); err != nil {
+		return DHCP{}, fmt.Errorf("%s %w", where4, err)
+	}
+	if d.V6, err = ParseDHCPOptions(v6); err != nil {
+		return DHCP{}, fmt.Errorf("%s %w", where6, err)
+	}
+	for f, opts := range [2]map[string]string{d.V4, d.V6} {
+		for _, k := range requiredDHCP[f] {
+			if v, ok := opts[k]; ok && v == "" {
+				where := where4
+				if f == ipv6 {
+					where = where6
+				}
+				return DHCP{}, fmt.Errorf("%s: %s cannot be removed: OVN requires it", where, k)
+			}
+		}
+	}
+	return d, nil
+}
+
+var familyKey = [2]string{"ipv4", "ipv6"}
+
+// dhcpName is the name of n's DHCP_Options row of family f, "" when n has
+// none: DHCP off, or no subnet of that family.
+func (n *network) dhcpName(f int) string {
+	if !n.dhcp.Enabled || !n.fam[f].prefix.IsValid() {
+		return ""
+	}
+	return n.sw + "/" + familyKey[f]
+}
+
+// serverMAC is the MAC ovn-controller answers DHCP from on switch sw: a
+// locally administered unicast address hashed from the name.
+func serverMAC(sw string) string {
+	h := fnv.New64a()
+	h.Write([]byte(sw))
+	s := h.Sum64()
+	return net.HardwareAddr{0x02, byte(s >> 32), byte(s >> 24), byte(s >> 16), byte(s >> 8), byte(s)}.String()
+}
+
+// dhcpValue is n's DHCP_Options row of family f; dhcpName(f) must not be "".
+func (n *network) dhcpValue(f int) *state.DHCPOptions {
+	fam := &n.fam[f]
+	opts := map[string]string{"server_id": serverMAC(n.sw)}
+	over := n.dhcp.V6
+	if f == ipv4 {
+		over = n.dhcp.V4
+		opts = map[string]string{"lease_time": "3600", "server_id": dhcpServerID, "server_mac": serverMAC(n.sw)}
+		if fam.gateway.IsValid() {
+			opts["router"] = fam.gateway.String()
+			opts["server_id"] = fam.gateway.String()
+		}
+	}
+	for k, v := range over {
+		if v == "" {
+			delete(opts, k)
+		} else {
+			opts[k] = v
+		}
+	}
+	return &state.DHCPOptions{Name: n.dhcpName(f), Owner: n.owner, Network: n.key, CIDR: fam.prefix.String(), Options: opts}
+}
+
+// emitDHCP adds n's DHCP_Options rows to want.
+func (b *builder) emitDHCP(n *network) {
+	for f := range n.fam {
+		if name := n.dhcpName(f); name != "" {
+			b.want.DHCP[name] = n.dhcpValue(f)
+		}
+	}
+}
+
+// needDHCP keeps the DHCP_Options row a kept port refers to, as it is:
+// the port's network is unknown, and so is whether its DHCP changed.
+func (b *builder) needDHCP(name string) {
+	if name == "" {
+		return
+	}
+	if _, ok := b.want.DHCP[name]; ok {
+		return
+	}
+	if hd := b.have.DHCP[name]; hd != nil {
+		c := *hd
+		c.UUID = ""
+		c.Options = maps.Clone(hd.Options)
+		b.want.DHCP[name] = &c
+	}
+}
+
+// dhcpRef is where p holds its reference to the DHCP_Options row of
+// family f.
+func dhcpRef(p *state.Port, f int) *string {
+	if f == ipv4 {
+		return &p.DHCPv4
+	}
+	return &p.DHCPv6
+}
+
+// nadDHCP reads a NAD config's "dhcp" (a boolean), "dhcpV4Options" and
+// "dhcpV6Options" (strings in kube-ovn's syntax).
+func nadDHCP(obj map[string]json.RawMessage, where string) (DHCP, error) {
+	var enabled bool
+	if raw, ok := obj["dhcp"]; ok && !bytes.Equal(bytes.TrimSpace(raw), []byte("null")) {
+		if err := json.Unmarshal(raw, &enabled); err != nil {
+			return DHCP{}, nadConfigError(fmt.Sprintf("%s: \"dhcp\" must be true or false", where))
+		}
+	}
+	v4, _, err := stringField(obj, "dhcpV4Options", where)
+	if err != nil {
+		return DHCP{}, err
+	}
+	v6, _, err := stringField(obj, "dhcpV6Options", where)
+	if err != nil {
+		return DHCP{}, err
+	}
+	d, err := parseDHCP(enabled, v4, v6, where+": \"dhcpV4Options\"", where+": \"dhcpV6Options\"")
+	if err != nil {
+		return DHCP{}, nadConfigError(err.Error())
+	}
+	return d, nil
+}
