@@ -3,6 +3,7 @@ package reconcile
 import (
 	"fmt"
 	"io"
+	"maps"
 	"slices"
 	"strings"
 
@@ -47,10 +48,24 @@ type PortExplanation struct {
 	Kept      bool                  `json:"kept,omitempty"`
 	// Chassis is options:requested-chassis and why ("" when unset).
 	Chassis string `json:"chassis,omitempty"`
+	// DHCP lists the DHCP_Options rows the port refers to (native DHCP on
+	// its network), IPv4's first; empty when its network has none.
+	DHCP []DHCPExplanation `json:"dhcp"`
 	// Change is what a pass would do to the row: "none", "create",
 	// "update: <fields>", or "delete" for a port of the owner's that is no
 	// longer wanted.
 	Change string `json:"change"`
+}
+
+// DHCPExplanation is one DHCP_Options row a port refers to: what the guest
+// is offered beside the port's address, and what a pass would do to the
+// row ("none", "create", "update", or "kept as the NB has it" when the
+// port is).
+type DHCPExplanation struct {
+	Name    string            `json:"name"`
+	CIDR    string            `json:"cidr"`
+	Options map[string]string `json:"options"`
+	Change  string            `json:"change"`
 }
 
 // Explain picks the owner that query names out of a pass's outcome. query
@@ -103,6 +118,7 @@ func Explain(out Outcome, query string) (Explanation, error) {
 		if p.Sources == nil {
 			p.Sources = []desired.AddressFact{}
 		}
+		p.DHCP = dhcpOf(out, f.Port)
 		if c := findChange(out.Plan, f.Port.Name); c != nil {
 			p.Change = changeText(c)
 		}
@@ -112,7 +128,7 @@ func Explain(out Outcome, query string) (Explanation, error) {
 		if c := &out.Plan.Changes[i]; c.Kind == diff.KindPort && c.Action == diff.Delete && c.Owner == id &&
 			!slices.ContainsFunc(e.Ports, func(p PortExplanation) bool { return p.Name == c.Name }) {
 			e.Ports = append(e.Ports, PortExplanation{Name: c.Name, Switch: c.Before.Switch, Network: c.Before.Network,
-				Addresses: c.Before.Addresses, Sources: []desired.AddressFact{}, Change: "delete"})
+				Addresses: c.Before.Addresses, Sources: []desired.AddressFact{}, DHCP: []DHCPExplanation{}, Change: "delete"})
 		}
 	}
 	slices.SortFunc(e.Ports, func(a, b PortExplanation) int { return strings.Compare(a.Name, b.Name) })
@@ -146,6 +162,28 @@ func kindOf(s string) (string, error) {
 		return state.KindVirtualMachineInstance, nil
 	}
 	return "", fmt.Errorf("kind %q: want Pod, VirtualMachine or VirtualMachineInstance", s)
+}
+
+// dhcpOf explains the DHCP_Options rows port p refers to, as wanted.
+func dhcpOf(out Outcome, p *state.Port) []DHCPExplanation {
+	ds := []DHCPExplanation{}
+	for _, name := range []string{p.DHCPv4, p.DHCPv6} {
+		d := out.Result.Want.DHCP[name]
+		if name == "" || d == nil {
+			continue
+		}
+		x := DHCPExplanation{Name: name, CIDR: d.CIDR, Options: d.Options, Change: "none"}
+		if x.Options == nil {
+			x.Options = map[string]string{}
+		}
+		for i := range out.Plan.Changes {
+			if c := &out.Plan.Changes[i]; c.Kind == diff.KindDHCP && c.Name == name {
+				x.Change = c.Action.String()
+			}
+		}
+		ds = append(ds, x)
+	}
+	return ds
 }
 
 func findChange(p diff.Plan, port string) *diff.Change {
@@ -183,6 +221,13 @@ func (e Explanation) WriteText(w io.Writer) {
 		}
 		if p.Chassis != "" {
 			fmt.Fprintf(w, "    chassis: %s\n", p.Chassis)
+		}
+		for _, d := range p.DHCP {
+			var opts []string
+			for _, k := range slices.Sorted(maps.Keys(d.Options)) {
+				opts = append(opts, k+"="+d.Options[k])
+			}
+			fmt.Fprintf(w, "    dhcp: %s, cidr %s, change %s\n      %s\n", d.Name, d.CIDR, d.Change, strings.Join(opts, " "))
 		}
 		fmt.Fprintf(w, "    change: %s\n", p.Change)
 	}

@@ -20,6 +20,11 @@ type fileConfig struct {
 		// Gateway is reserved (never a port's) and published by run mode
 		// (ovn.kubernetes.io/gateway).
 		Gateway string `json:"gateway"`
+		// DHCP turns on native DHCP on the default network, with
+		// DHCPv4Options and DHCPv6Options over the defaults (README).
+		DHCP          *bool  `json:"dhcp"`
+		DHCPv4Options string `json:"dhcpV4Options"`
+		DHCPv6Options string `json:"dhcpV6Options"`
 	} `json:"defaultNetwork"`
 }
 
@@ -38,6 +43,9 @@ type networkFlags struct {
 	subnets    string
 	exclude    string
 	gateway    string
+	dhcp       bool
+	dhcpV4     string
+	dhcpV6     string
 	adopt      string
 }
 
@@ -47,6 +55,9 @@ func (n *networkFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&n.subnets, "default-subnets", defaultSubnets, "comma-separated CIDRs of the default network (one IPv4, one IPv6)")
 	fs.StringVar(&n.exclude, "default-exclude-ips", defaultExclude, "comma-separated addresses or ranges (a..b) never allocated on the default network")
 	fs.StringVar(&n.adopt, "adopt", "", "adopt in place the ports this `vendor` made under the names ovn-sync would give them: kube-ovn (see README, Coming from kube-ovn)")
+	fs.BoolVar(&n.dhcp, "default-dhcp", false, "native DHCP on the default network: one DHCP_Options row per subnet family, which its ports refer to")
+	fs.StringVar(&n.dhcpV4, "default-dhcp-v4-options", "", "DHCPv4 options of the default network over the defaults, kube-ovn's syntax (\"lease_time=600,dns_server={10.96.0.10}\"); turn DHCP on unless --default-dhcp=false")
+	fs.StringVar(&n.dhcpV6, "default-dhcp-v6-options", "", "DHCPv6 options of the default network over the defaults (\"dns_server={fd00:96::10}\"); turn DHCP on unless --default-dhcp=false")
 	fs.StringVar(&n.gateway, "default-gateway", "", "comma-separated gateway addresses of the default network: never given to a port, and published on pods by run mode (ovn.kubernetes.io/gateway)")
 }
 
@@ -54,6 +65,15 @@ func (n *networkFlags) register(fs *flag.FlagSet) {
 // readFile reads the config file; the demo passes one that reads its embedded copy.
 func (n *networkFlags) load(fs *flag.FlagSet, readFile func(string) ([]byte, error)) (desired.Config, error) {
 	sw, subnets, exclude, gateway := n.sw, splitList(n.subnets), splitList(n.exclude), splitList(n.gateway)
+	dhcpV4, dhcpV6 := n.dhcpV4, n.dhcpV6
+	// dhcp is on when set so (the flag, else the file), or when options
+	// are given and nothing says it is off.
+	var dhcp *bool
+	set := map[string]bool{}
+	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
+	if set["default-dhcp"] {
+		dhcp = &n.dhcp
+	}
 	if n.configFile != "" {
 		data, err := readFile(n.configFile)
 		if err != nil {
@@ -63,8 +83,6 @@ func (n *networkFlags) load(fs *flag.FlagSet, readFile func(string) ([]byte, err
 		if err := yaml.UnmarshalStrict(data, &fc); err != nil {
 			return desired.Config{}, fmt.Errorf("config %s: %w", n.configFile, err)
 		}
-		set := map[string]bool{}
-		fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
 		if d := fc.DefaultNetwork; !set["default-switch"] && d.LogicalSwitch != "" {
 			sw = d.LogicalSwitch
 		}
@@ -77,10 +95,22 @@ func (n *networkFlags) load(fs *flag.FlagSet, readFile func(string) ([]byte, err
 		if d := fc.DefaultNetwork; !set["default-gateway"] && d.Gateway != "" {
 			gateway = splitList(d.Gateway)
 		}
+		if d := fc.DefaultNetwork; !set["default-dhcp"] && d.DHCP != nil {
+			dhcp = d.DHCP
+		}
+		if d := fc.DefaultNetwork; !set["default-dhcp-v4-options"] && d.DHCPv4Options != "" {
+			dhcpV4 = d.DHCPv4Options
+		}
+		if d := fc.DefaultNetwork; !set["default-dhcp-v6-options"] && d.DHCPv6Options != "" {
+			dhcpV6 = d.DHCPv6Options
+		}
 	}
 	cfg, err := desired.NewConfig(sw, subnets, exclude)
 	if err == nil {
 		cfg, err = cfg.WithGateway(gateway)
+	}
+	if err == nil && (dhcp != nil && *dhcp || dhcp == nil && (dhcpV4 != "" || dhcpV6 != "")) {
+		cfg, err = cfg.WithDHCP(dhcpV4, dhcpV6)
 	}
 	if err != nil {
 		return desired.Config{}, fmt.Errorf("default network: %w", err)
