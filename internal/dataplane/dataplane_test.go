@@ -2,8 +2,10 @@ package dataplane
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net/netip"
+	"os"
 	"slices"
 	"strings"
 	"testing"
@@ -38,6 +40,14 @@ type network struct{ ifname, suffix string }
 
 var networks = []network{{"eth0", ""}, {"net1", ".blue.dp.ovn"}}
 
+// What DHCP offers on each network (both have native DHCP: the config's
+// defaultNetwork.dhcp, the NAD's "dhcp": true): the gateway as router and
+// server_id, and the default network's dns_server.
+var (
+	gateways   = []string{"10.16.0.1", "192.168.50.1"}
+	dnsServers = []string{"10.16.0.10", ""}
+)
+
 // guest is a pod or a VM of the test, plugged into a chassis.
 type guest struct {
 	*Guest
@@ -68,6 +78,9 @@ func TestDataPlane(t *testing.T) {
 	cfg, err := desired.NewConfig("ovn-default", defaultSubnets, []string{"10.16.0.200..10.16.0.209"})
 	if err == nil {
 		cfg, err = cfg.WithGateway([]string{"10.16.0.1", "fd00:10:16::1"})
+	}
+	if err == nil {
+		cfg, err = cfg.WithDHCP("dns_server={10.16.0.10}", "")
 	}
 	if err != nil {
 		t.Fatal(err)
@@ -108,6 +121,7 @@ func TestDataPlane(t *testing.T) {
 	start = time.Now()
 	pingAll(t, podA, podB, vm)
 	t.Logf("figure: first pings between pods and the VM on both networks and families within %v", time.Since(start).Round(time.Millisecond))
+	checkDHCP(t, "the VM on node-a", vm)
 
 	t.Run("port_security", func(t *testing.T) { checkPortSecurity(t, e, nb, in, opts, podA, podB) })
 	if t.Failed() {
@@ -193,6 +207,7 @@ func TestDataPlane(t *testing.T) {
 	}
 	t.Logf("figure: the restarted VM's ports bound on node-b %v after plugging", time.Since(start).Round(time.Millisecond))
 	pingAll(t, podA, vmB)
+	checkDHCP(t, "the VM restarted on node-b", vmB)
 
 	// Live migration from node-b to node-a.
 	vmi.Status.MigrationState = &kubevirtv1.VirtualMachineInstanceMigrationState{
@@ -304,6 +319,7 @@ func TestDataPlane(t *testing.T) {
 		waitBound(t, e, i)
 	}
 	pingAll(t, podA, podB, dst)
+	checkDHCP(t, "the VM migrated to node-a", dst)
 
 	for _, l := range e.Problems() {
 		t.Errorf("log: %s", l)
@@ -359,6 +375,41 @@ func checkPortSecurity(t *testing.T, e *Env, nb reconcile.NB, in desired.Inputs,
 		if err == nil {
 			t.Errorf("%s sent from %s after a pass restored port_security", port, spoofed[n].Addr())
 		}
+	}
+}
+
+// checkDHCP asks for an address by DHCPv4 on each of the guest's
+// interfaces, as the guest of a VM with bridge binding does, and requires
+// the offer to be exactly the address and prefix its port holds, with the
+// network's gateway as router and server and its DNS server. Without a
+// DHCP client it says so and checks nothing, unless under CI.
+func checkDHCP(t *testing.T, what string, g *guest) {
+	t.Helper()
+	for n, i := range g.ifaces {
+		start := time.Now()
+		lease, err := i.DHCPv4(context.Background())
+		if errors.Is(err, ErrNoDHCPClient) {
+			if os.Getenv("CI") != "" {
+				t.Fatal(err)
+			}
+			t.Logf("DHCP of %s not checked: %v", what, err)
+			return
+		}
+		if err != nil {
+			t.Errorf("DHCP of %s on %s: %v", what, i.Port, err)
+			continue
+		}
+		var want netip.Prefix
+		for _, a := range i.Addrs {
+			if a.Addr().Is4() {
+				want = a
+			}
+		}
+		if lease.Addr != want || lease.Router != gateways[n] || lease.ServerID != gateways[n] || lease.DNS != dnsServers[n] {
+			t.Errorf("DHCP of %s on %s: offered %+v, want %s, router and server %s, dns %q", what, i.Port, lease, want, gateways[n], dnsServers[n])
+			continue
+		}
+		t.Logf("figure: DHCP of %s on %s: %s (lease %ss) in %v", what, i.Port, lease.Addr, lease.Lease, time.Since(start).Round(time.Millisecond))
 	}
 }
 
