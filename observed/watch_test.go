@@ -42,3 +42,50 @@ func TestPortDrift(t *testing.T) {
 		}
 	}
 }
+
+// TestDHCPDrift: a port's reference to one of our DHCP_Options rows is
+// drift only when it names another row than want's, by that row's name;
+// our rows drift when edited or deleted, and rows that are not ours never.
+func TestDHCPDrift(t *testing.T) {
+	want := state.New(1)
+	want.Ports["vm.ns"] = &state.Port{Name: "vm.ns", Owner: "VirtualMachine/ns/vm", DHCPv4: "ovn-default/ipv4"}
+	want.DHCP["ovn-default/ipv4"] = &state.DHCPOptions{Name: "ovn-default/ipv4", Owner: "ovn-sync", CIDR: "10.16.0.0/16",
+		Options: map[string]string{"lease_time": "3600"}}
+	names := map[string]string{"d-1": "ovn-default/ipv4"}
+	name := func(uuid string) string { return names[uuid] }
+	port := func(ref string) *nbdb.LogicalSwitchPort {
+		return &nbdb.LogicalSwitchPort{Name: "vm.ns", ExternalIDs: map[string]string{state.KeyOwner: "VirtualMachine/ns/vm"}, Dhcpv4Options: &ref}
+	}
+	if PortDriftNamed(want, nil, port("d-1"), name) {
+		t.Errorf("PortDriftNamed(reference to our row as wanted) = true, want false")
+	}
+	if !PortDriftNamed(want, nil, port("d-2"), name) {
+		t.Errorf("PortDriftNamed(reference to another row) = false, want true")
+	}
+	row := func(mut func(*nbdb.DHCPOptions)) *nbdb.DHCPOptions {
+		r := &nbdb.DHCPOptions{UUID: "d-1", Cidr: "10.16.0.0/16", Options: map[string]string{"lease_time": "3600"},
+			ExternalIDs: map[string]string{state.KeyOwner: "ovn-sync", state.KeyDHCP: "ovn-default/ipv4"}}
+		if mut != nil {
+			mut(r)
+		}
+		return r
+	}
+	theirs := &nbdb.DHCPOptions{UUID: "d-9", Cidr: "10.99.0.0/24", ExternalIDs: map[string]string{state.KeyDHCP: "ovn-default/ipv4"}}
+	for _, tc := range []struct {
+		name     string
+		old, cur *nbdb.DHCPOptions
+		want     bool
+	}{
+		{"our insert as planned", nil, row(nil), false},
+		{"an option edited", row(nil), row(func(r *nbdb.DHCPOptions) { r.Options = map[string]string{"lease_time": "1"} }), true},
+		{"cidr edited", row(nil), row(func(r *nbdb.DHCPOptions) { r.Cidr = "10.0.0.0/8" }), true},
+		{"a row of ours no pass wants", nil, row(func(r *nbdb.DHCPOptions) { r.ExternalIDs[state.KeyDHCP] = "gone/ipv4" }), true},
+		{"wanted row deleted", row(nil), nil, true},
+		{"someone else's row", nil, theirs, false},
+		{"someone else's row deleted", theirs, nil, false},
+	} {
+		if got := DHCPDrift(want, tc.old, tc.cur); got != tc.want {
+			t.Errorf("DHCPDrift(%s) = %v, want %v", tc.name, got, tc.want)
+		}
+	}
+}
