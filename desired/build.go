@@ -681,6 +681,7 @@ func (b *builder) port(s *portSpec, p *state.Port) {
 		if a.IsValid() {
 			*dhcpRef(p, f) = s.net.dhcpName(f)
 		}
+		b.keepForeignDHCP(s, p, f)
 	}
 }
 

@@ -211,8 +211,10 @@ func invariants(have state.State, r Result) []error {
 			errs = append(errs, fmt.Errorf("port %q: addresses %q but port_security %q", name, p.Addresses, p.PortSecurity))
 		}
 		for _, ref := range []string{p.DHCPv4, p.DHCPv6} {
-			if ref != "" && want.DHCP[ref] == nil {
-				errs = append(errs, fmt.Errorf("port %q refers to DHCP_Options %q, which is not in want", name, ref))
+			hp := have.Ports[name]
+			foreign := hp != nil && (hp.DHCPv4 == ref || hp.DHCPv6 == ref) && have.DHCP[ref] == nil
+			if ref != "" && want.DHCP[ref] == nil && !foreign {
+				errs = append(errs, fmt.Errorf("port %q refers to DHCP_Options %q, which is neither in want nor a row not ours it held", name, ref))
 			}
 		}
 		if p.UUID != "" || p.DynamicAddresses != "" || p.Vendor != "" || p.VendorSwitch != "" {

@@ -220,3 +220,17 @@ func nadDHCP(obj map[string]json.RawMessage, where string) (DHCP, error) {
 	}
 	return d, nil
 }
+
+// keepForeignDHCP keeps the port's reference of family f to a DHCP_Options
+// row that is not ovn-sync's (kube-ovn's, on a port adopted from it, or
+// one set by hand) when its network has no DHCP of that family: the row is
+// not ours, and neither is the guest's lease to take away. A network with
+// DHCP refers to its own row instead.
+func (b *builder) keepForeignDHCP(s *portSpec, p *state.Port, f int) {
+	if s.have == nil || *dhcpRef(p, f) != "" {
+		return
+	}
+	if v := *dhcpRef(s.have, f); v != "" && b.have.DHCP[v] == nil {
+		*dhcpRef(p, f) = v
+	}
+}
