@@ -4,19 +4,23 @@
 // turns the plan into raw OVSDB operations (no model reflection) and sends
 // them in a few large transactions, in the order the plan requires:
 //
-//  1. switch creates and updates (the UUIDs of new switches are read from
-//     the results);
+//  1. switch creates and updates, and DHCP_Options creates and updates (the
+//     UUIDs of new switches and DHCP_Options rows are read from the
+//     results);
 //  2. port deletes: one mutate deleting from each switch's ports per
 //     transaction, as Logical_Switch_Port is not a root table and a port no
 //     switch references is garbage collected;
 //  3. port updates and creates: one mutate per updated port writing only
 //     its changed columns and keys, and per new port an insert with a named
 //     UUID, plus one mutate inserting into each switch's ports per
-//     transaction;
-//  4. switch deletes, each in its own transaction, guarded so that a switch
+//     transaction; a port's references to DHCP_Options rows are written as
+//     those rows' UUIDs, by one update beside that mutate;
+//  4. DHCP_Options deletes, once no port of ours refers to them;
+//  5. switch deletes, each in its own transaction, guarded so that a switch
 //     still holding ports (someone else's) is not deleted.
 //
-// Rows are addressed by UUID, and no transaction addresses one row twice or
+// Rows are addressed by UUID, and no transaction addresses one row twice
+// (but for the two halves of one update, see portUpdate and dhcpUpdate) or
 // holds more than Options.MaxOpsPerTxn operations. Map columns are written
 // key by key, so keys ovn-sync does not own are never touched.
 //

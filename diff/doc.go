@@ -11,8 +11,12 @@
 // deleted, and a name collision with one is reported as a Notice. On rows we
 // own only the columns and keys of state.Fields are written: addresses,
 // port_security, options requested-chassis and activation-strategy,
-// external_ids ovn-sync/*, and on switches we created other_config subnet
-// and ipv6_prefix. Fields has one bit per entry of state.Fields.
+// external_ids ovn-sync/*, dhcpv4_options and dhcpv6_options, and on
+// switches we created other_config subnet, ipv6_prefix and exclude_ips.
+// Fields has one bit per entry of state.Fields. DHCP_Options rows are ours
+// when observed read them (owner and name in external_ids): they are
+// created, updated (DiffDHCP: cidr, the network key, options key by key)
+// and deleted whole.
 //
 // Compute is linear in the number of ports. It walks want's and have's
 // packed indexes (state.Index, sorted by name hash) in step: an unchanged

@@ -16,6 +16,10 @@ package state
 // without an entry, and observed's TestFieldsRoundTrip for an entry that
 // any of these places leaves out.
 //
+// DHCP_Options rows are not described here: ovn-sync creates them whole
+// and owns their options column whole, so DHCPOptions.Equal compares them
+// and diff.DiffDHCP lists what an update writes.
+//
 // How a field compares and renders follows from its kind: a set column
 // compares element by element and renders as its one element quoted, or as
 // a bracketed list of quoted elements; a key compares as a string and
