@@ -378,11 +378,12 @@ func checkPortSecurity(t *testing.T, e *Env, nb reconcile.NB, in desired.Inputs,
 	}
 }
 
-// checkDHCP asks for an address by DHCPv4 on each of the guest's
-// interfaces, as the guest of a VM with bridge binding does, and requires
-// the offer to be exactly the address and prefix its port holds, with the
-// network's gateway as router and server and its DNS server. Without a
-// DHCP client it says so and checks nothing, unless under CI.
+// checkDHCP asks for addresses by DHCPv4 and DHCPv6 on each of the
+// guest's interfaces, as the guest of a VM with bridge binding does, and
+// requires the offers to be exactly the addresses its port holds: IPv4
+// with its prefix, the network's gateway as router and server and its DNS
+// server; IPv6 by stateful DHCPv6. Without a DHCP client it says so and
+// checks nothing with it, unless under CI.
 func checkDHCP(t *testing.T, what string, g *guest) {
 	t.Helper()
 	for n, i := range g.ifaces {
@@ -410,6 +411,31 @@ func checkDHCP(t *testing.T, what string, g *guest) {
 			continue
 		}
 		t.Logf("figure: DHCP of %s on %s: %s (lease %ss) in %v", what, i.Port, lease.Addr, lease.Lease, time.Since(start).Round(time.Millisecond))
+
+		start = time.Now()
+		lease6, err := i.DHCPv6(context.Background())
+		if errors.Is(err, ErrNoDHCPv6Client) {
+			if os.Getenv("CI") != "" {
+				t.Fatal(err)
+			}
+			t.Logf("DHCPv6 of %s not checked: %v", what, err)
+			continue
+		}
+		if err != nil {
+			t.Errorf("DHCPv6 of %s on %s: %v", what, i.Port, err)
+			continue
+		}
+		var want6 netip.Addr
+		for _, a := range i.Addrs {
+			if a.Addr().Is6() {
+				want6 = a.Addr()
+			}
+		}
+		if lease6.Addr != want6 {
+			t.Errorf("DHCPv6 of %s on %s: offered %+v, want %s", what, i.Port, lease6, want6)
+			continue
+		}
+		t.Logf("figure: DHCPv6 of %s on %s: %s in %v", what, i.Port, lease6.Addr, time.Since(start).Round(time.Millisecond))
 	}
 }
 
