@@ -1,6 +1,7 @@
 package sources
 
 import (
+	"bufio"
 	"bytes"
 	"encoding/json"
 	"errors"
@@ -10,8 +11,12 @@ import (
 	"os"
 	"path"
 	"path/filepath"
+	"reflect"
+	"runtime"
 	"sort"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"time"
 
 	nadv1 "github.com/k8snetworkplumbingwg/network-attachment-definition-client/pkg/apis/k8s.cni.cncf.io/v1"
@@ -219,9 +224,26 @@ func expand(fsys fs.FS, paths []string) ([]string, error) {
 	return files, nil
 }
 
+// decodeFile decodes every document of one file into in, in document
+// order. A JSON stream is decoded as it is read; a YAML stream is split into
+// documents first and the documents decoded on GOMAXPROCS workers, then
+// added in document order, so that in, the notes and the error (the first
+// document's that fails, by index) are what reading them one by one gives.
 func decodeFile(file string, data []byte, in *desired.Inputs) ([]Note, error) {
+	if utilyaml.IsJSONBuffer(data[:min(len(data), guessBytes)]) {
+		return decodeStream(file, data, in)
+	}
+	return decodeYAML(file, data, in, runtime.GOMAXPROCS(0))
+}
+
+// guessBytes is how much of a file is looked at to tell JSON from YAML, as
+// kubectl looks.
+const guessBytes = 4096
+
+// decodeStream decodes data one document after the other.
+func decodeStream(file string, data []byte, in *desired.Inputs) ([]Note, error) {
 	var notes []Note
-	dec := utilyaml.NewYAMLOrJSONDecoder(bytes.NewReader(data), 4096)
+	dec := utilyaml.NewYAMLOrJSONDecoder(bytes.NewReader(data), guessBytes)
 	for i := 0; ; i++ {
 		var raw json.RawMessage
 		if err := dec.Decode(&raw); err != nil {
@@ -230,15 +252,135 @@ func decodeFile(file string, data []byte, in *desired.Inputs) ([]Note, error) {
 			}
 			return nil, fmt.Errorf("%s: document %d: %w", file, i, err)
 		}
-		if len(bytes.TrimSpace(raw)) == 0 || string(raw) == "null" {
-			continue
-		}
-		n, err := addObject(raw, in)
+		n, err := decodeDocument(file, i, raw, in)
 		if err != nil {
-			return nil, fmt.Errorf("%s: document %d: %w", file, i, err)
+			return nil, err
 		}
-		for _, t := range n {
-			notes = append(notes, Note{File: file, Index: i, Text: t})
+		notes = append(notes, n...)
+	}
+}
+
+// decodeDocument adds the objects of the i-th document of file, raw as
+// JSON, to in.
+func decodeDocument(file string, i int, raw json.RawMessage, in *desired.Inputs) ([]Note, error) {
+	if len(bytes.TrimSpace(raw)) == 0 || string(raw) == "null" {
+		return nil, nil
+	}
+	n, err := addObject(raw, in)
+	if err != nil {
+		return nil, fmt.Errorf("%s: document %d: %w", file, i, err)
+	}
+	var notes []Note
+	for _, t := range n {
+		notes = append(notes, Note{File: file, Index: i, Text: t})
+	}
+	return notes, nil
+}
+
+// chunkDocs is how many consecutive documents a worker decodes at a time.
+const chunkDocs = 64
+
+// decoded is what a run of consecutive documents gave.
+type decoded struct {
+	in    desired.Inputs
+	notes []Note
+	err   error
+}
+
+// decodeYAML is decodeFile for a YAML stream, on up to workers goroutines.
+func decodeYAML(file string, data []byte, in *desired.Inputs, workers int) ([]Note, error) {
+	docs, splitErr := splitYAML(data)
+	chunks := make([]decoded, (len(docs)+chunkDocs-1)/chunkDocs)
+	decodeChunk := func(c int) {
+		first := c * chunkDocs
+		r := &chunks[c]
+		for j, doc := range docs[first:min(first+chunkDocs, len(docs))] {
+			i := first + j
+			raw, ok := simpleYAMLToJSON(doc)
+			if !ok {
+				// The decoder kubectl's reading uses, on this one
+				// document: the same JSON, and the same errors.
+				if err := utilyaml.NewYAMLToJSONDecoder(bytes.NewReader(doc)).Decode((*json.RawMessage)(&raw)); err != nil && !errors.Is(err, io.EOF) {
+					r.err = fmt.Errorf("%s: document %d: %w", file, i, err)
+					return
+				}
+			}
+			n, err := decodeDocument(file, i, raw, &r.in)
+			if err != nil {
+				r.err = err
+				return
+			}
+			r.notes = append(r.notes, n...)
+		}
+	}
+	if workers = min(workers, len(chunks)); workers <= 1 {
+		for c := range chunks {
+			if decodeChunk(c); chunks[c].err != nil {
+				break
+			}
+		}
+	} else {
+		// Workers take chunks in order; once a chunk fails, later chunks
+		// are not started (their results would not be used).
+		var next atomic.Int64
+		var failed atomic.Bool
+		var wg sync.WaitGroup
+		for range workers {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				for !failed.Load() {
+					c := int(next.Add(1) - 1)
+					if c >= len(chunks) {
+						return
+					}
+					if decodeChunk(c); chunks[c].err != nil {
+						failed.Store(true)
+					}
+				}
+			}()
+		}
+		wg.Wait()
+	}
+	var notes []Note
+	for c := range chunks {
+		r := &chunks[c]
+		if r.err != nil {
+			return nil, r.err
+		}
+		appendInputs(in, &r.in)
+		notes = append(notes, r.notes...)
+		chunks[c] = decoded{}
+	}
+	if splitErr != nil {
+		return nil, fmt.Errorf("%s: document %d: %w", file, len(docs), splitErr)
+	}
+	return notes, nil
+}
+
+// splitYAML splits a YAML stream into its documents as kubectl's reader
+// does. When the reader fails, docs are the documents before the one it
+// failed on.
+func splitYAML(data []byte) (docs [][]byte, err error) {
+	r := utilyaml.NewYAMLReader(bufio.NewReader(bytes.NewReader(data)))
+	for {
+		doc, err := r.Read()
+		if errors.Is(err, io.EOF) {
+			return docs, nil
+		}
+		if err != nil {
+			return docs, err
+		}
+		docs = append(docs, doc)
+	}
+}
+
+// appendInputs appends every list of src to the same list of dst.
+func appendInputs(dst, src *desired.Inputs) {
+	d, s := reflect.ValueOf(dst).Elem(), reflect.ValueOf(src).Elem()
+	for f := range d.NumField() {
+		if d.Field(f).Kind() == reflect.Slice && s.Field(f).Len() > 0 {
+			d.Field(f).Set(reflect.AppendSlice(d.Field(f), s.Field(f)))
 		}
 	}
 }
