@@ -2,8 +2,11 @@ package main
 
 import (
 	"bytes"
+	"net"
+	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 )
 
 const stdinPod = `apiVersion: v1
@@ -73,5 +76,48 @@ func TestManifestsFromStdin(t *testing.T) {
 	}
 	if _, stderr, _ := cli(t, stdinPod, "plan", "-f", "-", "--nb", "embedded"); strings.Contains(stderr, "persist") {
 		t.Errorf("plan --nb embedded warned about persistence (it writes nothing anyway): %q", stderr)
+	}
+}
+
+// TestManifestErrorsWinOverTheNB: the NB is connected while the manifests
+// are read, but a manifest error or an empty input is still what is
+// reported, and the pending connection is given up at once, even to an NB
+// that accepts and never answers.
+func TestManifestErrorsWinOverTheNB(t *testing.T) {
+	sock := filepath.Join(t.TempDir(), "mute.sock")
+	l, err := net.Listen("unix", sock)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	go func() {
+		for {
+			c, err := l.Accept()
+			if err != nil {
+				return
+			}
+			defer c.Close() // accepted, never answered
+		}
+	}()
+	for _, tc := range []struct{ in, want string }{
+		{"kind: Pod\napiVersion: v1\nmetadata: {name: [\n", "-: document 0: "},
+		{"", "no Kubernetes objects read from -"},
+		{"# nothing\n", "no Kubernetes objects read from -"},
+	} {
+		done := make(chan struct{})
+		var stderr string
+		var code int
+		go func() {
+			defer close(done)
+			_, stderr, code = cli(t, tc.in, "apply", "-f", "-", "--nb", "unix:"+sock, "--connect-timeout", "10m")
+		}()
+		select {
+		case <-done:
+		case <-time.After(20 * time.Second):
+			t.Fatalf("apply -f - with %q: still waiting on the NB after 20s", tc.in)
+		}
+		if code != 1 || !strings.Contains(stderr, tc.want) {
+			t.Errorf("apply -f - with %q: exit %d, stderr %q; want 1 and %q", tc.in, code, stderr, tc.want)
+		}
 	}
 }

@@ -132,26 +132,50 @@ func printNotes(w io.Writer, notes []sources.Note) {
 	}
 }
 
-// prepare reads the manifests and config and connects to the NB.
+// prepare reads the manifests and config and connects to the NB. The
+// connection (which loads every row of the NB into the cache) is made
+// while the manifests are read; an error in the manifests, or the refusal
+// of an empty input, is still the one reported, and the connection is
+// then closed.
 func (o *oneShot) prepare(ctx context.Context, stderr io.Writer) (job, func(), error) {
 	cfg, err := o.net.load(o.fs, os.ReadFile)
 	if err != nil {
 		return job{}, nil, err
 	}
+	type connected struct {
+		nb   *observed.NB
+		stop func()
+		err  error
+	}
+	connectCtx, cancelConnect := context.WithCancel(ctx)
+	defer cancelConnect()
+	conn := make(chan connected, 1)
+	go func() {
+		nb, stop, err := o.nb.connect(connectCtx)
+		conn <- connected{nb, stop, err}
+	}()
+	// abandon ends the connection for an error found in the manifests.
+	abandon := func(err error) (job, func(), error) {
+		cancelConnect()
+		if c := <-conn; c.err == nil {
+			c.stop()
+		}
+		return job{}, nil, err
+	}
 	in, notes, err := sources.ReadManifestsStdin(o.files, stdin)
 	if err != nil {
-		return job{}, nil, err
+		return abandon(err)
 	}
 	printNotes(stderr, notes)
 	if sources.Count(in) == 0 && !o.allowEmpty {
-		return job{}, nil, fmt.Errorf("no Kubernetes objects read from %s: every port of ours would be deleted; "+
-			"pass --allow-empty if that is what you want", strings.Join(o.files, ", "))
+		return abandon(fmt.Errorf("no Kubernetes objects read from %s: every port of ours would be deleted; "+
+			"pass --allow-empty if that is what you want", strings.Join(o.files, ", ")))
 	}
-	nb, stop, err := o.nb.connect(ctx)
-	if err != nil {
-		return job{}, nil, err
+	c := <-conn
+	if c.err != nil {
+		return job{}, nil, c.err
 	}
-	return job{in: in, nb: nb, opts: o.nb.options(cfg)}, stop, nil
+	return job{in: in, nb: c.nb, opts: o.nb.options(cfg)}, c.stop, nil
 }
 
 // oneShotCommand parses a plan or apply command line, reads the manifests,
