@@ -113,3 +113,54 @@ func TestChartZero(t *testing.T) {
 		t.Errorf("chart legend does not name the sizes left out")
 	}
 }
+
+// TestOneShot runs (h) at 200 pods, the binary built from this tree
+// against itself as the baseline, and checks the figures and the section
+// of RESULTS.md it writes.
+func TestOneShot(t *testing.T) {
+	nbtest.Require(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	bin, err := buildBinary(ctx, t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	opts := options{oneShotPods: 200, oneShotRuns: 2, binary: bin, baseline: bin, perObjectBudget: time.Minute, sample: 50}
+	r, err := measureOneShot(ctx, opts)
+	if err != nil {
+		t.Fatalf("measureOneShot: %v", err)
+	}
+	if r.Ports != 200 || r.FileBytes == 0 || len(r.Cold) != 2 || len(r.Noop) != 2 || r.Baseline == nil || len(r.Baseline.Cold) != 2 {
+		t.Fatalf("one-shot: %+v", r)
+	}
+	for _, runs := range [][]processRun{r.Cold, r.Baseline.Cold} {
+		for _, c := range runs {
+			if c.Commits == 0 || c.Wall <= 0 || c.MaxRSS == 0 {
+				t.Errorf("cold apply: %+v; want transactions committed, a wall time and an RSS", c)
+			}
+		}
+	}
+	for _, n := range append(r.Noop, r.Baseline.Noop...) {
+		if n.Commits != 0 {
+			t.Errorf("no-op re-apply: %+v; want nothing committed", n)
+		}
+	}
+	if p := r.PerObject; !p.Complete || p.Measured != 200 {
+		t.Errorf("per-object: %+v; want all 200 ports measured", p)
+	}
+
+	rep := report{Command: "test", Date: time.Now(), OneShot: r}
+	section := rep.oneShotSection()
+	for _, want := range []string{oneShotBegin, "## (h) Whole-process one-shot", "no-op re-apply ≤ 1 s", "| per-object, 1 txn/port, same ports |", oneShotEnd} {
+		if !strings.Contains(section, want) {
+			t.Errorf("(h) section lacks %q:\n%s", want, section)
+		}
+	}
+	doc := "# results\n\nbefore\n\n" + oneShotBegin + "\nold\n" + oneShotEnd + "\nafter\n"
+	if got, want := replaceOneShotSection(doc, section), "# results\n\nbefore\n\n"+section+"after\n"; got != want {
+		t.Errorf("replaceOneShotSection over an old section:\n%s\nwant\n%s", got, want)
+	}
+	if got, want := replaceOneShotSection("# results\n", section), "# results\n\n"+section; got != want {
+		t.Errorf("replaceOneShotSection without one:\n%s\nwant\n%s", got, want)
+	}
+}

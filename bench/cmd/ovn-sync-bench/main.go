@@ -20,6 +20,15 @@
 //	(e) ovsdb-server's CPU time over (a), the floor for any client;
 //	(f) the client's peak RSS and live heap per port after (a).
 //
+// Then, once (-oneshot pods, default 30000; 0 skips it):
+//
+//	(h) the ovn-sync binary as a whole process: `ovn-sync apply -f
+//	    pods.yaml` into an empty NB, and again as a no-op over the NB it
+//	    filled, -oneshot-runs times each; beside the per-object pattern
+//	    writing the same ports. -oneshot-only measures (h) alone and
+//	    replaces its section of -results, leaving the rest as it is;
+//	    -oneshot-baseline measures a second binary, run by run in turn.
+//
 // Each size runs in a child process of its own, so that peaks are per
 // size. The results are printed as a table and written to -results
 // (Markdown) and -chart (SVG or PNG, by extension).
@@ -65,6 +74,12 @@ type options struct {
 	// jsonOut, if set, receives the whole report as JSON; render, if set,
 	// names such a file to render again instead of measuring.
 	jsonOut, render string
+	// oneShotPods is the size of (h), 0 for none; oneShotOnly measures
+	// (h) alone. binary is the ovn-sync binary (h) runs, built from
+	// ./cmd/ovn-sync when empty; baseline, if set, is measured beside it.
+	oneShotPods, oneShotRuns int
+	oneShotOnly              bool
+	binary, baseline         string
 	// childOut, set only by the parent, makes this process a child that
 	// measures its one size and writes the sizeResult there as JSON.
 	childOut string
@@ -89,6 +104,11 @@ func parseFlags(args []string) (options, error) {
 	fs.BoolVar(&o.inProcess, "in-process", false, "measure every size in this process (peak RSS is then not per size)")
 	fs.StringVar(&o.jsonOut, "json", "", "also write the raw results to this JSON `file`")
 	fs.StringVar(&o.render, "render", "", "measure nothing: print and write the report of a JSON `file` written by -json")
+	fs.IntVar(&o.oneShotPods, "oneshot", 30000, "`pods` of the whole-process one-shot measurement (h); 0 skips it")
+	fs.IntVar(&o.oneShotRuns, "oneshot-runs", 3, "runs of (h)'s apply and no-op re-apply; the median is reported")
+	fs.BoolVar(&o.oneShotOnly, "oneshot-only", false, "measure (h) alone and replace its section of -results")
+	fs.StringVar(&o.binary, "ovn-sync", "", "ovn-sync `binary` (h) runs; empty: go build ./cmd/ovn-sync")
+	fs.StringVar(&o.baseline, "oneshot-baseline", "", "another ovn-sync `binary` to measure in (h) beside the first, e.g. built from an older commit")
 	fs.StringVar(&o.childOut, "child-out", "", "internal: measure the one size and write JSON to this file")
 	if err := fs.Parse(args); err != nil {
 		return o, err
@@ -102,6 +122,9 @@ func parseFlags(args []string) (options, error) {
 			return o, fmt.Errorf("-sizes: %q is not a size of at least 10 ports", s)
 		}
 		o.sizes = append(o.sizes, n)
+	}
+	if o.oneShotOnly && o.oneShotPods <= 0 {
+		return o, errors.New("-oneshot-only needs -oneshot above 0")
 	}
 	if o.childOut != "" && len(o.sizes) != 1 {
 		return o, errors.New("-child-out takes exactly one size")
@@ -161,12 +184,23 @@ func run(ctx context.Context, opts options, command string) error {
 	rep := report{Command: strings.TrimSpace(command), Machine: machineInfo(ctx), Date: time.Now().UTC(), Profiled: opts.profileDir != "", LoadBefore: loadAverage(),
 		MaxOpsPerTxn: opts.maxOps, InFlight: opts.inFlight}
 	for _, size := range opts.sizes {
+		if opts.oneShotOnly {
+			break
+		}
 		r, err := measureOne(ctx, opts, size)
 		if err != nil {
 			return fmt.Errorf("size %d: %w", size, err)
 		}
 		rep.Results = append(rep.Results, r)
 		logf("%d: done: cold %s, per-object %s, no-op %s", size, seconds(r.Cold.Wall), seconds(r.PerObject.Estimate), millis(r.Noop.steady().Wall))
+	}
+	if opts.oneShotPods > 0 {
+		r, err := measureOneShot(ctx, opts)
+		if err != nil {
+			return fmt.Errorf("one-shot (h): %w", err)
+		}
+		rep.OneShot = r
+		logf("(h): done: apply %s, no-op re-apply %s, per-object %s", seconds(median(r.Cold).Wall), seconds(median(r.Noop).Wall), seconds(r.PerObject.Estimate))
 	}
 	rep.LoadAfter = loadAverage()
 	if opts.jsonOut != "" {
@@ -197,6 +231,17 @@ func render(opts options) error {
 // write prints the table and writes the Markdown file and the chart.
 func (rep report) write(opts options) error {
 	fmt.Print(rep.text())
+	if len(rep.Results) == 0 {
+		// (h) alone: its section replaces the one in the existing file.
+		if opts.results == "" {
+			return nil
+		}
+		old, err := os.ReadFile(opts.results)
+		if err != nil && !errors.Is(err, os.ErrNotExist) {
+			return err
+		}
+		return os.WriteFile(opts.results, []byte(replaceOneShotSection(string(old), rep.oneShotSection())), 0o644)
+	}
 	if opts.results != "" {
 		if err := os.WriteFile(opts.results, []byte(rep.markdown(opts.chart, opts.results)), 0o644); err != nil {
 			return err
