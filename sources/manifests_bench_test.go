@@ -1,0 +1,85 @@
+package sources
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// kubectlPod is a Deployment's running pod as `kubectl get pod -o yaml`
+// prints it, without managed fields.
+func kubectlPod(i int) string {
+	return fmt.Sprintf(`apiVersion: v1
+kind: Pod
+metadata:
+  creationTimestamp: "2026-11-01T00:00:00Z"
+  generateName: app-%[1]d-7d9f8b6c5d-
+  labels:
+    app: app-%[1]d
+    pod-template-hash: 7d9f8b6c5d
+  name: app-%[1]d-7d9f8b6c5d-%05[2]x
+  namespace: ns-%[3]d
+  ownerReferences:
+  - apiVersion: apps/v1
+    blockOwnerDeletion: true
+    controller: true
+    kind: ReplicaSet
+    name: app-%[1]d-7d9f8b6c5d
+    uid: 6f1c0000-1b2e-4c3d-9e8f-%012[2]x
+  resourceVersion: "%[2]d"
+  uid: 0b1c0000-1b2e-4c3d-9e8f-%012[2]x
+spec:
+  containers:
+  - image: registry.example.com/app-%[1]d:1.4.2
+    imagePullPolicy: IfNotPresent
+    name: app
+    ports:
+    - containerPort: 8080
+      name: http
+      protocol: TCP
+    resources:
+      requests:
+        cpu: 100m
+        memory: 128Mi
+  nodeName: node-%[4]d
+  restartPolicy: Always
+  serviceAccountName: default
+status:
+  conditions:
+  - lastProbeTime: null
+    lastTransitionTime: "2026-11-01T00:00:00Z"
+    status: "True"
+    type: Ready
+  hostIP: 192.168.0.%[4]d
+  phase: Running
+  startTime: "2026-11-01T00:00:00Z"
+`, i/10, i, i%97, i%250+1)
+}
+
+// BenchmarkReadManifests reads one multi-document file of kubectl-style
+// pods.
+func BenchmarkReadManifests(b *testing.B) {
+	for _, n := range []int{1000, 10000} {
+		b.Run(fmt.Sprintf("pods=%d", n), func(b *testing.B) {
+			docs := make([]string, n)
+			for i := range docs {
+				docs[i] = kubectlPod(i)
+			}
+			p := filepath.Join(b.TempDir(), "pods.yaml")
+			data := strings.Join(docs, "---\n")
+			if err := os.WriteFile(p, []byte(data), 0o644); err != nil {
+				b.Fatal(err)
+			}
+			b.SetBytes(int64(len(data)))
+			b.ReportAllocs()
+			for b.Loop() {
+				in, _, err := ReadManifests([]string{p})
+				if err != nil || len(in.Pods) != n {
+					b.Fatalf("ReadManifests: %d pods, %v", len(in.Pods), err)
+				}
+			}
+		})
+	}
+}
