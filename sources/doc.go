@@ -3,7 +3,10 @@
 //
 // ReadManifests reads YAML or JSON manifest files the way kubectl does
 // (multi-document files, kind: List, directories); it feeds the one-shot
-// plan and apply commands and the demo.
+// plan and apply commands and the demo. The documents of a YAML file are
+// decoded on GOMAXPROCS goroutines, and the plain ones kubectl prints
+// without go-yaml (simpleYAMLToJSON); the result, notes and errors are
+// those of decoding them one by one with kubectl's decoder.
 //
 // Informers watches a cluster for run mode:
 //
