@@ -23,6 +23,7 @@ test: lint
 	$(GO) test -run '^$$' -fuzz '^FuzzBuildHostileInput$$' -fuzztime 10000x -fuzzminimizetime 100x ./desired/
 	$(GO) test -run '^$$' -fuzz '^FuzzComputeApply$$' -fuzztime 60000x -fuzzminimizetime 100x ./diff/
 	$(GO) test -run '^$$' -fuzz '^FuzzOutsideEdits$$' -fuzztime 3000x -fuzzminimizetime 100x ./reconcile/
+	$(GO) test -run '^$$' -fuzz '^FuzzSimpleYAML$$' -fuzztime 5000x -fuzzminimizetime 100x ./sources/
 
 # test-unit skips the tests that need ovsdb-server.
 test-unit:
@@ -55,6 +56,7 @@ fuzz:
 	$(GO) test -run '^$$' -fuzz '^FuzzBuildHostileInput$$' -fuzztime $(FUZZTIME) ./desired/
 	$(GO) test -run '^$$' -fuzz '^FuzzComputeApply$$' -fuzztime $(FUZZTIME) ./diff/
 	$(GO) test -run '^$$' -fuzz '^FuzzOutsideEdits$$' -fuzztime $(FUZZTIME) ./reconcile/
+	$(GO) test -run '^$$' -fuzz '^FuzzSimpleYAML$$' -fuzztime $(FUZZTIME) ./sources/
 
 bench-e2e:
 	$(GO) run ./bench/cmd/ovn-sync-bench
