@@ -237,12 +237,8 @@ func (b *builder) newIPAM() *ipam {
 			if slices.Contains(list[:i], word) {
 				continue // a port listing an address twice holds it once
 			}
-			var k heldKey
-			if x, ok := colonMAC(word); ok {
-				k = macKey(sw, x)
-			} else if a, err := netip.ParseAddr(word); err == nil {
-				k = ipKey(sw, a.Unmap())
-			} else {
+			k, ok := wordKey(sw, word)
+			if !ok {
 				continue
 			}
 			m.list = append(m.list, held{k, id})
@@ -275,12 +271,8 @@ func (m *ipam) reserve(b *builder, bySwitch map[uint32][]*window) {
 		id := holderID(len(m.ports))
 		m.ports = append(m.ports, r.port)
 		for _, word := range strings.Fields(r.port.Addresses[0]) {
-			var k heldKey
-			if x, ok := colonMAC(word); ok {
-				k = macKey(sw, x)
-			} else if a, err := netip.ParseAddr(word); err == nil {
-				k = ipKey(sw, a.Unmap())
-			} else {
+			k, ok := wordKey(sw, word)
+			if !ok {
 				continue
 			}
 			if taken[k.addrKey] {
@@ -915,4 +907,16 @@ func generateMAC(s *portSpec, taken func(mac) bool) mac {
 			return x
 		}
 	}
+}
+
+// wordKey is the key of one word of an LSP addresses entry on switch sw: a
+// MAC or an IP; false for anything else ("dynamic", "router", "unknown").
+func wordKey(sw uint32, word string) (heldKey, bool) {
+	if x, ok := colonMAC(word); ok {
+		return macKey(sw, x), true
+	}
+	if a, err := netip.ParseAddr(word); err == nil {
+		return ipKey(sw, a.Unmap()), true
+	}
+	return heldKey{}, false
 }

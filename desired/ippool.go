@@ -40,7 +40,6 @@ func (r *reqReader) pool(src, raw string) bool {
 			return r.bad(src, raw, "names an IPPool object, which ovn-sync does not read: list the addresses instead")
 		}
 	}
-	n := r.s.net
 	var pool [][2]netip.Addr
 	for _, part := range parts {
 		var e [2]netip.Addr
@@ -51,11 +50,9 @@ func (r *reqReader) pool(src, raw string) bool {
 				return r.bad(src, strings.TrimSpace(part), err.Error())
 			}
 			f := familyOf(a)
-			switch {
-			case n.unusable(a) != "":
-				return r.bad(src, v, n.unusable(a))
-			case n.fam[f].excluded(a) && !r.granted && !r.b.holds(r.s, a):
-				return r.bad(src, v, "is excluded from allocation on network "+n.key+" (never handed out)")
+			switch why := r.refused(a); {
+			case why != "":
+				return r.bad(src, v, why)
 			case e[f].IsValid():
 				return r.bad(src, strings.TrimSpace(part), "more than one "+familyName[f]+" address in one entry")
 			}

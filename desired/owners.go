@@ -584,7 +584,6 @@ func (r *reqReader) out() *requested {
 // address is refused unless it was granted before (the port holds it, or
 // the allocated annotation says so): a guest keeps what it has.
 func (r *reqReader) ip(src, raw string, vals []string) bool {
-	n := r.s.net
 	var got [2]netip.Addr
 	for _, v := range vals {
 		v = strings.TrimSpace(v)
@@ -596,11 +595,9 @@ func (r *reqReader) ip(src, raw string, vals []string) bool {
 			return r.bad(src, v, err.Error())
 		}
 		f := familyOf(a)
-		switch {
-		case n.unusable(a) != "":
-			return r.bad(src, v, n.unusable(a))
-		case n.fam[f].excluded(a) && !r.granted && !r.b.holds(r.s, a):
-			return r.bad(src, v, "is excluded from allocation on network "+n.key+" (never handed out)")
+		switch why := r.refused(a); {
+		case why != "":
+			return r.bad(src, v, why)
 		case got[f].IsValid():
 			return r.bad(src, raw, "more than one "+familyName[f]+" address")
 		}
@@ -618,6 +615,20 @@ func (r *reqReader) ip(src, raw string, vals []string) bool {
 	q := r.out()
 	q.ip, q.ipSrc, r.ipFrom = got, src, raw
 	return true
+}
+
+// refused says why a cannot be granted to this port, or "": it can never
+// be a port's address on the network, or it is excluded and was not
+// granted before (the port holds it, or the allocated annotation says so).
+func (r *reqReader) refused(a netip.Addr) string {
+	n := r.s.net
+	if why := n.unusable(a); why != "" {
+		return why
+	}
+	if n.fam[familyOf(a)].excluded(a) && !r.granted && !r.b.holds(r.s, a) {
+		return "is excluded from allocation on network " + n.key + " (never handed out)"
+	}
+	return ""
 }
 
 func (r *reqReader) mac(src, v string) bool {
