@@ -16,6 +16,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/ovn-sync/ovn-sync/internal/kubetest"
+	"github.com/ovn-sync/ovn-sync/internal/looptest"
 	"github.com/ovn-sync/ovn-sync/internal/nbtest"
 	"github.com/ovn-sync/ovn-sync/sources"
 	"github.com/ovn-sync/ovn-sync/state"
@@ -679,7 +680,7 @@ func TestRunAdoptKubeOVN(t *testing.T) {
 		}
 		return nil
 	})
-	waitFor(t, 30*time.Second, "ready", func() error { _, err := run.get("/readyz"); return err })
+	looptest.WaitFor(t, 30*time.Second, "ready", func() error { _, err := run.get("/readyz"); return err })
 	checkAdopted(t, nbs, before)
 	if n := run.metric("ovn_sync_problems"); n != 0 {
 		t.Errorf("%v problems after adoption:\n%s", n, run.logTail(4000))
@@ -693,7 +694,7 @@ func TestRunAdoptKubeOVN(t *testing.T) {
 		[]byte(`{"metadata":{"labels":{"touched":"yes"}}}`), metav1.PatchOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, 30*time.Second, "a pass after the label", func() error {
+	looptest.WaitFor(t, 30*time.Second, "a pass after the label", func() error {
 		if got := run.metric("ovn_sync_passes_total", `result="success"`); got <= passes {
 			return fmt.Errorf("%v successful passes, no more than %v", got, passes)
 		}

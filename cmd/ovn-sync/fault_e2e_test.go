@@ -706,7 +706,7 @@ func TestFaultRun(t *testing.T) {
 					g.open()
 				}
 			}
-			waitFor(t, 90*time.Second, "run converges", func() error {
+			looptest.WaitFor(t, 90*time.Second, "run converges", func() error {
 				if ok, why := r.Loop.Ready(); !ok {
 					return errors.New(why)
 				}

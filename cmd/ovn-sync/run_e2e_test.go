@@ -21,6 +21,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/ovn-sync/ovn-sync/internal/kubetest"
+	"github.com/ovn-sync/ovn-sync/internal/looptest"
 	"github.com/ovn-sync/ovn-sync/internal/nbtest"
 	"github.com/ovn-sync/ovn-sync/observed"
 	"github.com/ovn-sync/ovn-sync/sources"
@@ -65,7 +66,7 @@ func startRun(t *testing.T, kubeconfig, nbAddr string, extra ...string) *runProc
 			t.Logf("--- %s\n%s", strings.Join(args, " "), p.logTail(6000))
 		}
 	})
-	waitFor(t, 30*time.Second, "metrics endpoint", func() error {
+	looptest.WaitFor(t, 30*time.Second, "metrics endpoint", func() error {
 		if p.exited() {
 			return fmt.Errorf("exited: %s", p.logTail(3000))
 		}
@@ -158,21 +159,6 @@ func (p *runProc) metric(name string, labels ...string) float64 {
 // pod delete.
 var now = metav1.DeleteOptions{GracePeriodSeconds: new(int64)}
 
-func waitFor(t *testing.T, timeout time.Duration, what string, f func() error) {
-	t.Helper()
-	deadline := time.Now().Add(timeout)
-	for {
-		err := f()
-		if err == nil {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%s: not within %s: %v", what, timeout, err)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-}
-
 // nbWatch is the test's own view of the NB.
 func nbWatch(t *testing.T, addr string) *observed.NB {
 	t.Helper()
@@ -190,7 +176,7 @@ func nbWatch(t *testing.T, addr string) *observed.NB {
 func portIs(t *testing.T, nb *observed.NB, name, what string, check func(*state.Port) error) *state.Port {
 	t.Helper()
 	var p *state.Port
-	waitFor(t, 15*time.Second, fmt.Sprintf("port %s %s", name, what), func() error {
+	looptest.WaitFor(t, 15*time.Second, fmt.Sprintf("port %s %s", name, what), func() error {
 		p = nb.State().Ports[name]
 		return check(p)
 	})
@@ -278,7 +264,7 @@ func TestRunKubeVirtLifecycle(t *testing.T) {
 	run := startRun(t, k.ServiceAccountKubeconfig, nbs.Addr(), "--leader-elect=false",
 		"--default-subnets", "10.16.0.0/16", "--default-gateway", "10.16.0.1")
 	nb := nbWatch(t, nbs.Addr())
-	waitFor(t, 30*time.Second, "ready", func() error { _, err := run.get("/readyz"); return err })
+	looptest.WaitFor(t, 30*time.Second, "ready", func() error { _, err := run.get("/readyz"); return err })
 
 	// A NAD and a stopped VM whose Multus network is only in its template.
 	k.Create(sources.GVRNetworkAttachmentDefinition, `
@@ -331,7 +317,7 @@ spec:
 	portIs(t, nb, blue, "bound to node-a", chassis("node-a", ""))
 	ip := strings.Fields(p0.Addresses[0])
 	blueIP := strings.Fields(b0.Addresses[0])
-	waitFor(t, 15*time.Second, "launcher pod annotated with the VM's addresses", func() error {
+	looptest.WaitFor(t, 15*time.Second, "launcher pod annotated with the VM's addresses", func() error {
 		p, err := k.Kube.CoreV1().Pods("tenant").Get(ctx, pa.Name, metav1.GetOptions{})
 		if err != nil {
 			return err
@@ -372,7 +358,7 @@ spec: {vmiName: db}`)
 	patchStatus(t, k, "vmi", "db", `{"status":{"migrationState":{"sourceNode":"node-a","targetNode":"node-b","sourcePod":"virt-launcher-db-aaaaa","targetPod":"virt-launcher-db-bbbbb"}}}`)
 	portIs(t, nb, def, "bound to both nodes", chassis("node-a,node-b", "rarp"))
 	portIs(t, nb, blue, "bound to both nodes", chassis("node-a,node-b", "rarp"))
-	waitFor(t, 15*time.Second, "target launcher pod annotated", func() error {
+	looptest.WaitFor(t, 15*time.Second, "target launcher pod annotated", func() error {
 		p, err := k.Kube.CoreV1().Pods("tenant").Get(ctx, pb.Name, metav1.GetOptions{})
 		if err != nil {
 			return err
@@ -411,7 +397,7 @@ spec: {vmiName: db}`)
 	start := time.Now()
 	nbs.NBCtl("lsp-del", def)
 	var back time.Duration
-	waitFor(t, 15*time.Second, "deleted port back", func() error {
+	looptest.WaitFor(t, 15*time.Second, "deleted port back", func() error {
 		p := nb.State().Ports[def]
 		if p == nil || p.UUID == p1.UUID {
 			return fmt.Errorf("not back in a new row")
@@ -435,7 +421,7 @@ spec: {vmiName: db}`)
 	}, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, 15*time.Second, "an Event on the pod", func() error {
+	looptest.WaitFor(t, 15*time.Second, "an Event on the pod", func() error {
 		evs, err := k.Kube.CoreV1().Events("tenant").List(ctx, metav1.ListOptions{FieldSelector: "involvedObject.name=bad-ip"})
 		if err != nil {
 			return err
@@ -462,7 +448,7 @@ spec: {vmiName: db}`)
 
 	// The NB restarts: ovn-sync reconnects and makes a full pass.
 	nbs.Restart()
-	waitFor(t, 15*time.Second, "reconnected", func() error {
+	looptest.WaitFor(t, 15*time.Second, "reconnected", func() error {
 		if run.metric("ovn_sync_nb_reconnects_total") < 1 {
 			return fmt.Errorf("no reconnect yet")
 		}
@@ -508,7 +494,7 @@ func TestRunBulkPods(t *testing.T) {
 	// it should: this test is about convergence.
 	run := startRun(t, k.Kubeconfig, nbs.Addr(), "--leader-elect=false", "--allow-mass-delete", "--publish=false")
 	nb := nbWatch(t, nbs.Addr())
-	waitFor(t, 30*time.Second, "ready", func() error { _, err := run.get("/readyz"); return err })
+	looptest.WaitFor(t, 30*time.Second, "ready", func() error { _, err := run.get("/readyz"); return err })
 	passes0 := run.metric("ovn_sync_passes_total")
 	const n = 300
 	each := func(f func(i int) error) {
@@ -550,7 +536,7 @@ func TestRunBulkPods(t *testing.T) {
 		return err
 	})
 	created := time.Since(start)
-	waitFor(t, 30*time.Second, "ports for every pod", func() error {
+	looptest.WaitFor(t, 30*time.Second, "ports for every pod", func() error {
 		if c := count(); c != n {
 			return fmt.Errorf("%d ports, want %d", c, n)
 		}
@@ -574,7 +560,7 @@ func TestRunBulkPods(t *testing.T) {
 		// No kubelet runs to finish a graceful delete: delete at once.
 		return k.Kube.CoreV1().Pods("bulk").Delete(ctx, fmt.Sprintf("p-%03d", i), now)
 	})
-	waitFor(t, 30*time.Second, "ports gone", func() error {
+	looptest.WaitFor(t, 30*time.Second, "ports gone", func() error {
 		if c := count(); c != 0 {
 			return fmt.Errorf("%d ports left", c)
 		}
@@ -595,7 +581,7 @@ func TestRunLeaderElection(t *testing.T) {
 	le := []string{"--leader-elect=true", "--lease-namespace", "kube-system", "--lease-duration", "3s",
 		"--renew-deadline", "2s", "--retry-period", "250ms"}
 	a := startRun(t, k.Kubeconfig, nbs.Addr(), append(le, "--identity", "a")...)
-	waitFor(t, 15*time.Second, "a leads", func() error {
+	looptest.WaitFor(t, 15*time.Second, "a leads", func() error {
 		if a.metric("ovn_sync_leader") != 1 {
 			return fmt.Errorf("not leader")
 		}
@@ -615,7 +601,7 @@ func TestRunLeaderElection(t *testing.T) {
 	}
 	mkpod("one")
 	portIs(t, nb, "one.le", "created by the leader", present)
-	waitFor(t, 10*time.Second, "b ready as a standby", func() error { _, err := b.get("/readyz"); return err })
+	looptest.WaitFor(t, 10*time.Second, "b ready as a standby", func() error { _, err := b.get("/readyz"); return err })
 	if got := b.metric("ovn_sync_leader"); got != 0 {
 		t.Errorf("standby b: ovn_sync_leader = %v, want 0", got)
 	}
@@ -639,10 +625,10 @@ func TestRunLeaderElection(t *testing.T) {
 
 	// A graceful stop releases the lease: a new process takes over at once.
 	c := startRun(t, k.Kubeconfig, nbs.Addr(), append(le, "--identity", "c")...)
-	waitFor(t, 10*time.Second, "c ready as a standby", func() error { _, err := c.get("/readyz"); return err })
+	looptest.WaitFor(t, 10*time.Second, "c ready as a standby", func() error { _, err := c.get("/readyz"); return err })
 	start = time.Now()
 	b.stop(syscall.SIGTERM)
-	waitFor(t, 10*time.Second, "c leads", func() error {
+	looptest.WaitFor(t, 10*time.Second, "c leads", func() error {
 		if c.metric("ovn_sync_leader") != 1 {
 			return fmt.Errorf("not leader")
 		}
@@ -669,7 +655,7 @@ func TestRunCRDsInstalledAfterStart(t *testing.T) {
 	k.Namespace("tenant")
 	run := startRun(t, k.ServiceAccountKubeconfig, nbs.Addr(), "--leader-elect=false", "--resync", "1h")
 	nb := nbWatch(t, nbs.Addr())
-	waitFor(t, 30*time.Second, "ready", func() error { _, err := run.get("/readyz"); return err })
+	looptest.WaitFor(t, 30*time.Second, "ready", func() error { _, err := run.get("/readyz"); return err })
 
 	start := time.Now()
 	k.InstallCRDs()

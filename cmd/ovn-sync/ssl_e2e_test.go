@@ -10,6 +10,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/ovn-sync/ovn-sync/internal/kubetest"
+	"github.com/ovn-sync/ovn-sync/internal/looptest"
 	"github.com/ovn-sync/ovn-sync/internal/nbtest"
 )
 
@@ -77,7 +78,7 @@ func TestRunSSL(t *testing.T) {
 	run := startRun(t, k.Kubeconfig, s.Addr(), append([]string{"--leader-elect=false"},
 		sslFlags(s, s.ClientCert, s.ClientKey, s.CA.Cert)[2:]...)...)
 	nb := nbWatch(t, s.Server.Addr())
-	waitFor(t, 30*time.Second, "ready", func() error { _, err := run.get("/readyz"); return err })
+	looptest.WaitFor(t, 30*time.Second, "ready", func() error { _, err := run.get("/readyz"); return err })
 	if _, err := k.Kube.CoreV1().Pods("tls").Create(context.Background(), &corev1.Pod{
 		ObjectMeta: metav1.ObjectMeta{Name: "p", Namespace: "tls"},
 		Spec:       corev1.PodSpec{NodeName: "node-a", Containers: []corev1.Container{{Name: "c", Image: "pause"}}},

@@ -18,6 +18,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/ovn-sync/ovn-sync/internal/kubetest"
+	"github.com/ovn-sync/ovn-sync/internal/looptest"
 	"github.com/ovn-sync/ovn-sync/internal/nbtest"
 	"github.com/ovn-sync/ovn-sync/nbdb"
 	"github.com/ovn-sync/ovn-sync/observed"
@@ -203,7 +204,7 @@ func (c *churner) truth() map[string]bool {
 func converged(t *testing.T, nb *observed.NB, ns string, want map[string]bool, since time.Time, what string) time.Duration {
 	t.Helper()
 	var took time.Duration
-	waitFor(t, 30*time.Second, what, func() error {
+	looptest.WaitFor(t, 30*time.Second, what, func() error {
 		var missing, extra []string
 		have := map[string]bool{}
 		for name, p := range nb.State().Ports {
@@ -259,7 +260,7 @@ func TestRunAPIWatchBreak(t *testing.T) {
 	run := startRun(t, proxy.Kubeconfig, nbs.Addr(), "--leader-elect=false", "--allow-mass-delete")
 	nb := nbWatch(t, nbs.Addr())
 	loss := watchPortLoss(nb)
-	waitFor(t, 30*time.Second, "ready", func() error { _, err := run.get("/readyz"); return err })
+	looptest.WaitFor(t, 30*time.Second, "ready", func() error { _, err := run.get("/readyz"); return err })
 
 	c := &churner{t: t, k: k, ns: ns, deletedAt: map[string]time.Time{}}
 	// Pods the churner never deletes: one of them is the drift target.
@@ -366,7 +367,7 @@ func TestRunAPIWatchBreak(t *testing.T) {
 	took = converged(t, nb, ns, want, back, "converged after the API server restarted")
 	t.Logf("API server stopped in %s, down for %s: converged %s after it was ready again (%d API requests in the second before and after), %d ports",
 		stopped.Sub(stopAt).Round(time.Millisecond), back.Sub(stopAt).Round(time.Millisecond), took.Round(time.Millisecond), c.ops.Load(), len(want))
-	waitFor(t, 15*time.Second, "pod created after the restart annotated", func() error {
+	looptest.WaitFor(t, 15*time.Second, "pod created after the restart annotated", func() error {
 		p, err := k.Kube.CoreV1().Pods(ns).Get(context.Background(), last, metav1.GetOptions{})
 		if err != nil {
 			return err

@@ -17,6 +17,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/ovn-sync/ovn-sync/internal/kubetest"
+	"github.com/ovn-sync/ovn-sync/internal/looptest"
 	"github.com/ovn-sync/ovn-sync/internal/nbtest"
 	"github.com/ovn-sync/ovn-sync/observed"
 	"github.com/ovn-sync/ovn-sync/sources"
@@ -276,14 +277,14 @@ spec:
 		"--default-subnets", "10.16.0.0/16", "--kube-api-qps", "500", "--kube-api-burst", "1000", "-v", "0")
 	nb := nbWatch(t, nbs.Addr())
 	ports := sumPorts(0, 1000, 1)
-	waitFor(t, 120*time.Second, "every owner's ports", func() error {
+	looptest.WaitFor(t, 120*time.Second, "every owner's ports", func() error {
 		if n := len(wipeAddresses(nb)); n != ports {
 			return fmt.Errorf("%d ports, want %d", n, ports)
 		}
 		return nil
 	})
 	all := wipeAddresses(nb)
-	waitFor(t, 120*time.Second, "addresses published", func() error { return published(k, all) })
+	looptest.WaitFor(t, 120*time.Second, "addresses published", func() error { return published(k, all) })
 	if p := nb.State().Ports["migrating-0.wipe"]; p == nil || !strings.Contains(p.RequestedChassis, ",node-9") || p.ActivationStrategy != "rarp" {
 		t.Errorf("migrating VM's port: %+v, want bound to both nodes", p)
 	}
@@ -297,7 +298,7 @@ spec:
 		}
 	}
 	ports -= sumPorts(3, 3+5*50, 5)
-	waitFor(t, 120*time.Second, "the ports of the pods that went deleted", func() error {
+	looptest.WaitFor(t, 120*time.Second, "the ports of the pods that went deleted", func() error {
 		if n := len(wipeAddresses(nb)); n != ports {
 			return fmt.Errorf("%d ports, want %d", n, ports)
 		}
@@ -310,7 +311,7 @@ spec:
 	start = time.Now()
 	nbs.Wipe()
 	waitReconnect := func() {
-		waitFor(t, 60*time.Second, "ovn-sync reconnected", func() error {
+		looptest.WaitFor(t, 60*time.Second, "ovn-sync reconnected", func() error {
 			if n := run.metric("ovn_sync_nb_reconnects_total"); n <= reconnects {
 				return fmt.Errorf("%v reconnects", n)
 			}
@@ -319,20 +320,20 @@ spec:
 		reconnects = run.metric("ovn_sync_nb_reconnects_total")
 	}
 	waitReconnect()
-	waitFor(t, 120*time.Second, "converged after the wipe", func() error { return sameAddresses(nbs.Addr(), before) })
+	looptest.WaitFor(t, 120*time.Second, "converged after the wipe", func() error { return sameAddresses(nbs.Addr(), before) })
 	t.Logf("after the wipe: every IP and MAC back in %s", time.Since(start).Round(time.Millisecond))
 
 	// 100 owners come: new pods take the freed addresses.
 	c.owners(1000, 1100)
 	more := ports + sumPorts(1000, 1100, 1)
-	waitFor(t, 120*time.Second, "ports of the 100 new owners", func() error {
+	looptest.WaitFor(t, 120*time.Second, "ports of the 100 new owners", func() error {
 		if n := len(wipeAddresses(nb)); n != more {
 			return fmt.Errorf("%d ports, want %d", n, more)
 		}
 		return nil
 	})
 	after := wipeAddresses(nb)
-	waitFor(t, 120*time.Second, "addresses published", func() error { return published(k, after) })
+	looptest.WaitFor(t, 120*time.Second, "addresses published", func() error { return published(k, after) })
 	reused := 0
 	for name, a := range after {
 		if _, old := before[name]; !old && slices.Contains(slices.Collect(maps.Values(all)), a) {
@@ -345,7 +346,7 @@ spec:
 	start = time.Now()
 	nbs.Restore(backup)
 	waitReconnect()
-	waitFor(t, 120*time.Second, "converged after the restore", func() error { return sameAddresses(nbs.Addr(), after) })
+	looptest.WaitFor(t, 120*time.Second, "converged after the restore", func() error { return sameAddresses(nbs.Addr(), after) })
 	t.Logf("after the restore: every IP and MAC back in %s", time.Since(start).Round(time.Millisecond))
 	nb = nbWatch(t, nbs.Addr())
 	seen := map[string]string{}

@@ -93,7 +93,7 @@ func TestRunConcurrentWriter(t *testing.T) {
 		ip := lowestFree(tr.NB.State())
 		name := fmt.Sprintf("foreign-low-%d", round)
 		addForeign("ovn-default", name, "0a:00:00:00:02:0"+fmt.Sprint(round)+" "+ip.String())
-		waitFor(t, 5*time.Second, "the foreign port in ovn-sync's cache", func() error {
+		looptest.WaitFor(t, 5*time.Second, "the foreign port in ovn-sync's cache", func() error {
 			if tr.NB.State().Ports[name] == nil {
 				return fmt.Errorf("not yet")
 			}
@@ -223,7 +223,7 @@ func foreignRow(t *testing.T, s *nbtest.Server, name string) string {
 // pass over them and the NB cache would plan nothing.
 func waitConverged(t *testing.T, tr *looptest.Runner) {
 	t.Helper()
-	waitFor(t, 10*time.Second, "ovn-sync converged", func() error {
+	looptest.WaitFor(t, 10*time.Second, "ovn-sync converged", func() error {
 		pods, err := tr.Kube.CoreV1().Pods("ns").List(context.Background(), metav1.ListOptions{})
 		if err != nil {
 			return err
