@@ -560,25 +560,25 @@ func (b *builder) buildNetworks(cfg Config, nads []*nadv1.NetworkAttachmentDefin
 			b.problem(kindNAD, nad.Namespace, nad.Name, reason, msg)
 			b.nads[ref] = nadEntry{state: nadInvalid, why: "is invalid"}
 		}
+		// unmanaged is an ovn-kubernetes network of a kind ovn-sync does
+		// not manage: a Problem on the NAD; ports already on it are kept.
+		unmanaged := func(reason string, err error, what string) {
+			msg := err.Error()
+			if b.inUse(ref.String()) {
+				msg += "; its switch and ports are in the NB: kept as they are while owners use it"
+			}
+			b.problem(kindNAD, nad.Namespace, nad.Name, reason, msg)
+			b.nads[ref] = nadEntry{state: nadInvalid, why: "is not managed: " + what}
+		}
 		mc, un, err := parseNADConfig(nad.Spec.Config)
 		var te topologyError
 		var re roleError
 		switch {
 		case errors.As(err, &te):
-			msg := err.Error()
-			if b.inUse(ref.String()) {
-				msg += "; its switch and ports are in the NB: kept as they are while owners use it"
-			}
-			b.problem(kindNAD, nad.Namespace, nad.Name, "UnmanagedTopology", msg)
-			b.nads[ref] = nadEntry{state: nadInvalid, why: "is not managed: topology " + te.topology}
+			unmanaged("UnmanagedTopology", err, "topology "+te.topology)
 			continue
 		case errors.As(err, &re):
-			msg := err.Error()
-			if b.inUse(ref.String()) {
-				msg += "; its switch and ports are in the NB: kept as they are while owners use it"
-			}
-			b.problem(kindNAD, nad.Namespace, nad.Name, "UnmanagedRole", msg)
-			b.nads[ref] = nadEntry{state: nadInvalid, why: "is not managed: role " + re.role}
+			unmanaged("UnmanagedRole", err, "role "+re.role)
 			continue
 		case err != nil:
 			invalid("InvalidNetworkAttachmentDefinition", err.Error())
