@@ -119,7 +119,7 @@ func seedPort(t *testing.T, s *nbtest.Server, name, owner, addrs string) string 
 	s.NBCtl("lsp-add", "ovn-default", name, "--", "lsp-set-addresses", name, addrs, "--", "lsp-set-port-security", name, addrs,
 		"--", "set", "Logical_Switch_Port", name, "external_ids:ovn-sync/owner="+owner,
 		"external_ids:ovn-sync/network=default", "external_ids:ovn-sync/switch=ovn-default")
-	return get(t, s, "Logical_Switch_Port", name, "_uuid")
+	return s.Get("Logical_Switch_Port", name, "_uuid")
 }
 
 // TestRunnerNoPassBeforeSync: while one informer cannot list its kind,
@@ -149,7 +149,7 @@ func TestRunnerNoPassBeforeSync(t *testing.T) {
 		t.Errorf("%d transactions committed before every informer synced", n)
 	}
 	for _, name := range []string{"vm1.ns", "gone.ns"} {
-		if get(t, s, "Logical_Switch_Port", name, "_uuid") == "" {
+		if s.Get("Logical_Switch_Port", name, "_uuid") == "" {
 			t.Errorf("port %s deleted before every informer synced", name)
 		}
 	}
@@ -161,7 +161,7 @@ func TestRunnerNoPassBeforeSync(t *testing.T) {
 		}
 		return nil
 	})
-	if u := get(t, s, "Logical_Switch_Port", "vm1.ns", "_uuid"); u != vmUUID {
+	if u := s.Get("Logical_Switch_Port", "vm1.ns", "_uuid"); u != vmUUID {
 		t.Errorf("vm1.ns uuid %q, want %q: the VM's port was deleted", u, vmUUID)
 	}
 }
@@ -222,7 +222,7 @@ func TestRunnerWithholdsDeletesUntilNewInformerSynced(t *testing.T) {
 		}
 		return nil
 	})
-	if u := get(t, s, "Logical_Switch_Port", "solo.ns", "_uuid"); u != soloUUID {
+	if u := s.Get("Logical_Switch_Port", "solo.ns", "_uuid"); u != soloUUID {
 		t.Errorf("solo.ns uuid %q, want %q: deleted while VMIs were not synced", u, soloUUID)
 	}
 	release()
@@ -234,19 +234,9 @@ func TestRunnerWithholdsDeletesUntilNewInformerSynced(t *testing.T) {
 func waitConvergedTo(t *testing.T, tr *looptest.Runner, s *nbtest.Server, name, uuid string) {
 	t.Helper()
 	waitConverged(t, tr)
-	if u := get(t, s, "Logical_Switch_Port", name, "_uuid"); u != uuid {
+	if u := s.Get("Logical_Switch_Port", name, "_uuid"); u != uuid {
 		t.Errorf("%s uuid %q, want %q", name, u, uuid)
 	}
-}
-
-// get reads one column or key of a row with ovn-nbctl ("" when absent).
-func get(t *testing.T, s *nbtest.Server, table, record, column string) string {
-	t.Helper()
-	out, err := s.TryNBCtl("--if-exists", "get", table, record, column)
-	if err != nil {
-		t.Fatalf("ovn-nbctl get %s %s %s: %v", table, record, column, err)
-	}
-	return strings.Trim(out, `"`)
 }
 
 // waitConverged waits until a pass over what the informers hold would

@@ -54,7 +54,7 @@ func runOneShot(t *testing.T, s *nbtest.Server, cfg, cmd, dir string, wantCode i
 
 func addresses(t *testing.T, s *nbtest.Server, port string) string {
 	t.Helper()
-	return strings.Trim(get(t, s, "Logical_Switch_Port", port, "addresses"), `[]"`)
+	return strings.Trim(s.Get("Logical_Switch_Port", port, "addresses"), `[]"`)
 }
 
 func pod(name, ns, created, annotations string) string {
@@ -185,7 +185,7 @@ func TestOutsideEditNoDuplicate(t *testing.T) {
 	if got := s.NBCtl("list", "Logical_Switch_Port", "intruder"); got != intruder {
 		t.Errorf("the foreign port changed:\nbefore\n%s\nafter\n%s", intruder, got)
 	}
-	if ps := strings.Trim(get(t, s, "Logical_Switch_Port", "web-2.default", "port_security"), `[]"`); ps != addresses(t, s, "web-2.default") {
+	if ps := strings.Trim(s.Get("Logical_Switch_Port", "web-2.default", "port_security"), `[]"`); ps != addresses(t, s, "web-2.default") {
 		t.Errorf("web-2 port_security %q differs from its addresses", ps)
 	}
 	runOneShot(t, s, cfg, "plan", dir, 0, "--detailed-exitcode")
@@ -287,7 +287,7 @@ func TestNADTypoKeepsNetwork(t *testing.T) {
 	}
 	runOneShot(t, s, cfg, "apply", manifestDir(t, map[string]string{"nad.yaml": l2NAD, "pods.yaml": pods}), 0)
 	before := addresses(t, s, "b.tenant.l2.tenant.ovn")
-	uuid := get(t, s, "Logical_Switch", "l2.tenant", "_uuid")
+	uuid := s.Get("Logical_Switch", "l2.tenant", "_uuid")
 	typo := manifestDir(t, map[string]string{"nad.yaml": strings.Replace(l2NAD, "ovn-k8s-cni-overlay", "ovn-k8s-cni-overlayy", 1), "pods.yaml": pods})
 	out := runOneShot(t, s, cfg, "apply", typo, 0)
 	if !strings.Contains(out, `NetworkAttachmentDefinition tenant/l2: spec.config: "type" "ovn-k8s-cni-overlayy"`) {
@@ -296,7 +296,7 @@ func TestNADTypoKeepsNetwork(t *testing.T) {
 	if got := addresses(t, s, "b.tenant.l2.tenant.ovn"); got != before {
 		t.Errorf("b's port on l2 = %q, want %q", got, before)
 	}
-	if got := get(t, s, "Logical_Switch", "l2.tenant", "_uuid"); got != uuid {
+	if got := s.Get("Logical_Switch", "l2.tenant", "_uuid"); got != uuid {
 		t.Errorf("switch l2.tenant = %q, want %q", got, uuid)
 	}
 }
@@ -332,7 +332,7 @@ func TestMultusDefaultNetwork(t *testing.T) {
 	if got, _ := s.TryNBCtl("--if-exists", "get", "Logical_Switch_Port", "p.tenant", "addresses"); got != "" {
 		t.Errorf("p.tenant exists on the default switch: %s", got)
 	}
-	if got := get(t, s, "Logical_Switch_Port", "p.tenant.l2.tenant.ovn", "external_ids:ovn-sync/switch"); got != "l2.tenant" {
+	if got := s.Get("Logical_Switch_Port", "p.tenant.l2.tenant.ovn", "external_ids:ovn-sync/switch"); got != "l2.tenant" {
 		t.Errorf("p's primary port is on %q, want l2.tenant", got)
 	}
 }

@@ -546,7 +546,7 @@ func checkAdopted(t *testing.T, s *nbtest.Server, before nbSnapshot) {
 			if opts["requested-chassis"] != p.node {
 				t.Errorf("%s: options:requested-chassis = %q, want %q", name, opts["requested-chassis"], p.node)
 			}
-			if ps := strings.Trim(get(t, s, "Logical_Switch_Port", name, "port_security"), `[]"`); ps != p.addresses {
+			if ps := strings.Trim(s.Get("Logical_Switch_Port", name, "port_security"), `[]"`); ps != p.addresses {
 				t.Errorf("%s: port_security = %q, want its addresses %q", name, ps, p.addresses)
 			}
 		}
@@ -735,7 +735,7 @@ func TestAdoptRefusesMislabelledPort(t *testing.T) {
 		"--", "set", "Logical_Switch_Port", "dyn.default", "external_ids:vendor=kube-ovn", "external_ids:ls=ovn-default")
 	dir := manifestDir(t, map[string]string{"pod.yaml": pod("dyn", "default", "2026-01-01T00:00:00Z", "")})
 	out := runOneShot(t, s, configFile(t), "apply", dir, 1, "--adopt", "kube-ovn")
-	if got := get(t, s, "Logical_Switch_Port", "dyn.default", "external_ids:"+state.KeyOwner); got != "" {
+	if got := s.Get("Logical_Switch_Port", "dyn.default", "external_ids:"+state.KeyOwner); got != "" {
 		t.Errorf("mislabelled port adopted (owner %q); output:\n%s", got, out)
 	}
 }

@@ -96,13 +96,13 @@ spec:
 	if ours == "" || strings.Contains(ours, "\n") {
 		t.Fatalf("DHCP_Options rows of the default network's owner: %q, want one", ours)
 	}
-	if got := get(t, s, "Logical_Switch_Port", "db.tenant", "dhcpv4_options"); got != ours {
+	if got := s.Get("Logical_Switch_Port", "db.tenant", "dhcpv4_options"); got != ours {
 		t.Errorf("db.tenant dhcpv4_options = %q, want our row %s", got, ours)
 	}
-	if got := get(t, s, "DHCP_Options", ours, "options:server_id"); got != "10.16.0.1" {
+	if got := s.Get("DHCP_Options", ours, "options:server_id"); got != "10.16.0.1" {
 		t.Errorf("server_id = %q, want the gateway", got)
 	}
-	mac := get(t, s, "DHCP_Options", ours, "options:server_mac")
+	mac := s.Get("DHCP_Options", ours, "options:server_mac")
 	runOneShot(t, s, cfg, "plan", dir, 0, "--detailed-exitcode")
 
 	stdout, stderr, code := ovnSync(t, "explain", "vm/tenant/db", "-f", dir, "--nb", s.Addr(), "--config", cfg)
@@ -114,10 +114,10 @@ spec:
 	// Another pass writes the same server_mac: it is derived, not random.
 	s.NBCtl("set", "DHCP_Options", ours, `options:lease_time="1"`)
 	runOneShot(t, s, cfg, "apply", dir, 0)
-	if got := get(t, s, "DHCP_Options", ours, "options:lease_time"); got != "600" {
+	if got := s.Get("DHCP_Options", ours, "options:lease_time"); got != "600" {
 		t.Errorf("lease_time after a repair = %q, want 600", got)
 	}
-	if got := get(t, s, "DHCP_Options", ours, "options:server_mac"); got != mac {
+	if got := s.Get("DHCP_Options", ours, "options:server_mac"); got != mac {
 		t.Errorf("server_mac = %q after another pass, was %q", got, mac)
 	}
 
@@ -125,16 +125,16 @@ spec:
 	// with it; the NAD's stays; the foreign row is as it was.
 	off := writeCfg("  gateway: \"10.16.0.1\"\n")
 	runOneShot(t, s, off, "apply", dir, 0)
-	if got := get(t, s, "Logical_Switch_Port", "db.tenant", "dhcpv4_options"); got != "[]" {
+	if got := s.Get("Logical_Switch_Port", "db.tenant", "dhcpv4_options"); got != "[]" {
 		t.Errorf("db.tenant dhcpv4_options = %q after DHCP off, want []", got)
 	}
 	if got := strings.TrimSpace(s.NBCtl("--bare", "--columns=_uuid", "find", "DHCP_Options", `external_ids:"ovn-sync/owner"=ovn-sync`)); got != "" {
 		t.Errorf("our default network's DHCP_Options row %q survived DHCP off", got)
 	}
-	if got := get(t, s, "Logical_Switch_Port", "db.tenant.l2.tenant.ovn", "dhcpv4_options"); got == "[]" {
+	if got := s.Get("Logical_Switch_Port", "db.tenant.l2.tenant.ovn", "dhcpv4_options"); got == "[]" {
 		t.Errorf("the NAD's port lost its dhcpv4_options")
 	}
-	if got := get(t, s, "DHCP_Options", theirs, "options:lease_time"); got != "60" {
+	if got := s.Get("DHCP_Options", theirs, "options:lease_time"); got != "60" {
 		t.Errorf("the foreign DHCP_Options row: lease_time %q, want 60 (untouched)", got)
 	}
 	runOneShot(t, s, off, "plan", dir, 0, "--detailed-exitcode")

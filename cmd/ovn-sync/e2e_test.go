@@ -81,16 +81,6 @@ func stage(t *testing.T, replace map[string]string, add ...string) string {
 	return dir
 }
 
-// get reads one column or key of a row with ovn-nbctl.
-func get(t *testing.T, s *nbtest.Server, table, record, column string) string {
-	t.Helper()
-	out, err := s.TryNBCtl("--if-exists", "get", table, record, column)
-	if err != nil {
-		t.Fatalf("ovn-nbctl get %s %s %s: %v", table, record, column, err)
-	}
-	return strings.Trim(out, `"`)
-}
-
 func applyOK(t *testing.T, s *nbtest.Server, dir string) string {
 	t.Helper()
 	out, errOut, code := ovnSync(t, "apply", "-f", dir, "--nb", s.Addr(), "--config", "../../examples/ovn-sync.yaml")
@@ -159,16 +149,16 @@ func checkSeedPorts(t *testing.T, s *nbtest.Server) {
 
 	// Failure 1: the stopped VM keeps its spec-only Multus network, with its MAC.
 	blue := "win-db.tenant.blue.tenant.ovn"
-	if a := get(t, s, "Logical_Switch_Port", blue, "addresses"); !strings.HasPrefix(a, `["02:00:00:00:be:01 192.168.100.`) {
+	if a := s.Get("Logical_Switch_Port", blue, "addresses"); !strings.HasPrefix(a, `["02:00:00:00:be:01 192.168.100.`) {
 		t.Errorf("%s addresses = %s, want the interface's MAC and an address of tenant/blue", blue, a)
 	}
-	if rc := get(t, s, "Logical_Switch_Port", blue, "options:requested-chassis"); rc != "" {
+	if rc := s.Get("Logical_Switch_Port", blue, "options:requested-chassis"); rc != "" {
 		t.Errorf("stopped VM port %s has requested-chassis %q", blue, rc)
 	}
-	if o := get(t, s, "Logical_Switch_Port", blue, "external_ids:ovn-sync/owner"); o != "VirtualMachine/tenant/win-db" {
+	if o := s.Get("Logical_Switch_Port", blue, "external_ids:ovn-sync/owner"); o != "VirtualMachine/tenant/win-db" {
 		t.Errorf("%s owner = %q", blue, o)
 	}
-	if n := get(t, s, "Logical_Switch_Port", blue, "external_ids:ovn-sync/network"); n != "tenant/blue" {
+	if n := s.Get("Logical_Switch_Port", blue, "external_ids:ovn-sync/network"); n != "tenant/blue" {
 		t.Errorf("%s network = %q", blue, n)
 	}
 	if sw := s.NBCtl("lsp-get-ls", blue); !strings.Contains(sw, "(blue.tenant)") {
@@ -177,23 +167,23 @@ func checkSeedPorts(t *testing.T, s *nbtest.Server) {
 
 	// Failure 2: the migrating VM has one port, bound to both chassis.
 	rhel := "rhel-app.default"
-	if a := get(t, s, "Logical_Switch_Port", rhel, "addresses"); !strings.Contains(a, " 10.16.0.100 ") && !strings.HasSuffix(a, ` 10.16.0.100"]`) {
+	if a := s.Get("Logical_Switch_Port", rhel, "addresses"); !strings.Contains(a, " 10.16.0.100 ") && !strings.HasSuffix(a, ` 10.16.0.100"]`) {
 		t.Errorf("%s addresses = %s, want its fixed IP 10.16.0.100", rhel, a)
 	}
-	if rc := get(t, s, "Logical_Switch_Port", rhel, "options:requested-chassis"); rc != "node-1,node-3" {
+	if rc := s.Get("Logical_Switch_Port", rhel, "options:requested-chassis"); rc != "node-1,node-3" {
 		t.Errorf("%s requested-chassis = %q, want node-1,node-3", rhel, rc)
 	}
-	if as := get(t, s, "Logical_Switch_Port", rhel, "options:activation-strategy"); as != "rarp" {
+	if as := s.Get("Logical_Switch_Port", rhel, "options:activation-strategy"); as != "rarp" {
 		t.Errorf("%s activation-strategy = %q, want rarp", rhel, as)
 	}
 
-	if a := get(t, s, "Logical_Switch_Port", "dns-0.default", "addresses"); !strings.HasPrefix(a, `["00:00:00:53:53:53 10.16.0.53`) {
+	if a := s.Get("Logical_Switch_Port", "dns-0.default", "addresses"); !strings.HasPrefix(a, `["00:00:00:53:53:53 10.16.0.53`) {
 		t.Errorf("dns-0.default addresses = %s, want its requested MAC and IP", a)
 	}
-	if ps, a := get(t, s, "Logical_Switch_Port", "web-0.default", "port_security"), get(t, s, "Logical_Switch_Port", "web-0.default", "addresses"); ps != a {
+	if ps, a := s.Get("Logical_Switch_Port", "web-0.default", "port_security"), s.Get("Logical_Switch_Port", "web-0.default", "addresses"); ps != a {
 		t.Errorf("web-0.default port_security %s != addresses %s", ps, a)
 	}
-	if rc := get(t, s, "Logical_Switch_Port", "web-0.default", "options:requested-chassis"); rc != "node-1" {
+	if rc := s.Get("Logical_Switch_Port", "web-0.default", "options:requested-chassis"); rc != "node-1" {
 		t.Errorf("web-0.default requested-chassis = %q, want node-1", rc)
 	}
 }
@@ -203,23 +193,23 @@ func checkSeedPorts(t *testing.T, s *nbtest.Server) {
 func TestLifecycleAgainstRealNB(t *testing.T) {
 	s := nbtest.Start(t)
 	applyOK(t, s, stage(t, nil))
-	rhelAddr := get(t, s, "Logical_Switch_Port", "rhel-app.default", "addresses")
-	winAddr := get(t, s, "Logical_Switch_Port", "win-db.tenant", "addresses")
-	winBlue := get(t, s, "Logical_Switch_Port", "win-db.tenant.blue.tenant.ovn", "addresses")
-	rhelUUID := get(t, s, "Logical_Switch_Port", "rhel-app.default", "_uuid")
+	rhelAddr := s.Get("Logical_Switch_Port", "rhel-app.default", "addresses")
+	winAddr := s.Get("Logical_Switch_Port", "win-db.tenant", "addresses")
+	winBlue := s.Get("Logical_Switch_Port", "win-db.tenant.blue.tenant.ovn", "addresses")
+	rhelUUID := s.Get("Logical_Switch_Port", "rhel-app.default", "_uuid")
 
 	// The migration completes: one chassis, no activation strategy, same row, same addresses.
 	applyOK(t, s, stage(t, map[string]string{"40-vm-migrating.yaml": "testdata/migrated/rhel-app.yaml"}))
-	if rc := get(t, s, "Logical_Switch_Port", "rhel-app.default", "options:requested-chassis"); rc != "node-3" {
+	if rc := s.Get("Logical_Switch_Port", "rhel-app.default", "options:requested-chassis"); rc != "node-3" {
 		t.Errorf("after migration, requested-chassis = %q, want node-3", rc)
 	}
-	if as := get(t, s, "Logical_Switch_Port", "rhel-app.default", "options:activation-strategy"); as != "" {
+	if as := s.Get("Logical_Switch_Port", "rhel-app.default", "options:activation-strategy"); as != "" {
 		t.Errorf("after migration, activation-strategy = %q, want unset", as)
 	}
-	if a := get(t, s, "Logical_Switch_Port", "rhel-app.default", "addresses"); a != rhelAddr {
+	if a := s.Get("Logical_Switch_Port", "rhel-app.default", "addresses"); a != rhelAddr {
 		t.Errorf("after migration, addresses = %s, want %s", a, rhelAddr)
 	}
-	if u := get(t, s, "Logical_Switch_Port", "rhel-app.default", "_uuid"); u != rhelUUID {
+	if u := s.Get("Logical_Switch_Port", "rhel-app.default", "_uuid"); u != rhelUUID {
 		t.Errorf("the port was recreated during migration (uuid %s -> %s)", rhelUUID, u)
 	}
 
@@ -228,22 +218,22 @@ func TestLifecycleAgainstRealNB(t *testing.T) {
 		"40-vm-migrating.yaml": "testdata/migrated/rhel-app.yaml",
 		"30-vm-stopped.yaml":   "testdata/restarted/win-db.yaml",
 	}))
-	if a := get(t, s, "Logical_Switch_Port", "win-db.tenant", "addresses"); a != winAddr {
+	if a := s.Get("Logical_Switch_Port", "win-db.tenant", "addresses"); a != winAddr {
 		t.Errorf("after start, win-db.tenant addresses = %s, want %s", a, winAddr)
 	}
-	if a := get(t, s, "Logical_Switch_Port", "win-db.tenant.blue.tenant.ovn", "addresses"); a != winBlue {
+	if a := s.Get("Logical_Switch_Port", "win-db.tenant.blue.tenant.ovn", "addresses"); a != winBlue {
 		t.Errorf("after start, blue addresses = %s, want %s", a, winBlue)
 	}
-	if rc := get(t, s, "Logical_Switch_Port", "win-db.tenant", "options:requested-chassis"); rc != "node-4" {
+	if rc := s.Get("Logical_Switch_Port", "win-db.tenant", "options:requested-chassis"); rc != "node-4" {
 		t.Errorf("after start, requested-chassis = %q, want node-4", rc)
 	}
 
 	// Stopped again: the ports stay, unbound, with the same addresses.
 	applyOK(t, s, stage(t, map[string]string{"40-vm-migrating.yaml": "testdata/migrated/rhel-app.yaml"}))
-	if a := get(t, s, "Logical_Switch_Port", "win-db.tenant.blue.tenant.ovn", "addresses"); a != winBlue {
+	if a := s.Get("Logical_Switch_Port", "win-db.tenant.blue.tenant.ovn", "addresses"); a != winBlue {
 		t.Errorf("after stop, blue addresses = %s, want %s", a, winBlue)
 	}
-	if rc := get(t, s, "Logical_Switch_Port", "win-db.tenant", "options:requested-chassis"); rc != "" {
+	if rc := s.Get("Logical_Switch_Port", "win-db.tenant", "options:requested-chassis"); rc != "" {
 		t.Errorf("after stop, requested-chassis = %q, want unset", rc)
 	}
 }
@@ -258,13 +248,13 @@ func TestBadInputAgainstRealNB(t *testing.T) {
 	s.NBCtl("lsp-add", "ovn-default", "foreign", "--", "lsp-set-addresses", "foreign", "0a:00:00:00:00:02 10.16.0.2")
 	applyOK(t, s, stage(t, nil, "testdata/red/red.yaml"))
 	for _, name := range strings.Fields(s.NBCtl("--bare", "--columns=name", "list", "Logical_Switch_Port")) {
-		a := get(t, s, "Logical_Switch_Port", name, "addresses")
+		a := s.Get("Logical_Switch_Port", name, "addresses")
 		if name != "foreign" && (strings.Contains(a, " 10.16.0.2\"") || strings.Contains(a, " 10.16.0.2 ")) {
 			t.Errorf("port %s has %s: 10.16.0.2, held by a foreign port, was handed out again", name, a)
 		}
 	}
 	redPort := "red-client.tenant.red.tenant.ovn"
-	redAddr := get(t, s, "Logical_Switch_Port", redPort, "addresses")
+	redAddr := s.Get("Logical_Switch_Port", redPort, "addresses")
 	if !strings.Contains(redAddr, "172.20.0.") {
 		t.Fatalf("%s addresses = %q, want one of 172.20.0.0/24", redPort, redAddr)
 	}
@@ -289,11 +279,11 @@ func TestBadInputAgainstRealNB(t *testing.T) {
 		t.Errorf("bad input changed existing ports.\nbefore:\n%s\nafter:\n%s", dump, got)
 	}
 	for _, p := range []string{"bad-ip.default", "thief.default"} {
-		if u := get(t, s, "Logical_Switch_Port", p, "_uuid"); u != "" {
+		if u := s.Get("Logical_Switch_Port", p, "_uuid"); u != "" {
 			t.Errorf("port %s was created for bad input", p)
 		}
 	}
-	if o := get(t, s, "Logical_Switch_Port", "foreign", "external_ids"); o != "{}" {
+	if o := s.Get("Logical_Switch_Port", "foreign", "external_ids"); o != "{}" {
 		t.Errorf("foreign port external_ids = %s, want untouched {}", o)
 	}
 }

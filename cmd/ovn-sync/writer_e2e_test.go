@@ -139,10 +139,10 @@ func TestRunConcurrentWriter(t *testing.T) {
 		if got := s.NBCtl("--bare", "--columns=_uuid,addresses,port_security", "list", "Logical_Switch_Port", name); got != row {
 			t.Errorf("port %s, which the writer left alone, changed:\nbefore %s\nafter  %s", name, row, got)
 		}
-		if v := get(t, s, "Logical_Switch_Port", name, "options:foo"); v != "bar" {
+		if v := s.Get("Logical_Switch_Port", name, "options:foo"); v != "bar" {
 			t.Errorf("port %s lost the writer's options:foo (%q)", name, v)
 		}
-		if v := get(t, s, "Logical_Switch_Port", name, "external_ids:other-tool"); v != "x" {
+		if v := s.Get("Logical_Switch_Port", name, "external_ids:other-tool"); v != "x" {
 			t.Errorf("port %s lost the writer's external_ids:other-tool (%q)", name, v)
 		}
 	}

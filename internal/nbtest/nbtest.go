@@ -168,6 +168,13 @@ func (s *Server) NBCtl(args ...string) string {
 	return out
 }
 
+// Get reads one column or key of a row with ovn-nbctl ("" when the row or
+// key is absent), without the quotes ovn-nbctl puts around a string.
+func (s *Server) Get(table, record, column string) string {
+	s.t.Helper()
+	return strings.Trim(s.NBCtl("--if-exists", "get", table, record, column), `"`)
+}
+
 // TryNBCtl is NBCtl returning the error instead of failing the test.
 func (s *Server) TryNBCtl(args ...string) (string, error) {
 	return nbctl(s.Addr(), 10*time.Second, args)
