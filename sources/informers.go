@@ -250,7 +250,7 @@ func (s *Informers) watchCRD(k Kind) {
 		func(o *metav1.ListOptions) { o.FieldSelector = "metadata.name=" + name })
 	seen := func(obj any) {
 		u, ok := Unwrap(obj).(*unstructured.Unstructured)
-		if !ok || !crdEstablished(u) {
+		if !ok || !CRDEstablished(u) {
 			return
 		}
 		// The API server may serve the kind a moment after the CRD is
@@ -285,8 +285,9 @@ func (s *Informers) isAbsent(k Kind) bool {
 	return s.absent[k]
 }
 
-// crdEstablished reports whether a CRD's Established condition is True.
-func crdEstablished(u *unstructured.Unstructured) bool {
+// CRDEstablished reports whether a CustomResourceDefinition's Established
+// condition is True: its resource is served.
+func CRDEstablished(u *unstructured.Unstructured) bool {
 	conds, _, _ := unstructured.NestedSlice(u.Object, "status", "conditions")
 	for _, c := range conds {
 		m, _ := c.(map[string]any)

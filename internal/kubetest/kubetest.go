@@ -22,6 +22,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ovn-sync/ovn-sync/sources"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -415,7 +416,7 @@ func (s *Server) InstallCRDs() {
 	for _, n := range names {
 		for {
 			u, err := s.Dynamic.Resource(crdGVR).Get(ctx, n, metav1.GetOptions{})
-			if err == nil && established(u) {
+			if err == nil && sources.CRDEstablished(u) {
 				break
 			}
 			if time.Now().After(deadline) {
@@ -434,17 +435,6 @@ func (s *Server) InstallCRDs() {
 			time.Sleep(50 * time.Millisecond)
 		}
 	}
-}
-
-func established(u *unstructured.Unstructured) bool {
-	conds, _, _ := unstructured.NestedSlice(u.Object, "status", "conditions")
-	for _, c := range conds {
-		m, _ := c.(map[string]any)
-		if m["type"] == "Established" && m["status"] == "True" {
-			return true
-		}
-	}
-	return false
 }
 
 // Namespace creates a namespace (it is fine if it exists).
