@@ -633,18 +633,12 @@ func stripPod(obj any) (any, error) {
 		p.Obj = o
 		return p, err
 	case *corev1.Pod:
-		lean := &corev1.Pod{
+		return &corev1.Pod{
 			TypeMeta:   p.TypeMeta,
-			ObjectMeta: p.ObjectMeta,
+			ObjectMeta: leanMeta(p.ObjectMeta),
 			Spec:       corev1.PodSpec{NodeName: p.Spec.NodeName, HostNetwork: p.Spec.HostNetwork},
 			Status:     corev1.PodStatus{Phase: p.Status.Phase},
-		}
-		lean.ManagedFields = nil
-		if _, ok := p.Annotations[corev1.LastAppliedConfigAnnotation]; ok {
-			lean.Annotations = maps.Clone(p.Annotations)
-			delete(lean.Annotations, corev1.LastAppliedConfigAnnotation)
-		}
-		return lean, nil
+		}, nil
 	case *appsv1.StatefulSet:
 		// Of a StatefulSet only its replicas and ordinals are read.
 		lean := &appsv1.StatefulSet{
