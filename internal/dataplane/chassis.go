@@ -226,6 +226,66 @@ func (i *Iface) SendRARP() error {
 	})
 }
 
+// CaptureUnicast starts counting the frames the interface receives
+// addressed to its own MAC (unicast to the guest; broadcast and multicast,
+// such as ARP and neighbour solicitations flooded on the switch, are not
+// counted). stop ends the capture and describes each frame counted.
+func (i *Iface) CaptureUnicast() (stop func() []string, err error) {
+	var fd int
+	err = inNetns(i.Guest.NS, func() error {
+		ifi, err := net.InterfaceByName(i.Name)
+		if err != nil {
+			return err
+		}
+		proto := int(htons(unix.ETH_P_ALL))
+		if fd, err = unix.Socket(unix.AF_PACKET, unix.SOCK_RAW, proto); err != nil {
+			return err
+		}
+		if err := unix.Bind(fd, &unix.SockaddrLinklayer{Protocol: htons(unix.ETH_P_ALL), Ifindex: ifi.Index}); err != nil {
+			unix.Close(fd)
+			return err
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	// A read returns at least every 100ms, so that stop is seen.
+	tv := unix.NsecToTimeval((100 * time.Millisecond).Nanoseconds())
+	if err := unix.SetsockoptTimeval(fd, unix.SOL_SOCKET, unix.SO_RCVTIMEO, &tv); err != nil {
+		unix.Close(fd)
+		return nil, err
+	}
+	var (
+		done   = make(chan struct{})
+		ended  = make(chan []string)
+		frames []string
+	)
+	go func() {
+		defer unix.Close(fd)
+		buf := make([]byte, 2048)
+		for {
+			select {
+			case <-done:
+				ended <- frames
+				return
+			default:
+			}
+			n, from, err := unix.Recvfrom(fd, buf, 0)
+			if err != nil || n < 14 {
+				continue
+			}
+			if ll, ok := from.(*unix.SockaddrLinklayer); ok && ll.Pkttype == unix.PACKET_HOST {
+				frames = append(frames, fmt.Sprintf("from %s ethertype %#04x, %d bytes", net.HardwareAddr(buf[6:12]), int(buf[12])<<8|int(buf[13]), n))
+			}
+		}
+	}()
+	return func() []string { close(done); return <-ended }, nil
+}
+
+// htons is v in network byte order, as AF_PACKET wants its protocol.
+func htons(v uint16) uint16 { return v<<8 | v>>8 }
+
 // inNetns runs f on a thread in the named network namespace.
 func inNetns(ns string, f func() error) error {
 	runtime.LockOSThread()
