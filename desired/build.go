@@ -34,10 +34,20 @@ import (
 // Build is deterministic: it does not depend on the order of the slices in
 // in, reads no clock and starts no goroutine.
 func Build(in Inputs, cfg Config, have state.State) Result {
+	return buildScoped(in, cfg, have, nil)
+}
+
+// buildScoped is Build, or with sc an incremental Build of sc's owners only (see
+// Incremental.Update).
+func buildScoped(in Inputs, cfg Config, have state.State, sc *scope) Result {
 	b := newBuilder(in, have)
+	b.scoped = sc
 	b.indexNamespaces(in.Namespaces)
 	b.adopt = cfg.Adopt
 	b.buildNetworks(cfg, in.NetworkAttachmentDefinitions)
+	if sc != nil {
+		sc.ownersStarted = true
+	}
 	b.indexKubeVirt(in)
 	b.addPods(in)
 	b.addVirtualMachines(in)
@@ -97,7 +107,13 @@ type builder struct {
 	haveNets    map[string][]*state.Port
 
 	problems []Problem
-	notices  []Problem
+	// problemOwners[i] is the owner whose port problems[i] is about, "" for
+	// a problem of a network (a NAD, a Subnet, the config).
+	problemOwners []string
+	notices       []Problem
+	// scoped is set for a Build of some owners only (Incremental.Update);
+	// it is nil for a full Build.
+	scoped *scope
 	// again is set when a claim waits for a port this pass removes or
 	// readdresses (see Result.Again).
 	again bool
@@ -164,11 +180,31 @@ func (b *builder) ownerProblem(o *owner, reason, msg string) {
 	if o.vmi != "" {
 		kind, name = kindVirtualMachineInst, o.vmi
 	}
-	b.problem(kind, o.ns, name, reason, msg)
+	b.problemFor(o, kind, o.ns, name, reason, msg)
 }
 
+// problem records a Problem of a network: a NAD, a Subnet, the config.
 func (b *builder) problem(kind, ns, name, reason, msg string) {
+	b.problemFor(nil, kind, ns, name, reason, msg)
+}
+
+// problemFor records a Problem on an object read for o's ports (o's own,
+// or one of its records). An incremental Build replaces the problems of
+// the owners it rebuilds and keeps the others'.
+func (b *builder) problemFor(o *owner, kind, ns, name, reason, msg string) {
+	id := ""
+	if o != nil {
+		id = o.id
+	} else if b.scoped != nil && b.scoped.ownersStarted {
+		b.scoped.abort("a problem of no owner while reading owners: " + reason)
+	}
 	b.problems = append(b.problems, Problem{Kind: kind, Namespace: ns, Name: name, Reason: reason, Message: msg})
+	b.problemOwners = append(b.problemOwners, id)
+}
+
+// dropProblems forgets the problems recorded after the first n.
+func (b *builder) dropProblems(n int) {
+	b.problems, b.problemOwners = b.problems[:n], b.problemOwners[:n]
 }
 
 // owner is whatever a port belongs to: a Pod, a VirtualMachine or a
@@ -359,6 +395,9 @@ func (b *builder) add(s *portSpec) {
 	// One map operation in the common case: insert, and see whether the map
 	// grew. If it did not, the name was taken; the clash code puts back
 	// whichever spec wins.
+	if b.scoped != nil && b.scoped.outside(s.name, b.have.Ports[s.name], s.o) {
+		return
+	}
 	n := len(b.want.Ports)
 	b.want.Ports[s.name] = &s.port
 	if len(b.want.Ports) > n {
@@ -597,16 +636,42 @@ func (b *builder) finish() Result {
 
 	b.index()
 
-	sortProblems(b.problems)
-	b.problems = slices.Compact(b.problems)
+	raw := make([]ownedProblem, len(b.problems))
+	for i, p := range b.problems {
+		raw[i] = ownedProblem{p, b.problemOwners[i]}
+	}
 	sortProblems(b.notices)
-	return Result{Want: b.want, Problems: b.problems, Notices: b.notices, Again: b.again, specs: b.specs}
+	return Result{Want: b.want, Problems: compactProblems(raw), Notices: b.notices, Again: b.again, specs: b.specs, raw: raw}
+}
+
+// ownedProblem is a Problem with the owner whose ports it is about, ""
+// for a problem of a network.
+type ownedProblem struct {
+	Problem
+	owner string
+}
+
+// compactProblems returns the problems of raw, sorted and each once. raw
+// is sorted too.
+func compactProblems(raw []ownedProblem) []Problem {
+	slices.SortFunc(raw, func(x, y ownedProblem) int {
+		return cmp.Or(compareProblems(x.Problem, y.Problem), strings.Compare(x.owner, y.owner))
+	})
+	out := make([]Problem, 0, len(raw))
+	for _, p := range raw {
+		if len(out) == 0 || out[len(out)-1] != p.Problem {
+			out = append(out, p.Problem)
+		}
+	}
+	return out
 }
 
 func sortProblems(ps []Problem) {
-	slices.SortFunc(ps, func(x, y Problem) int {
-		return cmpStrings(x.Kind, y.Kind, x.Namespace, y.Namespace, x.Name, y.Name, x.Reason, y.Reason, x.Message, y.Message)
-	})
+	slices.SortFunc(ps, compareProblems)
+}
+
+func compareProblems(x, y Problem) int {
+	return cmpStrings(x.Kind, y.Kind, x.Namespace, y.Namespace, x.Name, y.Name, x.Reason, y.Reason, x.Message, y.Message)
 }
 
 // restartRequired notes what a running VM's template asks for that its

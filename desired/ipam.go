@@ -249,6 +249,28 @@ func (b *builder) newIPAM() *ipam {
 			}
 		}
 	}
+	if b.scoped != nil {
+		b.scoped.holders(func(p *state.Port) {
+			var sw uint32
+			if p.Switch != "" {
+				sw = b.switchID(p.Switch)
+			}
+			id := holderID(len(m.ports))
+			m.ports = append(m.ports, p)
+			for _, e := range p.Addresses {
+				for _, word := range appendWords(words[:0], e) {
+					if k, ok := wordKey(sw, word); ok {
+						m.list = append(m.list, held{k, id})
+						for _, w := range bySwitch[sw] {
+							if w.comp == int(k.comp) {
+								w.set(k.hi, k.lo)
+							}
+						}
+					}
+				}
+			}
+		}, b.have)
+	}
 	m.reserve(b, bySwitch)
 	return m
 }
@@ -687,6 +709,9 @@ func (b *builder) keeps(p *state.Port, c int, a netip.Addr, x mac) bool {
 	}
 	s := b.specOf(p)
 	switch {
+	case s == nil && b.scoped != nil && !b.scoped.owners[p.Owner]:
+		// A port of an owner an incremental Build leaves as it was.
+		return b.scoped.keeps(p)
 	case s == nil:
 		return false // deleted by this pass
 	case s.kept():
@@ -710,6 +735,10 @@ func (b *builder) settle(m *ipam, g []held) {
 	var sws []uint32
 	for _, e := range g {
 		p := m.ports[e.id]
+		if b.scoped != nil && p.Owned() && !b.scoped.owners[p.Owner] {
+			b.scoped.abort("an address held twice by a port of " + p.Owner)
+			return
+		}
 		if e.k.sw == 0 {
 			if foreign == nil || p.Name < foreign.Name {
 				foreign = p

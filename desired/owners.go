@@ -141,7 +141,7 @@ func (b *builder) addVirtualMachines(in Inputs) {
 			// problems are the template's, reported once.
 			n := len(b.problems)
 			o.running, _ = b.kubevirtAttachments(o, &vmi.Spec, vmi.Annotations, "spec", b.vmiAtts[:0])
-			b.problems = b.problems[:n]
+			b.dropProblems(n)
 			b.vmiAtts = o.running
 			o.runningAnn = vmi.Annotations
 		}
@@ -452,7 +452,7 @@ func (b *builder) readRunning(s *portSpec, at *attachment) {
 			if !b.readRequests(s, r, o.runningAnn, s.provider, &s.req) {
 				s.req = &noRequest
 			}
-			b.problems = b.problems[:n]
+			b.dropProblems(n)
 			return
 		}
 	}
@@ -698,7 +698,7 @@ func (b *builder) readRecord(s *portSpec, r *requested, kind, ns, name string, a
 		key := s.provider + annIPSuffix
 		got, why := recordIPs(s.net, strings.Split(v, ","))
 		if why != "" {
-			b.problem(kind, ns, name, "InvalidRecord", fmt.Sprintf("%s %q: %s; ignored", key, v, why))
+			b.problemFor(s.o, kind, ns, name, "InvalidRecord", fmt.Sprintf("%s %q: %s; ignored", key, v, why))
 		} else if got[ipv4].IsValid() || got[ipv6].IsValid() {
 			r.ip, r.ipSrc = got, recordSource(kind, ns, name, key)
 		}
@@ -707,7 +707,7 @@ func (b *builder) readRecord(s *portSpec, r *requested, kind, ns, name string, a
 		key := s.provider + annMACSuffix
 		m, err := parseMAC(v)
 		if err != nil {
-			b.problem(kind, ns, name, "InvalidRecord", fmt.Sprintf("%s %q: %v; ignored", key, v, err))
+			b.problemFor(s.o, kind, ns, name, "InvalidRecord", fmt.Sprintf("%s %q: %v; ignored", key, v, err))
 			return
 		}
 		r.mac, r.macSrc = m, recordSource(kind, ns, name, key)
@@ -742,7 +742,7 @@ func recordIPs(n *network, vals []string) (got [2]netip.Addr, why string) {
 func (b *builder) readIPRecord(s *portSpec, r *requested, ip *kubeovnv1.IP) {
 	o, sp := s.o, &ip.Spec
 	bad := func(format string, args ...any) {
-		b.problem(state.KindIP, "", ip.Name, "InvalidRecord", fmt.Sprintf(format, args...)+"; ignored")
+		b.problemFor(o, state.KindIP, "", ip.Name, "InvalidRecord", fmt.Sprintf(format, args...)+"; ignored")
 	}
 	if sp.PodName != o.name || sp.Namespace != o.ns {
 		bad("spec.podName %q and spec.namespace %q do not name %s, the owner of port %q", sp.PodName, sp.Namespace, o.id, s.name)

@@ -27,6 +27,8 @@ type Result struct {
 	Again bool
 
 	specs []*portSpec
+	// raw are the problems before compacting, each with its owner.
+	raw []ownedProblem
 }
 
 // Source says where one of a port's addresses came from.

@@ -38,8 +38,12 @@ func (b *builder) keepStatefulSetPorts(in Inputs) {
 	if len(sets) == 0 || len(b.have.Ports) == 0 && len(b.ips) == 0 {
 		return
 	}
+	pods := in.Pods
+	if b.scoped != nil {
+		pods = b.scoped.allPods // whether a pod is gone is asked of every pod
+	}
 	present := map[nsName]bool{}
-	for _, p := range in.Pods {
+	for _, p := range pods {
 		if p != nil && !p.Spec.HostNetwork && p.Status.Phase != corev1.PodSucceeded && p.Status.Phase != corev1.PodFailed {
 			present[nsName{p.Namespace, p.Name}] = true
 		}
@@ -78,7 +82,7 @@ func (b *builder) keepStatefulSetPorts(in Inputs) {
 		for _, id := range ids {
 			kind, rest, _ := strings.Cut(id, "/")
 			ns, name, _ := strings.Cut(rest, "/")
-			if kind == kindPod && kept(ns, name) {
+			if kind == kindPod && kept(ns, name) && (b.scoped == nil || b.scoped.owners[id]) {
 				b.keepOwnerPorts(b.newOwner(kindPod, ns, name, time.Time{}), nil)
 			}
 		}

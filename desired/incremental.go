@@ -1,0 +1,548 @@
+package desired
+
+import (
+	"maps"
+	"reflect"
+	"slices"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+	kubevirtv1 "kubevirt.io/api/core/v1"
+
+	"github.com/ovn-sync/ovn-sync/state"
+)
+
+// Incremental keeps the result of the last Build and brings it up to date
+// for the objects that changed, rebuilding only the owners those objects
+// touch: a pod its own ports; a VM, a VMI, a migration or a virt-launcher
+// pod the VM's (or the VMI's, without a VM). Every other owner keeps the
+// ports, problems and notices it had. The result must be what Build gives
+// for the same inputs and NB; Full passes check it (see reconcile), and
+// the property test drives it through random events against Build.
+//
+// Update gives up, and the caller builds in full, when a change reaches
+// further than owners: a NAD, a Subnet, a Namespace, a StatefulSet, an IP
+// object or the config; when a port name or an address held twice involves
+// an owner outside the rebuild; or when the last result waits for an
+// address (Result.Again). Owners whose last result was not settled (a
+// Problem, a Notice, a port kept or failed) are rebuilt by every Update, as
+// a change elsewhere (an address freed) may settle them.
+//
+// Update trusts that the NB holds, for the owners it does not rebuild,
+// what the last result wanted: the caller applies every result, and builds
+// in full when it could not (a failed pass), when the NB changed under it
+// (drift) or reconnected. Until that apply is seen in the NB cache, their
+// addresses still count as held (scope.holders).
+//
+// The zero Incremental holds nothing: the first call must be Full. An
+// Incremental is not safe for concurrent use.
+type Incremental struct {
+	b *base
+}
+
+// base is what Update starts from: the last result, indexed.
+type base struct {
+	cfg  Config
+	want state.State
+	// byOwner lists each owner's ports in want, by name.
+	byOwner map[string][]string
+	// switchRefs and dhcpRefs count the ports of want on each switch and
+	// referring to each DHCP_Options row.
+	switchRefs, dhcpRefs map[string]int
+	raw                  []ownedProblem
+	notices              []Problem
+	again                bool
+	// unsettled are the owners every Update rebuilds.
+	unsettled map[string]bool
+	// launchers, vmiVM and migVMI relate KubeVirt objects by name, as the
+	// last inputs had them, so that a deleted object still finds its VM:
+	// a launcher pod's VMI, a VMI's VM (when named otherwise), a
+	// migration's VMI.
+	launchers, vmiVM, migVMI map[nsName]string
+}
+
+// Valid reports whether there is a result to update.
+func (x *Incremental) Valid() bool { return x.b != nil }
+
+// Reset forgets the last result: the next call must be Full.
+func (x *Incremental) Reset() { x.b = nil }
+
+// Full builds from scratch, as Build, and keeps the result for Update.
+func (x *Incremental) Full(in Inputs, cfg Config, have state.State) Result {
+	r := Build(in, cfg, have)
+	b := &base{cfg: cfg, launchers: map[nsName]string{}, vmiVM: map[nsName]string{}, migVMI: map[nsName]string{}}
+	for _, p := range in.Pods {
+		if p != nil && isLauncher(p) {
+			b.launchers[nsName{p.Namespace, p.Name}] = launcherVMI(p)
+		}
+	}
+	for _, vmi := range in.VirtualMachineInstances {
+		if vmi != nil {
+			if r := vmOwnerRef(vmi.OwnerReferences); r != nil && r.Name != vmi.Name {
+				b.vmiVM[nsName{vmi.Namespace, vmi.Name}] = r.Name
+			}
+		}
+	}
+	for _, m := range in.Migrations {
+		if m != nil {
+			b.migVMI[nsName{m.Namespace, m.Name}] = m.Spec.VMIName
+		}
+	}
+	b.byOwner = make(map[string][]string, len(r.Want.Ports))
+	b.switchRefs, b.dhcpRefs = map[string]int{}, map[string]int{}
+	for name, p := range r.Want.Ports {
+		b.byOwner[p.Owner] = append(b.byOwner[p.Owner], name)
+		b.count(p, 1)
+	}
+	b.set(r)
+	x.b = b
+	return r
+}
+
+// set makes r the result b holds (its want, problems and notices already
+// complete) and finds the owners that are not settled.
+func (b *base) set(r Result) {
+	b.want, b.raw, b.notices, b.again = r.Want, r.raw, r.Notices, r.Again
+	b.unsettled = map[string]bool{}
+	for _, p := range b.raw {
+		if p.owner != "" {
+			b.unsettled[p.owner] = true
+		}
+	}
+	for _, n := range b.notices {
+		b.unsettled[n.Object()] = true
+	}
+	for _, s := range r.specs {
+		if s.state != specBuild {
+			b.unsettled[s.o.id] = true
+		}
+	}
+}
+
+func (b *base) count(p *state.Port, d int) {
+	if p.Switch != "" {
+		b.switchRefs[p.Switch] += d
+	}
+	if p.DHCPv4 != "" {
+		b.dhcpRefs[p.DHCPv4] += d
+	}
+	if p.DHCPv6 != "" {
+		b.dhcpRefs[p.DHCPv6] += d
+	}
+}
+
+// Update returns Build(in, cfg, have), computed for the owners the objects
+// in changed touch (and the unsettled ones), the rest taken from the last
+// result. in holds every object, as Build's would. why is non-empty when
+// it could not: the caller must then call Full. An Update that gives up
+// leaves nothing to update: Full must follow.
+//
+// The Result's Ports (its facts) cover the owners rebuilt only.
+func (x *Incremental) Update(in Inputs, changed []ObjectRef, cfg Config, have state.State) (r Result, why string) {
+	b := x.b
+	switch {
+	case b == nil:
+		return Result{}, "no earlier result"
+	case !reflect.DeepEqual(cfg, b.cfg):
+		x.Reset()
+		return Result{}, "the config changed"
+	case b.again:
+		x.Reset()
+		return Result{}, "the last result waits for an address"
+	}
+	sel, why := b.rebuildOf(in, changed)
+	if why != "" {
+		x.Reset()
+		return Result{}, why
+	}
+	sc := &scope{owners: sel.owners, prior: &b.want, allPods: in.Pods}
+	r = buildScoped(sel.in, cfg, have, sc)
+	if sc.why == "" {
+		for _, p := range r.Want.Ports {
+			if !sc.owners[p.Owner] {
+				sc.abort("a port of " + p.Owner + ", which was not rebuilt")
+				break
+			}
+		}
+	}
+	if sc.why != "" {
+		x.Reset()
+		return Result{}, sc.why
+	}
+	return b.splice(r, sc.owners), ""
+}
+
+// rebuild is what an Update rebuilds: the owners, and the inputs that
+// hold their objects (and every network's).
+type rebuild struct {
+	owners map[string]bool
+	in     Inputs
+}
+
+// rebuildOf finds the owners changed touches and the objects they read.
+// It also brings b's relations up to date with the changed objects.
+func (b *base) rebuildOf(in Inputs, changed []ObjectRef) (rebuild, string) {
+	pods := map[nsName]bool{}   // plain pod owners
+	groups := map[nsName]bool{} // KubeVirt names: a VM's, a VMI's
+	changedPods, changedVMIs, changedMigs := map[nsName]bool{}, map[nsName]bool{}, map[nsName]bool{}
+	for _, c := range changed {
+		k := nsName{c.Namespace, c.Name}
+		switch c.Kind {
+		case kindPod:
+			pods[k], changedPods[k] = true, true
+			if v, ok := b.launchers[k]; ok {
+				groups[nsName{k.ns, v}] = true
+			}
+		case kindVirtualMachine:
+			groups[k] = true
+		case kindVirtualMachineInst:
+			groups[k], changedVMIs[k] = true, true
+			if v, ok := b.vmiVM[k]; ok {
+				groups[nsName{k.ns, v}] = true
+			}
+		case state.KindVirtualMachineInstanceMigration:
+			changedMigs[k] = true
+			if v, ok := b.migVMI[k]; ok {
+				groups[nsName{k.ns, v}] = true
+			}
+		default:
+			return rebuild{}, "a " + c.Kind + " changed (" + c.String() + ")"
+		}
+	}
+	for id := range b.unsettled {
+		kind, rest, _ := strings.Cut(id, "/")
+		ns, name, _ := strings.Cut(rest, "/")
+		switch kind {
+		case kindPod:
+			pods[nsName{ns, name}] = true
+		case kindVirtualMachine, kindVirtualMachineInst:
+			groups[nsName{ns, name}] = true
+		}
+	}
+	// The changed objects as they are now: their relations.
+	if len(changedVMIs) > 0 {
+		for k := range changedVMIs {
+			delete(b.vmiVM, k)
+		}
+		for _, vmi := range in.VirtualMachineInstances {
+			if k := (nsName{vmi.Namespace, vmi.Name}); vmi != nil && changedVMIs[k] {
+				if r := vmOwnerRef(vmi.OwnerReferences); r != nil && r.Name != vmi.Name {
+					b.vmiVM[k] = r.Name
+					groups[nsName{k.ns, r.Name}] = true
+				}
+			}
+		}
+	}
+	if len(changedMigs) > 0 {
+		for k := range changedMigs {
+			delete(b.migVMI, k)
+		}
+		for _, m := range in.Migrations {
+			if k := (nsName{m.Namespace, m.Name}); m != nil && changedMigs[k] {
+				b.migVMI[k] = m.Spec.VMIName
+				groups[nsName{k.ns, m.Spec.VMIName}] = true
+			}
+		}
+	}
+	if len(changedPods) > 0 {
+		for k := range changedPods {
+			delete(b.launchers, k)
+		}
+		for _, p := range in.Pods {
+			if p == nil {
+				continue
+			}
+			if k := (nsName{p.Namespace, p.Name}); changedPods[k] && isLauncher(p) {
+				v := launcherVMI(p)
+				b.launchers[k] = v
+				groups[nsName{k.ns, v}] = true
+			}
+		}
+	}
+	// A VMI and the VM its owner reference names are one group.
+	for grew := len(groups) > 0; grew; {
+		grew = false
+		for _, vmi := range in.VirtualMachineInstances {
+			if vmi == nil {
+				continue
+			}
+			r := vmOwnerRef(vmi.OwnerReferences)
+			if r == nil || r.Name == vmi.Name {
+				continue
+			}
+			a, c := nsName{vmi.Namespace, vmi.Name}, nsName{vmi.Namespace, r.Name}
+			if groups[a] != groups[c] {
+				groups[a], groups[c], grew = true, true, true
+			}
+		}
+	}
+
+	sel := rebuild{owners: make(map[string]bool, len(pods)+2*len(groups))}
+	for k := range pods {
+		sel.owners[kindPod+"/"+k.ns+"/"+k.name] = true
+	}
+	for k := range groups {
+		sel.owners[kindVirtualMachine+"/"+k.ns+"/"+k.name] = true
+		sel.owners[kindVirtualMachineInst+"/"+k.ns+"/"+k.name] = true
+	}
+	if len(sel.owners) > max(64, len(b.byOwner)/4) {
+		return rebuild{}, "a quarter of the owners changed"
+	}
+	in2 := &sel.in
+	in2.NetworkAttachmentDefinitions, in2.Subnets, in2.Namespaces = in.NetworkAttachmentDefinitions, in.Subnets, in.Namespaces
+	in2.StatefulSets, in2.IPs = in.StatefulSets, in.IPs
+	if len(pods) > 0 || len(groups) > 0 {
+		for _, p := range in.Pods {
+			if p == nil {
+				continue
+			}
+			if pods[nsName{p.Namespace, p.Name}] || len(groups) > 0 && isLauncher(p) && groups[nsName{p.Namespace, launcherVMI(p)}] {
+				in2.Pods = append(in2.Pods, p)
+			}
+		}
+	}
+	if len(groups) > 0 {
+		in2.VirtualMachines = selectNamed(in.VirtualMachines, groups, func(vm *kubevirtv1.VirtualMachine) []nsName {
+			return []nsName{{vm.Namespace, vm.Name}}
+		})
+		in2.VirtualMachineInstances = selectNamed(in.VirtualMachineInstances, groups, func(vmi *kubevirtv1.VirtualMachineInstance) []nsName {
+			ks := []nsName{{vmi.Namespace, vmi.Name}}
+			if r := vmOwnerRef(vmi.OwnerReferences); r != nil {
+				ks = append(ks, nsName{vmi.Namespace, r.Name})
+			}
+			return ks
+		})
+		in2.Migrations = selectNamed(in.Migrations, groups, func(m *kubevirtv1.VirtualMachineInstanceMigration) []nsName {
+			return []nsName{{m.Namespace, m.Spec.VMIName}}
+		})
+	}
+	return sel, ""
+}
+
+// selectNamed returns the objects of objs one of whose keys is in groups.
+func selectNamed[T comparable](objs []T, groups map[nsName]bool, keys func(T) []nsName) []T {
+	var zero T
+	var out []T
+	for _, o := range objs {
+		if o == zero {
+			continue
+		}
+		for _, k := range keys(o) {
+			if groups[k] {
+				out = append(out, o)
+				break
+			}
+		}
+	}
+	return out
+}
+
+// splice puts r, the result of the owners in owners, in place of theirs in
+// b, and returns the whole result. Maps of the last result are copied, not
+// changed: callers may still hold it.
+func (b *base) splice(r Result, owners map[string]bool) Result {
+	ports := maps.Clone(b.want.Ports)
+	removed := map[*state.Port]bool{}
+	for id := range owners {
+		for _, name := range b.byOwner[id] {
+			p := ports[name]
+			removed[p] = true
+			b.count(p, -1)
+			delete(ports, name)
+		}
+		delete(b.byOwner, id)
+	}
+	for name, p := range r.Want.Ports {
+		ports[name] = p
+		b.byOwner[p.Owner] = append(b.byOwner[p.Owner], name)
+		b.count(p, 1)
+	}
+	// Switches and DHCP_Options rows: r has every network's; a row kept
+	// only for the kept ports of owners not rebuilt stays while some port
+	// still refers to it.
+	switches, dhcp := r.Want.Switches, r.Want.DHCP
+	for name, s := range b.want.Switches {
+		if _, ok := switches[name]; !ok && b.switchRefs[name] > 0 {
+			switches[name] = s
+		}
+	}
+	for name, d := range b.want.DHCP {
+		if _, ok := dhcp[name]; !ok && b.dhcpRefs[name] > 0 {
+			dhcp[name] = d
+		}
+	}
+	// The index: the last one without the ports removed, merged with r's
+	// (both sorted by name hash).
+	idx := make(state.Index, 0, len(ports))
+	old, add := b.want.Index, r.Want.Index
+	for i, j := 0, 0; i < len(old) || j < len(add); {
+		if i < len(old) && removed[old[i].Port] {
+			i++
+			continue
+		}
+		if j == len(add) || i < len(old) && old[i].NameHash <= add[j].NameHash {
+			idx = append(idx, old[i])
+			i++
+		} else {
+			idx = append(idx, add[j])
+			j++
+		}
+	}
+
+	raw := make([]ownedProblem, 0, len(b.raw)+len(r.raw))
+	for _, p := range b.raw {
+		if p.owner != "" && !owners[p.owner] {
+			raw = append(raw, p)
+		}
+	}
+	raw = append(raw, r.raw...)
+	notices := make([]Problem, 0, len(b.notices)+len(r.Notices))
+	for _, n := range b.notices {
+		if !owners[n.Object()] {
+			notices = append(notices, n)
+		}
+	}
+	notices = append(notices, r.Notices...)
+	sortProblems(notices)
+
+	out := Result{
+		Want:     state.State{Switches: switches, Ports: ports, DHCP: dhcp, Index: idx},
+		Problems: compactProblems(raw),
+		Notices:  notices,
+		Again:    r.Again,
+		specs:    r.specs,
+		raw:      raw,
+	}
+	b.set(out)
+	return out
+}
+
+// scope is an incremental Build's view of the owners it does not rebuild:
+// their ports are those of prior, the last result, and hold their
+// addresses.
+type scope struct {
+	owners map[string]bool
+	prior  *state.State
+	// allPods are every pod, not only those of owners: keepStatefulSetPorts
+	// asks whether a StatefulSet's pod is gone.
+	allPods []*corev1.Pod
+	// ownersStarted is set once the networks are built: a problem of no
+	// owner after that could not be told apart.
+	ownersStarted bool
+	why           string
+}
+
+// abort gives up the incremental Build: why says what it could not do.
+func (sc *scope) abort(why string) {
+	if sc.why == "" {
+		sc.why = why
+	}
+}
+
+// outside reports (and gives up) when the port called name, wanted by o,
+// is held in the NB or in the last result by an owner not rebuilt: who
+// gets the name is for a full Build to decide.
+func (sc *scope) outside(name string, hp *state.Port, o *owner) bool {
+	for _, p := range [2]*state.Port{hp, sc.prior.Ports[name]} {
+		if p != nil && p.Owned() && p.Owner != o.id && !sc.owners[p.Owner] {
+			sc.abort("port " + name + " is wanted by " + o.id + " and held by " + p.Owner)
+			return true
+		}
+	}
+	return false
+}
+
+// keeps reports whether p, a port in the NB of an owner not rebuilt, keeps
+// its addresses: it does if the last result has it.
+func (sc *scope) keeps(p *state.Port) bool {
+	q := sc.prior.Ports[p.Name]
+	return q != nil && q.Owner == p.Owner
+}
+
+// holders calls fn with every port of the last result, of an owner not
+// rebuilt, that the NB does not show as it is (not applied yet, or not
+// yet in the cache): its addresses are held all the same.
+func (sc *scope) holders(fn func(*state.Port), have state.State) {
+	for name, p := range sc.prior.Ports {
+		if sc.owners[p.Owner] {
+			continue
+		}
+		if hp := have.Ports[name]; hp == nil || !slices.Equal(hp.Addresses, p.Addresses) || hp.Switch != p.Switch {
+			fn(p)
+		}
+	}
+}
+
+// Mismatch compares an incremental result with a full Build of the same
+// inputs and NB: "" when they agree, else the first few differences, each
+// naming the port and its owner (or the switch, row or problem). Facts
+// (Result.Ports) are not compared: an incremental result has the rebuilt
+// owners' only.
+func Mismatch(inc, full Result) string {
+	var diffs []string
+	add := func(s string) bool {
+		diffs = append(diffs, s)
+		return len(diffs) < 5
+	}
+	port := func(p *state.Port) string {
+		if p == nil {
+			return "none"
+		}
+		return strings.Join(p.Addresses, ",") + " on " + p.Switch + " (" + p.Owner + ")"
+	}
+	for _, name := range unionKeys(inc.Want.Ports, full.Want.Ports) {
+		a, b := inc.Want.Ports[name], full.Want.Ports[name]
+		if a == nil || b == nil || !reflect.DeepEqual(*a, *b) {
+			if !add("port " + name + ": incremental " + port(a) + ", full " + port(b)) {
+				break
+			}
+		}
+	}
+	for _, name := range unionKeys(inc.Want.Switches, full.Want.Switches) {
+		a, b := inc.Want.Switches[name], full.Want.Switches[name]
+		if a == nil || b == nil || !reflect.DeepEqual(*a, *b) {
+			add("switch " + name + " differs")
+		}
+	}
+	for _, name := range unionKeys(inc.Want.DHCP, full.Want.DHCP) {
+		a, b := inc.Want.DHCP[name], full.Want.DHCP[name]
+		if a == nil || b == nil || !reflect.DeepEqual(*a, *b) {
+			add("DHCP_Options " + name + " differs")
+		}
+	}
+	if len(inc.Want.Index) != len(inc.Want.Ports) {
+		add("the incremental index does not list every port")
+	}
+	problems := func(what string, a, b []Problem) {
+		for _, p := range a {
+			if !slices.Contains(b, p) {
+				add(what + " only incremental: " + p.Object() + " " + p.Reason + ": " + p.Message)
+			}
+		}
+		for _, p := range b {
+			if !slices.Contains(a, p) {
+				add(what + " only full: " + p.Object() + " " + p.Reason + ": " + p.Message)
+			}
+		}
+	}
+	problems("problem", inc.Problems, full.Problems)
+	problems("notice", inc.Notices, full.Notices)
+	if inc.Again != full.Again {
+		add("Again differs")
+	}
+	if len(diffs) == 0 && (!slices.Equal(inc.Problems, full.Problems) || !slices.Equal(inc.Notices, full.Notices)) {
+		add("problems in another order")
+	}
+	return strings.Join(diffs, "; ")
+}
+
+func unionKeys[V any](a, b map[string]V) []string {
+	keys := slices.Collect(maps.Keys(a))
+	for k := range b {
+		if _, ok := a[k]; !ok {
+			keys = append(keys, k)
+		}
+	}
+	slices.Sort(keys)
+	return keys
+}
