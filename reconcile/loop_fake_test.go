@@ -1,8 +1,11 @@
 package reconcile_test
 
 import (
+	"cmp"
 	"context"
 	"fmt"
+	"maps"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -27,12 +30,17 @@ type fakeSources struct {
 	mu      sync.Mutex
 	pods    map[string]*corev1.Pod
 	version uint64
-	synced  map[sources.Kind]bool
-	changes chan struct{}
+	// changed and allChanged are what set and setSynced changed since the
+	// last Inputs call, as Informers records them.
+	changed    map[desired.ObjectRef]bool
+	allChanged bool
+	synced     map[sources.Kind]bool
+	changes    chan struct{}
 }
 
 func newFakeSources() *fakeSources {
-	f := &fakeSources{pods: map[string]*corev1.Pod{}, synced: map[sources.Kind]bool{}, changes: make(chan struct{}, 1)}
+	f := &fakeSources{pods: map[string]*corev1.Pod{}, synced: map[sources.Kind]bool{}, changes: make(chan struct{}, 1),
+		changed: map[desired.ObjectRef]bool{}, allChanged: true}
 	for _, k := range sources.Kinds {
 		f.synced[k] = true
 	}
@@ -46,7 +54,15 @@ func (f *fakeSources) Inputs() sources.Snapshot {
 	for _, p := range f.pods {
 		in.Pods = append(in.Pods, p)
 	}
-	return sources.Snapshot{Inputs: in, Version: f.version}
+	snap := sources.Snapshot{Inputs: in, Version: f.version, AllChanged: f.allChanged}
+	if !f.allChanged {
+		snap.Changed = slices.SortedFunc(maps.Keys(f.changed), func(a, b desired.ObjectRef) int {
+			return cmp.Or(cmp.Compare(a.Kind, b.Kind), cmp.Compare(a.Namespace, b.Namespace), cmp.Compare(a.Name, b.Name))
+		})
+	}
+	clear(f.changed)
+	f.allChanged = false
+	return snap
 }
 
 func (f *fakeSources) Synced() map[sources.Kind]bool {
@@ -79,10 +95,22 @@ func (f *fakeSources) WaitForCacheSync(ctx context.Context) bool {
 func (f *fakeSources) Changes() <-chan struct{}       { return f.changes }
 func (f *fakeSources) Discover(context.Context) error { return nil }
 
-// set changes the objects and notifies, as an informer event does.
+// set changes the objects and notifies, as an informer event does. The
+// pods it adds, replaces or removes are the next snapshot's Changed.
 func (f *fakeSources) set(change func(pods map[string]*corev1.Pod)) {
 	f.mu.Lock()
+	before := maps.Clone(f.pods)
 	change(f.pods)
+	for name, p := range f.pods {
+		if before[name] != p {
+			f.changed[desired.ObjectRef{Kind: string(sources.KindPod), Namespace: p.Namespace, Name: p.Name}] = true
+		}
+	}
+	for name, p := range before {
+		if _, ok := f.pods[name]; !ok {
+			f.changed[desired.ObjectRef{Kind: string(sources.KindPod), Namespace: p.Namespace, Name: p.Name}] = true
+		}
+	}
 	f.version++
 	f.mu.Unlock()
 	select {
@@ -95,6 +123,9 @@ func (f *fakeSources) setSynced(k sources.Kind, ok bool) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.synced[k] = ok
+	// An informer that (re)starts names no object.
+	f.allChanged = true
+	f.version++
 }
 
 func addPods(pods map[string]*corev1.Pod, from, to int) {

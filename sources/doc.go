@@ -14,7 +14,8 @@
 //	if err := inf.Start(ctx); err != nil { ... }  // discovery failed: call again
 //	cache.WaitForCacheSync(ctx.Done(), inf.HasSynced)
 //	for range inf.Changes() {                      // coalesced: one pending at most
-//		snap := inf.Inputs()                        // every object, re-read from the stores
+//		snap := inf.Inputs()                        // every object, re-read from the stores,
+//		                                            // and which changed (snap.Changed)
 //		...
 //	}
 //
@@ -30,7 +31,8 @@
 // object that does not convert is kept, reported in Snapshot.Unreadable,
 // and must stop the caller from deleting anything that pass.
 //
-// Event handlers never read the objects: they only signal Changes. The
+// Event handlers read no more of an object than its kind, namespace and
+// name: they record it for the next Snapshot.Changed and signal Changes. The
 // caller starts the informers (Start runs client-go's goroutines until ctx is
 // done); this package reads no clock of its own.
 package sources

@@ -1,13 +1,13 @@
 package sources
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"maps"
 	"slices"
 	"sort"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/go-logr/logr"
@@ -98,9 +98,10 @@ type InformerOptions struct {
 }
 
 // Informers watches the objects desired.Build reads and hands them out as
-// desired.Inputs. It is level-triggered: an event only says "something
-// changed"; Inputs re-reads every informer's store, so no event payload is
-// ever trusted and a missed event costs nothing but latency.
+// desired.Inputs. It is level-triggered: an event only says which object
+// changed (its kind, namespace and name); Inputs re-reads every informer's
+// store, so no event payload is ever trusted and a missed event costs
+// nothing but latency.
 //
 // A custom resource that is not installed (KubeVirt or Multus absent) is
 // logged once and counts as an empty, synced source. Call Discover again
@@ -109,8 +110,19 @@ type Informers struct {
 	opts    InformerOptions
 	disco   discovery.DiscoveryInterface
 	changes chan struct{}
-	// version counts informer events and informer starts; see Snapshot.Version.
-	version atomic.Uint64
+
+	// chmu guards what changed since the last Inputs call. The event
+	// handlers take only chmu; the other methods take mu, then chmu.
+	chmu sync.Mutex
+	// version counts informer events and informer starts; see
+	// Snapshot.Version. It moves only under chmu, with changed or
+	// allChanged, so a snapshot's Version and Changed agree.
+	version uint64
+	// changed holds the objects events named since the last Inputs call;
+	// allChanged replaces it when that cannot say what changed (see
+	// Snapshot.AllChanged), and changed is then nil.
+	changed    map[desired.ObjectRef]struct{}
+	allChanged bool
 
 	mu      sync.Mutex
 	started bool
@@ -133,6 +145,7 @@ func NewInformers(opts InformerOptions) *Informers {
 		opts:       opts,
 		disco:      d,
 		changes:    make(chan struct{}, 1),
+		allChanged: true, // nothing has been handed out yet
 		inf:        map[Kind]cache.SharedIndexInformer{},
 		absent:     map[Kind]bool{},
 		crdWatched: map[Kind]bool{},
@@ -351,29 +364,96 @@ func (s *Informers) served(ctx context.Context, kinds []Kind) (map[Kind]bool, er
 	return present, nil
 }
 
-// watch registers the event handlers of one informer. Handlers never look
-// at the objects beyond counting them: they only say that a pass is due.
+// MaxChanged bounds the objects Informers remembers as changed between two
+// Inputs calls. Past it, the snapshot says AllChanged instead: a caller
+// would rebuild most owners anyway, and the set stays small during a storm
+// of events.
+const MaxChanged = 4096
+
+// watch registers the event handlers of one informer. Handlers read no
+// more of an object than its namespace and name: they record which object
+// changed and say that a pass is due. s.mu must be held.
 func (s *Informers) watch(k Kind, inf cache.SharedIndexInformer) {
-	event := func() {
-		s.version.Add(1)
+	event := func(obj any) {
+		s.record(k, obj)
 		if s.opts.OnEvent != nil {
 			s.opts.OnEvent(k)
 		}
 		s.notify()
 	}
 	_, _ = inf.AddEventHandler(cache.ResourceEventHandlerFuncs{
-		AddFunc: func(any) { event() },
+		AddFunc: event,
 		UpdateFunc: func(old, cur any) {
 			// Periodic relists deliver unchanged objects; they change nothing.
 			if sameVersion(old, cur) {
 				return
 			}
-			event()
+			event(cur)
 		},
-		DeleteFunc: func(any) { event() },
+		DeleteFunc: event,
 	})
 	s.inf[k] = inf
-	s.version.Add(1)
+	// A new informer's objects, or a kind that was absent and counted as
+	// empty, change what Inputs holds without naming anything.
+	s.chmu.Lock()
+	s.version++
+	s.setAllChangedLocked()
+	s.chmu.Unlock()
+}
+
+// record notes that an informer of kind k reported obj created, updated or
+// deleted. client-go calls a handler after its store holds the change, so
+// any Inputs call that takes the set after this lists the stores after the
+// change too.
+func (s *Informers) record(k Kind, obj any) {
+	ref, ok := refOf(k, obj)
+	s.chmu.Lock()
+	defer s.chmu.Unlock()
+	s.version++
+	if s.allChanged {
+		return
+	}
+	if _, seen := s.changed[ref]; ok && seen {
+		return
+	}
+	if !ok || len(s.changed) >= MaxChanged {
+		s.setAllChangedLocked()
+		return
+	}
+	if s.changed == nil {
+		s.changed = map[desired.ObjectRef]struct{}{}
+	}
+	s.changed[ref] = struct{}{}
+}
+
+// setAllChangedLocked gives up naming what changed until the next Inputs
+// call. s.chmu must be held.
+func (s *Informers) setAllChangedLocked() {
+	s.allChanged = true
+	s.changed = nil
+}
+
+// refOf names the object of an event of kind k: from its metadata, or for
+// a delete tombstone whose object cannot be read, from the tombstone's
+// "namespace/name" key. It reports false if neither names it.
+func refOf(k Kind, obj any) (desired.ObjectRef, bool) {
+	if m, err := meta.Accessor(Unwrap(obj)); err == nil && m.GetName() != "" {
+		return desired.ObjectRef{Kind: string(k), Namespace: m.GetNamespace(), Name: m.GetName()}, true
+	}
+	var key string
+	switch t := obj.(type) {
+	case cache.DeletedFinalStateUnknown:
+		key = t.Key
+	case *cache.DeletedFinalStateUnknown:
+		if t != nil {
+			key = t.Key
+		}
+	}
+	ns, name, err := cache.SplitMetaNamespaceKey(key)
+	if err != nil || name == "" {
+		return desired.ObjectRef{}, false
+	}
+	return desired.ObjectRef{Kind: string(k), Namespace: ns, Name: name}, true
 }
 
 func (s *Informers) notify() {
@@ -465,20 +545,54 @@ type Snapshot struct {
 	// informer starts: two snapshots with the same Version hold the same
 	// objects (it is read before the stores, so a change that races with
 	// Inputs gives the next snapshot a new Version). It keys a desired.Memo.
+	// A snapshot whose Version equals the previous one's has neither
+	// Changed nor AllChanged.
 	Version uint64
+	// Changed names the objects informers reported created, updated or
+	// deleted since the previous Inputs call, each once, sorted (Kind,
+	// Namespace, Name). It is meaningful only when AllChanged is false.
+	//
+	// Inputs hands each change out once: a caller that does not act on a
+	// snapshot (a failed pass) must carry its Changed over to the next, or
+	// treat every object as changed. An object may be named again in the
+	// snapshot after the one whose stores first showed its change; acting
+	// on it twice must be harmless.
+	Changed []desired.ObjectRef
+	// AllChanged is set when the snapshot cannot say what changed since the
+	// previous one: the first Inputs call, an informer (re)started or was
+	// added by Discover, or more than MaxChanged objects changed. A caller
+	// must then treat every object as changed.
+	AllChanged bool
 }
 
-// Inputs reads every store. The objects are the informers' own: they are
-// shared and must not be modified.
+// Inputs reads every store and takes what changed since the previous call
+// (Changed, AllChanged), which is why one caller only should call it. The
+// objects are the informers' own: they are shared and must not be
+// modified.
 func (s *Informers) Inputs() Snapshot {
 	s.mu.Lock()
-	version := s.version.Load()
 	inf := make(map[Kind]cache.SharedIndexInformer, len(s.inf))
 	for k, v := range s.inf {
 		inf[k] = v
 	}
+	// The version and the changed set are taken together, before any store
+	// is listed. An event's handler runs after its store holds the change,
+	// so an object recorded before this point is in the stores listed
+	// below; one recorded after it (its change may or may not show in this
+	// listing) goes to the next snapshot's Changed, with a new Version.
+	// Taking the set after listing instead could lose a change: one whose
+	// store changed after it was listed but whose handler ran before the
+	// set was taken would be named by a snapshot that does not hold it,
+	// and by no later one.
+	s.chmu.Lock()
+	snap := Snapshot{Version: s.version, AllChanged: s.allChanged}
+	changed := s.changed
+	s.changed, s.allChanged = nil, false
+	s.chmu.Unlock()
 	s.mu.Unlock()
-	snap := Snapshot{Version: version}
+	if !snap.AllChanged {
+		snap.Changed = slices.SortedFunc(maps.Keys(changed), compareRefs)
+	}
 	list := func(k Kind) []any {
 		if i, ok := inf[k]; ok {
 			return i.GetStore().List()
@@ -496,6 +610,11 @@ func (s *Informers) Inputs() Snapshot {
 	in.StatefulSets = collect[*appsv1.StatefulSet](KindStatefulSet, list(KindStatefulSet), &snap.Unreadable)
 	in.IPs = collect[*kubeovnv1.IP](KindIP, list(KindIP), &snap.Unreadable)
 	return snap
+}
+
+// compareRefs orders object refs by kind, namespace, then name.
+func compareRefs(a, b desired.ObjectRef) int {
+	return cmp.Or(cmp.Compare(a.Kind, b.Kind), cmp.Compare(a.Namespace, b.Namespace), cmp.Compare(a.Name, b.Name))
 }
 
 func collect[T any](k Kind, objs []any, bad *[]Unreadable) []T {

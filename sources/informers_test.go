@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -18,6 +19,8 @@ import (
 	dynamicfake "k8s.io/client-go/dynamic/fake"
 	kubefake "k8s.io/client-go/kubernetes/fake"
 	"k8s.io/client-go/tools/cache"
+
+	"github.com/ovn-sync/ovn-sync/desired"
 )
 
 type fakes struct {
@@ -423,5 +426,229 @@ func TestInformersKubeOVN(t *testing.T) {
 	}
 	if len(in.StatefulSets) != 1 || *in.StatefulSets[0].Spec.Replicas != 3 || len(in.StatefulSets[0].Spec.Template.Spec.Containers) != 0 {
 		t.Errorf("Inputs().StatefulSets = %+v, want web with 3 replicas and no template", in.StatefulSets)
+	}
+}
+
+// changedRefs parses "Kind/ns/name" (or "Kind/name") into refs, in order.
+func changedRefs(refs ...string) []desired.ObjectRef {
+	out := make([]desired.ObjectRef, 0, len(refs))
+	for _, r := range refs {
+		p := strings.Split(r, "/")
+		if len(p) == 2 {
+			p = []string{p[0], "", p[1]}
+		}
+		out = append(out, desired.ObjectRef{Kind: p[0], Namespace: p[1], Name: p[2]})
+	}
+	return out
+}
+
+// waitEvents waits until OnEvent has been called n times: every handler
+// has then recorded its object.
+func waitEvents(t *testing.T, events *atomic.Int64, n int64) {
+	t.Helper()
+	eventually(t, fmt.Sprintf("%d events handled", n), func() error {
+		if got := events.Load(); got != n {
+			return fmt.Errorf("%d events", got)
+		}
+		return nil
+	})
+}
+
+// TestInformersChanged: consecutive snapshots name exactly the objects
+// created, updated or deleted in between, of any kind, each once; an update
+// that leaves the resource version (a resync) names nothing; the first
+// snapshot and one after a kind appeared say AllChanged.
+func TestInformersChanged(t *testing.T) {
+	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "ns1", ResourceVersion: "1"}}
+	f := newFakes(t, true, false, pod("default", "a"), pod("default", "b"), ns, vm("default", "db", nil))
+	var events atomic.Int64
+	f.inf.opts.OnEvent = func(Kind) { events.Add(1) }
+	ctx := start(t, f)
+	waitEvents(t, &events, 4)
+	first := f.inf.Inputs()
+	if !first.AllChanged || first.Changed != nil {
+		t.Errorf("first Inputs() = AllChanged %v Changed %v, want AllChanged", first.AllChanged, first.Changed)
+	}
+	if snap := f.inf.Inputs(); snap.AllChanged || len(snap.Changed) != 0 || snap.Version != first.Version {
+		t.Errorf("Inputs() with nothing changed = AllChanged %v Changed %v Version %d, want nothing since version %d",
+			snap.AllChanged, snap.Changed, snap.Version, first.Version)
+	}
+
+	pods := f.kube.CoreV1().Pods("default")
+	// The same resource version: what a relist delivers for an unchanged
+	// object. It is handled before the events that follow it, and dropped.
+	if _, err := pods.Update(ctx, pod("default", "b"), metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	// Created then updated: named once.
+	if _, err := pods.Create(ctx, pod("default", "c"), metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	c := pod("default", "c")
+	c.ResourceVersion = "2"
+	if _, err := pods.Update(ctx, c, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	a := pod("default", "a")
+	a.ResourceVersion, a.Labels = "2", map[string]string{"app": "web"}
+	if _, err := pods.Update(ctx, a, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	ns = ns.DeepCopy()
+	ns.ResourceVersion = "2"
+	if _, err := f.kube.CoreV1().Namespaces().Update(ctx, ns, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	vms := f.dyn.Resource(GVRVirtualMachine).Namespace("default")
+	if err := vms.Delete(ctx, "db", metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	// Kept in the store as unconvertible, and named all the same.
+	if _, err := vms.Create(ctx, vm("default", "broken", map[string]any{"running": "yes"}), metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	waitEvents(t, &events, 4+6)
+	snap := f.inf.Inputs()
+	want := changedRefs("Namespace/ns1", "Pod/default/a", "Pod/default/c", "VirtualMachine/default/broken", "VirtualMachine/default/db")
+	if snap.AllChanged || !slices.Equal(snap.Changed, want) {
+		t.Errorf("Inputs().Changed = %v (AllChanged %v), want %v", snap.Changed, snap.AllChanged, want)
+	}
+	if len(snap.Unreadable) != 1 || len(snap.Inputs.Pods) != 3 || len(snap.Inputs.VirtualMachines) != 0 {
+		t.Errorf("Inputs() = %d pods %d VMs, unreadable %v; want 3 pods and the broken VM unreadable",
+			len(snap.Inputs.Pods), len(snap.Inputs.VirtualMachines), snap.Unreadable)
+	}
+	if next := f.inf.Inputs(); next.AllChanged || len(next.Changed) != 0 {
+		t.Errorf("Inputs() after that = AllChanged %v Changed %v, want nothing", next.AllChanged, next.Changed)
+	}
+
+	// Multus installed: a kind appears, and the informer that starts for
+	// it names no object.
+	f.install(true, true)
+	if err := f.inf.Discover(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if snap := f.inf.Inputs(); !snap.AllChanged {
+		t.Errorf("Inputs() after a kind appeared = Changed %v, want AllChanged", snap.Changed)
+	}
+}
+
+// captured is an informer that only holds the handler watch registers, so
+// a test can deliver the events it chooses.
+type captured struct {
+	cache.SharedIndexInformer
+	h     cache.ResourceEventHandler
+	store cache.Store
+}
+
+func (c *captured) AddEventHandler(h cache.ResourceEventHandler) (cache.ResourceEventHandlerRegistration, error) {
+	c.h = h
+	return nil, nil
+}
+
+func (c *captured) GetStore() cache.Store { return c.store }
+
+// capture returns informers watching kinds through captured informers,
+// their first snapshot taken.
+func capture(t *testing.T, kinds ...Kind) (*Informers, map[Kind]*captured) {
+	t.Helper()
+	s := NewInformers(InformerOptions{Logger: logr.Discard()})
+	h := map[Kind]*captured{}
+	s.mu.Lock()
+	for _, k := range kinds {
+		c := &captured{store: cache.NewStore(cache.MetaNamespaceKeyFunc)}
+		s.watch(k, c)
+		h[k] = c
+	}
+	s.mu.Unlock()
+	if snap := s.Inputs(); !snap.AllChanged {
+		t.Fatalf("first Inputs() = Changed %v, want AllChanged", snap.Changed)
+	}
+	return s, h
+}
+
+// TestInformersChangedTombstone: a delete delivered as a tombstone names
+// the object inside it, or failing that the tombstone's key; an event that
+// names nothing makes the snapshot AllChanged.
+func TestInformersChangedTombstone(t *testing.T) {
+	s, h := capture(t, KindPod, KindIP)
+	h[KindPod].h.OnDelete(cache.DeletedFinalStateUnknown{Key: "ns/a", Obj: pod("ns", "a")})
+	h[KindPod].h.OnDelete(&cache.DeletedFinalStateUnknown{Key: "ns/b", Obj: pod("ns", "b")})
+	h[KindPod].h.OnDelete(cache.DeletedFinalStateUnknown{Key: "ns/c"})
+	h[KindPod].h.OnDelete(cache.DeletedFinalStateUnknown{Key: "ns/d", Obj: "not an object"})
+	h[KindIP].h.OnDelete(cache.DeletedFinalStateUnknown{Key: "ip1"})
+	h[KindPod].h.OnUpdate(pod("ns", "e"), pod("ns", "e"))
+	snap := s.Inputs()
+	want := changedRefs("IP/ip1", "Pod/ns/a", "Pod/ns/b", "Pod/ns/c", "Pod/ns/d")
+	if snap.AllChanged || !slices.Equal(snap.Changed, want) {
+		t.Errorf("Inputs().Changed = %v (AllChanged %v), want %v", snap.Changed, snap.AllChanged, want)
+	}
+
+	h[KindPod].h.OnAdd(pod("ns", "f"), false)
+	h[KindPod].h.OnDelete(cache.DeletedFinalStateUnknown{})
+	if snap := s.Inputs(); !snap.AllChanged {
+		t.Errorf("Inputs() after a delete naming nothing = Changed %v, want AllChanged", snap.Changed)
+	}
+}
+
+// TestInformersChangedOverflow: MaxChanged objects are named; one more
+// makes the snapshot AllChanged, and the next names again.
+func TestInformersChangedOverflow(t *testing.T) {
+	s, h := capture(t, KindPod)
+	add := func(n int) {
+		for i := range n {
+			h[KindPod].h.OnAdd(pod("ns", fmt.Sprintf("p%05d", i)), false)
+		}
+	}
+	add(MaxChanged)
+	add(1) // again: no new object
+	if snap := s.Inputs(); snap.AllChanged || len(snap.Changed) != MaxChanged {
+		t.Errorf("Inputs() after %d objects = %d changed, AllChanged %v; want them all named", MaxChanged, len(snap.Changed), snap.AllChanged)
+	}
+	add(MaxChanged + 1)
+	if snap := s.Inputs(); !snap.AllChanged || snap.Changed != nil {
+		t.Errorf("Inputs() after %d objects = %d changed, AllChanged %v; want AllChanged", MaxChanged+1, len(snap.Changed), snap.AllChanged)
+	}
+	add(2)
+	if snap, want := s.Inputs(), changedRefs("Pod/ns/p00000", "Pod/ns/p00001"); snap.AllChanged || !slices.Equal(snap.Changed, want) {
+		t.Errorf("Inputs() after an overflow and 2 objects = %v (AllChanged %v), want %v", snap.Changed, snap.AllChanged, want)
+	}
+}
+
+// racingStore runs an event once, right after the store was listed.
+type racingStore struct {
+	cache.Store
+	event func()
+}
+
+func (r *racingStore) List() []any {
+	l := r.Store.List()
+	if e := r.event; e != nil {
+		r.event = nil
+		e()
+	}
+	return l
+}
+
+// TestInformersChangedRace: an event handled while Inputs lists the stores,
+// for a change that listing missed, is named by the next snapshot, which
+// holds the change.
+func TestInformersChangedRace(t *testing.T) {
+	s, c := capture(t, KindPod)
+	store := &racingStore{Store: c[KindPod].store}
+	c[KindPod].store = store
+	store.event = func() {
+		p := pod("ns", "late")
+		_ = store.Add(p)
+		c[KindPod].h.OnAdd(p, false) // after the store, as client-go does
+	}
+	for i, want := range []struct {
+		pods    int
+		changed []desired.ObjectRef
+	}{{0, nil}, {1, changedRefs("Pod/ns/late")}} {
+		snap := s.Inputs()
+		if len(snap.Inputs.Pods) != want.pods || snap.AllChanged || !slices.Equal(snap.Changed, want.changed) {
+			t.Errorf("Inputs() #%d = %d pods, Changed %v (AllChanged %v); want %d pods, Changed %v",
+				i+1, len(snap.Inputs.Pods), snap.Changed, snap.AllChanged, want.pods, want.changed)
+		}
 	}
 }
