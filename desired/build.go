@@ -40,7 +40,7 @@ func Build(in Inputs, cfg Config, have state.State) Result {
 // buildScoped is Build, or with sc an incremental Build of sc's owners only (see
 // Incremental.Update).
 func buildScoped(in Inputs, cfg Config, have state.State, sc *scope) Result {
-	b := newBuilder(in, have)
+	b := newBuilder(in, have, sc == nil)
 	b.scoped = sc
 	b.indexNamespaces(in.Namespaces)
 	b.adopt = cfg.Adopt
@@ -120,9 +120,11 @@ type builder struct {
 	buf   []byte
 }
 
-func newBuilder(in Inputs, have state.State) *builder {
+// newBuilder returns a builder for in and have; full says whether it
+// builds every owner, whose ports are about as many as have's.
+func newBuilder(in Inputs, have state.State, full bool) *builder {
 	n := len(in.Pods) + len(in.VirtualMachines) + len(in.VirtualMachineInstances)
-	if len(have.Ports) > n {
+	if full && len(have.Ports) > n {
 		n = len(have.Ports)
 	}
 	b := &builder{

@@ -64,6 +64,14 @@ type base struct {
 // Valid reports whether there is a result to update.
 func (x *Incremental) Valid() bool { return x.b != nil }
 
+// Want returns the desired state of the last result, if there is one.
+func (x *Incremental) Want() (state.State, bool) {
+	if x.b == nil {
+		return state.State{}, false
+	}
+	return x.b.want, true
+}
+
 // Reset forgets the last result: the next call must be Full.
 func (x *Incremental) Reset() { x.b = nil }
 

@@ -21,8 +21,9 @@ import (
 
 // Sources is what the loop reads from Kubernetes. *sources.Informers is one.
 type Sources interface {
-	// Inputs snapshots every object, with a version read before the stores.
-	Inputs() sources.Snapshot
+	// Take snapshots every object, with a version read before the stores,
+	// and takes what changed since the previous Take.
+	Take() sources.Snapshot
 	// Synced reports, per kind, whether its informer has listed it once.
 	Synced() map[sources.Kind]bool
 	// WaitForCacheSync blocks until every informer has synced, or ctx ends.
@@ -60,6 +61,11 @@ type LoopOptions struct {
 	// Publish, when set, runs after every pass that succeeded: every port
 	// wanted is in the NB then, and its addresses may be published.
 	Publish func(context.Context, Outcome, sources.Snapshot)
+	// FullPasses makes every pass build the whole desired state, as run
+	// mode did before passes were incremental. VerifyIncremental builds in
+	// full beside every incremental pass and counts where they differ
+	// (ovn_sync_incremental_mismatches_total), for tests.
+	FullPasses, VerifyIncremental bool
 }
 
 // trigger is why a pass runs; several coalesce into one pass.
@@ -115,8 +121,9 @@ type Loop struct {
 	// want is what the last pass sent to the NB, nil while not leading: NB
 	// events that leave our rows as want has them are our own.
 	want atomic.Pointer[state.State]
-	// memo keeps the last pass's Build; only the goroutine running passes
-	// uses it.
+	// inc keeps the desired state between passes (memo, the last Build,
+	// with FullPasses); only the goroutine running passes uses them.
+	inc  desired.Incremental
 	memo desired.Memo
 
 	mu      sync.Mutex
@@ -296,6 +303,26 @@ func (l *Loop) Lead(ctx context.Context, stop <-chan struct{}) {
 	}
 }
 
+// incremental sets how a pass of trigger t builds: a pass for Kubernetes
+// changes alone rebuilds the owners they touch; a periodic full pass
+// builds in full and checks what the incremental state would have been;
+// the first pass, one after the NB changed under us (drift) and one after
+// a reconnect build in full, as the NB may hold anything.
+func (l *Loop) incremental(opts *Options, t trigger, snap sources.Snapshot) {
+	opts.Incremental = &l.inc
+	opts.Verify = l.opts.VerifyIncremental
+	if snap.AllChanged {
+		return
+	}
+	changed := snap.Changed
+	switch {
+	case t == trigKube:
+		opts.Changed = &changed
+	case t&(trigStartup|trigDrift|trigReconnect) == 0:
+		opts.Changed, opts.SelfCheck = &changed, true
+	}
+}
+
 func closed(c <-chan struct{}) bool {
 	select {
 	case <-c:
@@ -399,7 +426,7 @@ func (l *Loop) waitSynced(ctx context.Context, stop <-chan struct{}) bool {
 func (l *Loop) pass(ctx context.Context, t trigger) error {
 	start := time.Now()
 	kind := t.kind()
-	snap := l.src.Inputs()
+	snap := l.src.Take()
 	synced, _ := l.Synced()
 	synced = synced && len(snap.Unreadable) == 0
 	for _, u := range snap.Unreadable {
@@ -408,8 +435,27 @@ func (l *Loop) pass(ctx context.Context, t trigger) error {
 	opts := l.opts.Pass
 	opts.Policy = diff.Policy{WithholdDeletes: !synced}
 	opts.BeforeApply = func(w state.State) { l.want.Store(&w) }
-	opts.Memo, opts.InputsVersion = &l.memo, snap.Version
+	if l.opts.FullPasses {
+		opts.Memo, opts.InputsVersion = &l.memo, snap.Version
+	} else {
+		l.incremental(&opts, t, snap)
+	}
 	out, err := Pass(ctx, l.nb, snap.Inputs, opts)
+	if out.Checked {
+		if out.Mismatch != "" {
+			l.m.mismatches.Inc()
+			l.log.Error(errors.New(out.Mismatch), "incremental desired state differs from a full Build: the full one is used", "trigger", t.String())
+		}
+	}
+	if !l.opts.FullPasses {
+		kind := "full"
+		if out.Incremental {
+			kind = "incremental"
+		} else if out.Full != "" {
+			l.log.V(1).Info("full build", "reason", out.Full)
+		}
+		l.m.builds.WithLabelValues(kind).Inc()
+	}
 	res, problems := out.Applied, out.Result.Problems
 	applied := out.Plan
 	for _, p := range out.Earlier {
@@ -436,6 +482,8 @@ func (l *Loop) pass(ctx context.Context, t trigger) error {
 	dur := time.Since(start)
 	l.m.passDuration.WithLabelValues(kind).Observe(dur.Seconds())
 	if err != nil {
+		// What the NB holds is not known: the next pass builds in full.
+		l.inc.Reset()
 		result := "error"
 		switch {
 		case errors.Is(err, diff.ErrMassDelete):

@@ -47,7 +47,7 @@ func newFakeSources() *fakeSources {
 	return f
 }
 
-func (f *fakeSources) Inputs() sources.Snapshot {
+func (f *fakeSources) Take() sources.Snapshot {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	var in desired.Inputs

@@ -3,6 +3,7 @@ package reconcile
 import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
+	dto "github.com/prometheus/client_model/go"
 
 	"github.com/ovn-sync/ovn-sync/apply"
 	"github.com/ovn-sync/ovn-sync/diff"
@@ -35,6 +36,8 @@ type Metrics struct {
 	patches       *prometheus.CounterVec // result
 	kubeEvents    *prometheus.CounterVec // reason
 	lastSuccess   prometheus.Gauge
+	builds        *prometheus.CounterVec // kind: incremental, full
+	mismatches    prometheus.Counter
 }
 
 // NewMetrics registers every metric, and the Go and process collectors, in
@@ -77,12 +80,18 @@ func NewMetrics() *Metrics {
 	m.kubeEvents = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "ovn_sync_problem_events_total",
 		Help: "Kubernetes Events emitted for new problems, by reason."}, []string{"reason"})
 	m.lastSuccess = prometheus.NewGauge(prometheus.GaugeOpts{Name: "ovn_sync_last_success_timestamp_seconds", Help: "Unix time of the last successful pass."})
-	for _, c := range []prometheus.Collector{m.passes, m.passDuration, m.changes, m.operations, m.transactions, m.txnDuration,
+	m.builds = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "ovn_sync_builds_total",
+		Help: "Desired states built, by kind: incremental (the owners a change touches) or full."}, []string{"kind"})
+	m.mismatches = prometheus.NewCounter(prometheus.CounterOpts{Name: "ovn_sync_incremental_mismatches_total",
+		Help: "Incremental desired states that differed from a full Build of the same inputs (a bug: the full result was used)."})
+	for _, c := range []prometheus.Collector{m.builds, m.mismatches, m.passes, m.passDuration, m.changes, m.operations, m.transactions, m.txnDuration,
 		m.planSize, m.withheld, m.problems, m.driftEvents, m.driftRepairs, m.synced, m.leader, m.nbConnected, m.nbReconnects,
 		m.ownedPorts, m.informerEvent, m.patches, m.kubeEvents, m.lastSuccess,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{})} {
 		f(c)
 	}
+	m.builds.WithLabelValues("incremental")
+	m.builds.WithLabelValues("full")
 	for _, a := range []string{"create", "update", "delete"} {
 		for _, o := range []string{"port", "switch"} {
 			m.changes.WithLabelValues(o, a)
@@ -127,6 +136,16 @@ func (m *Metrics) observeApply(plan diff.Plan, res apply.Result) {
 		m.changes.WithLabelValues("dhcp_options", name).Add(float64(dhcp))
 		m.changes.WithLabelValues("switch", name).Add(float64(done[a] - ports - dhcp))
 	}
+}
+
+// Mismatches returns how many incremental desired states differed from a
+// full Build (ovn_sync_incremental_mismatches_total).
+func (m *Metrics) Mismatches() int {
+	var d dto.Metric
+	if err := m.mismatches.Write(&d); err != nil {
+		return 0
+	}
+	return int(d.GetCounter().GetValue())
 }
 
 // Registry is where the metrics are registered, to serve them.

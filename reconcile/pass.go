@@ -38,6 +38,19 @@ type Options struct {
 	// inputs (InputsVersion) nor the NB snapshot changed.
 	Memo          *desired.Memo
 	InputsVersion uint64
+	// Incremental, when set, keeps the desired state between passes (and
+	// Memo is not used). With Changed set, the pass rebuilds only the
+	// owners those objects touch (desired.Incremental.Update), falling back
+	// to a full Build when it cannot; without, it builds in full. Only a
+	// pass's first computation is incremental: one computed again (after
+	// apply.ErrStale or Result.Again) builds in full.
+	Incremental *desired.Incremental
+	Changed     *[]desired.ObjectRef
+	// SelfCheck, on a full pass, first computes what Incremental would
+	// have given for Changed and reports in Outcome.Mismatch how it
+	// differs from the full Build. Verify does the same on an incremental
+	// pass (a full Build beside it: for tests).
+	SelfCheck, Verify bool
 	// BeforeApply, when set, sees every desired state right before its plan
 	// is sent (run mode records it to tell its own NB changes from someone
 	// else's).
@@ -70,8 +83,16 @@ type Outcome struct {
 	Plan    diff.Plan
 	Owned   int
 	Earlier []diff.Plan
-	// Rebuilt is false when the Memo answered.
-	Rebuilt bool
+	// Rebuilt is false when the Memo answered. Incremental is set when the
+	// first computation rebuilt only the owners a change touched; Full
+	// says, when it was meant to and did not, why.
+	Rebuilt     bool
+	Incremental bool
+	Full        string
+	// Checked is set when a self-check or verification compared an
+	// incremental result with a full Build, Mismatch to how they differ.
+	Checked  bool
+	Mismatch string
 	// Applied sums what every attempt sent; Attempts counts the
 	// computations.
 	Applied  apply.Result
@@ -107,7 +128,9 @@ func (out *Outcome) compute(nb NB, in desired.Inputs, opts Options) state.State 
 	t0 := time.Now()
 	have, haveVersion := nb.StateVersion()
 	t1 := time.Now()
-	if opts.Memo != nil {
+	if x := opts.Incremental; x != nil {
+		out.build(x, in, have, opts)
+	} else if opts.Memo != nil {
 		out.Rebuilt = !opts.Memo.Hit(opts.Config, desired.Versions{Inputs: opts.InputsVersion, Have: haveVersion})
 		out.Result = opts.Memo.Build(in, opts.Config, have, desired.Versions{Inputs: opts.InputsVersion, Have: haveVersion})
 	} else {
@@ -121,6 +144,43 @@ func (out *Outcome) compute(nb NB, in desired.Inputs, opts Options) state.State 
 	out.Timings.Observe, out.Timings.Build, out.Timings.Diff = t1.Sub(t0), t2.Sub(t1), t3.Sub(t2)
 	out.Attempts++
 	return have
+}
+
+// build computes out.Result through x (see Options.Incremental).
+func (out *Outcome) build(x *desired.Incremental, in desired.Inputs, have state.State, opts Options) {
+	out.Rebuilt = true
+	first := out.Attempts == 0
+	if first && opts.Changed != nil && !opts.SelfCheck {
+		r, why := x.Update(in, *opts.Changed, opts.Config, have)
+		if why == "" {
+			out.Result, out.Incremental = r, true
+			if opts.Verify {
+				out.Checked = true
+				if out.Mismatch = desired.Mismatch(r, desired.Build(in, opts.Config, have)); out.Mismatch != "" {
+					out.Result, out.Incremental = x.Full(in, opts.Config, have), false
+				}
+			}
+			return
+		}
+		out.Full = why
+	}
+	var inc desired.Result
+	// The check holds only while the NB shows the last result applied:
+	// an incremental result trusts it for the owners it does not rebuild.
+	check := first && opts.SelfCheck && opts.Changed != nil
+	if last, ok := x.Want(); check && (!ok || !diff.Compute(last, have, diff.Policy{}).Empty()) {
+		check = false
+	}
+	if check {
+		var why string
+		inc, why = x.Update(in, *opts.Changed, opts.Config, have)
+		check = why == ""
+	}
+	out.Result = x.Full(in, opts.Config, have)
+	if check {
+		out.Checked = true
+		out.Mismatch = desired.Mismatch(inc, out.Result)
+	}
 }
 
 // Pass computes and applies. A transaction that fails because the NB

@@ -14,8 +14,9 @@
 //	if err := inf.Start(ctx); err != nil { ... }  // discovery failed: call again
 //	cache.WaitForCacheSync(ctx.Done(), inf.HasSynced)
 //	for range inf.Changes() {                      // coalesced: one pending at most
-//		snap := inf.Inputs()                        // every object, re-read from the stores,
-//		                                            // and which changed (snap.Changed)
+//		snap := inf.Take()                          // every object, re-read from the stores,
+//		                                            // and which changed since the last Take
+//		                                            // (snap.Changed); Inputs leaves those
 //		...
 //	}
 //

@@ -565,11 +565,17 @@ type Snapshot struct {
 	AllChanged bool
 }
 
-// Inputs reads every store and takes what changed since the previous call
-// (Changed, AllChanged), which is why one caller only should call it. The
-// objects are the informers' own: they are shared and must not be
-// modified.
-func (s *Informers) Inputs() Snapshot {
+// Inputs reads every store, leaving what changed for Take: its snapshot
+// says AllChanged. The objects are the informers' own: they are shared and
+// must not be modified.
+func (s *Informers) Inputs() Snapshot { return s.snapshot(false) }
+
+// Take is Inputs that also takes what changed since the previous Take
+// (Changed, AllChanged): the reconcile loop, the one caller that acts on
+// changes, calls it.
+func (s *Informers) Take() Snapshot { return s.snapshot(true) }
+
+func (s *Informers) snapshot(take bool) Snapshot {
 	s.mu.Lock()
 	inf := make(map[Kind]cache.SharedIndexInformer, len(s.inf))
 	for k, v := range s.inf {
@@ -585,9 +591,12 @@ func (s *Informers) Inputs() Snapshot {
 	// set was taken would be named by a snapshot that does not hold it,
 	// and by no later one.
 	s.chmu.Lock()
-	snap := Snapshot{Version: s.version, AllChanged: s.allChanged}
-	changed := s.changed
-	s.changed, s.allChanged = nil, false
+	snap := Snapshot{Version: s.version, AllChanged: s.allChanged || !take}
+	var changed map[desired.ObjectRef]struct{}
+	if take {
+		changed = s.changed
+		s.changed, s.allChanged = nil, false
+	}
 	s.chmu.Unlock()
 	s.mu.Unlock()
 	if !snap.AllChanged {

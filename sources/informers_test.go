@@ -465,12 +465,12 @@ func TestInformersChanged(t *testing.T) {
 	f.inf.opts.OnEvent = func(Kind) { events.Add(1) }
 	ctx := start(t, f)
 	waitEvents(t, &events, 4)
-	first := f.inf.Inputs()
+	first := f.inf.Take()
 	if !first.AllChanged || first.Changed != nil {
-		t.Errorf("first Inputs() = AllChanged %v Changed %v, want AllChanged", first.AllChanged, first.Changed)
+		t.Errorf("first Take() = AllChanged %v Changed %v, want AllChanged", first.AllChanged, first.Changed)
 	}
-	if snap := f.inf.Inputs(); snap.AllChanged || len(snap.Changed) != 0 || snap.Version != first.Version {
-		t.Errorf("Inputs() with nothing changed = AllChanged %v Changed %v Version %d, want nothing since version %d",
+	if snap := f.inf.Take(); snap.AllChanged || len(snap.Changed) != 0 || snap.Version != first.Version {
+		t.Errorf("Take() with nothing changed = AllChanged %v Changed %v Version %d, want nothing since version %d",
 			snap.AllChanged, snap.Changed, snap.Version, first.Version)
 	}
 
@@ -508,17 +508,17 @@ func TestInformersChanged(t *testing.T) {
 		t.Fatal(err)
 	}
 	waitEvents(t, &events, 4+6)
-	snap := f.inf.Inputs()
+	snap := f.inf.Take()
 	want := changedRefs("Namespace/ns1", "Pod/default/a", "Pod/default/c", "VirtualMachine/default/broken", "VirtualMachine/default/db")
 	if snap.AllChanged || !slices.Equal(snap.Changed, want) {
-		t.Errorf("Inputs().Changed = %v (AllChanged %v), want %v", snap.Changed, snap.AllChanged, want)
+		t.Errorf("Take().Changed = %v (AllChanged %v), want %v", snap.Changed, snap.AllChanged, want)
 	}
 	if len(snap.Unreadable) != 1 || len(snap.Inputs.Pods) != 3 || len(snap.Inputs.VirtualMachines) != 0 {
-		t.Errorf("Inputs() = %d pods %d VMs, unreadable %v; want 3 pods and the broken VM unreadable",
+		t.Errorf("Take() = %d pods %d VMs, unreadable %v; want 3 pods and the broken VM unreadable",
 			len(snap.Inputs.Pods), len(snap.Inputs.VirtualMachines), snap.Unreadable)
 	}
-	if next := f.inf.Inputs(); next.AllChanged || len(next.Changed) != 0 {
-		t.Errorf("Inputs() after that = AllChanged %v Changed %v, want nothing", next.AllChanged, next.Changed)
+	if next := f.inf.Take(); next.AllChanged || len(next.Changed) != 0 {
+		t.Errorf("Take() after that = AllChanged %v Changed %v, want nothing", next.AllChanged, next.Changed)
 	}
 
 	// Multus installed: a kind appears, and the informer that starts for
@@ -527,8 +527,8 @@ func TestInformersChanged(t *testing.T) {
 	if err := f.inf.Discover(ctx); err != nil {
 		t.Fatal(err)
 	}
-	if snap := f.inf.Inputs(); !snap.AllChanged {
-		t.Errorf("Inputs() after a kind appeared = Changed %v, want AllChanged", snap.Changed)
+	if snap := f.inf.Take(); !snap.AllChanged {
+		t.Errorf("Take() after a kind appeared = Changed %v, want AllChanged", snap.Changed)
 	}
 }
 
@@ -560,8 +560,8 @@ func capture(t *testing.T, kinds ...Kind) (*Informers, map[Kind]*captured) {
 		h[k] = c
 	}
 	s.mu.Unlock()
-	if snap := s.Inputs(); !snap.AllChanged {
-		t.Fatalf("first Inputs() = Changed %v, want AllChanged", snap.Changed)
+	if snap := s.Take(); !snap.AllChanged {
+		t.Fatalf("first Take() = Changed %v, want AllChanged", snap.Changed)
 	}
 	return s, h
 }
@@ -577,16 +577,16 @@ func TestInformersChangedTombstone(t *testing.T) {
 	h[KindPod].h.OnDelete(cache.DeletedFinalStateUnknown{Key: "ns/d", Obj: "not an object"})
 	h[KindIP].h.OnDelete(cache.DeletedFinalStateUnknown{Key: "ip1"})
 	h[KindPod].h.OnUpdate(pod("ns", "e"), pod("ns", "e"))
-	snap := s.Inputs()
+	snap := s.Take()
 	want := changedRefs("IP/ip1", "Pod/ns/a", "Pod/ns/b", "Pod/ns/c", "Pod/ns/d")
 	if snap.AllChanged || !slices.Equal(snap.Changed, want) {
-		t.Errorf("Inputs().Changed = %v (AllChanged %v), want %v", snap.Changed, snap.AllChanged, want)
+		t.Errorf("Take().Changed = %v (AllChanged %v), want %v", snap.Changed, snap.AllChanged, want)
 	}
 
 	h[KindPod].h.OnAdd(pod("ns", "f"), false)
 	h[KindPod].h.OnDelete(cache.DeletedFinalStateUnknown{})
-	if snap := s.Inputs(); !snap.AllChanged {
-		t.Errorf("Inputs() after a delete naming nothing = Changed %v, want AllChanged", snap.Changed)
+	if snap := s.Take(); !snap.AllChanged {
+		t.Errorf("Take() after a delete naming nothing = Changed %v, want AllChanged", snap.Changed)
 	}
 }
 
@@ -601,16 +601,16 @@ func TestInformersChangedOverflow(t *testing.T) {
 	}
 	add(MaxChanged)
 	add(1) // again: no new object
-	if snap := s.Inputs(); snap.AllChanged || len(snap.Changed) != MaxChanged {
-		t.Errorf("Inputs() after %d objects = %d changed, AllChanged %v; want them all named", MaxChanged, len(snap.Changed), snap.AllChanged)
+	if snap := s.Take(); snap.AllChanged || len(snap.Changed) != MaxChanged {
+		t.Errorf("Take() after %d objects = %d changed, AllChanged %v; want them all named", MaxChanged, len(snap.Changed), snap.AllChanged)
 	}
 	add(MaxChanged + 1)
-	if snap := s.Inputs(); !snap.AllChanged || snap.Changed != nil {
-		t.Errorf("Inputs() after %d objects = %d changed, AllChanged %v; want AllChanged", MaxChanged+1, len(snap.Changed), snap.AllChanged)
+	if snap := s.Take(); !snap.AllChanged || snap.Changed != nil {
+		t.Errorf("Take() after %d objects = %d changed, AllChanged %v; want AllChanged", MaxChanged+1, len(snap.Changed), snap.AllChanged)
 	}
 	add(2)
-	if snap, want := s.Inputs(), changedRefs("Pod/ns/p00000", "Pod/ns/p00001"); snap.AllChanged || !slices.Equal(snap.Changed, want) {
-		t.Errorf("Inputs() after an overflow and 2 objects = %v (AllChanged %v), want %v", snap.Changed, snap.AllChanged, want)
+	if snap, want := s.Take(), changedRefs("Pod/ns/p00000", "Pod/ns/p00001"); snap.AllChanged || !slices.Equal(snap.Changed, want) {
+		t.Errorf("Take() after an overflow and 2 objects = %v (AllChanged %v), want %v", snap.Changed, snap.AllChanged, want)
 	}
 }
 
@@ -645,9 +645,9 @@ func TestInformersChangedRace(t *testing.T) {
 		pods    int
 		changed []desired.ObjectRef
 	}{{0, nil}, {1, changedRefs("Pod/ns/late")}} {
-		snap := s.Inputs()
+		snap := s.Take()
 		if len(snap.Inputs.Pods) != want.pods || snap.AllChanged || !slices.Equal(snap.Changed, want.changed) {
-			t.Errorf("Inputs() #%d = %d pods, Changed %v (AllChanged %v); want %d pods, Changed %v",
+			t.Errorf("Take() #%d = %d pods, Changed %v (AllChanged %v); want %d pods, Changed %v",
 				i+1, len(snap.Inputs.Pods), snap.Changed, snap.AllChanged, want.pods, want.changed)
 		}
 	}

@@ -60,6 +60,8 @@ type runFlags struct {
 	logFormat   string
 	verbosity   int
 	grace       time.Duration
+	fullPasses  bool
+	verifyInc   bool
 }
 
 // inCluster reports whether the process runs in a pod with a service account.
@@ -104,6 +106,8 @@ func newRunFlags(stderr io.Writer) *runFlags {
 	fs.BoolVar(&r.events, "events", true, "emit Kubernetes Events for problems")
 	fs.StringVar(&r.logFormat, "log-format", "auto", "json, console, or auto (console on a terminal, else json)")
 	fs.IntVar(&r.verbosity, "v", 0, "log verbosity (1: every pass and patch)")
+	fs.BoolVar(&r.fullPasses, "full-passes", false, "build the whole desired state on every pass, not only the owners a change touches")
+	fs.BoolVar(&r.verifyInc, "verify-incremental", false, "also build in full beside every incremental pass and count differences (ovn_sync_incremental_mismatches_total); for testing")
 	fs.DurationVar(&r.grace, "shutdown-grace", 10*time.Second, "on SIGTERM, how long the pass in flight may take to finish")
 	return r
 }
@@ -228,7 +232,7 @@ func runMain(ctx context.Context, rf *runFlags, log logr.Logger) error {
 	})
 	opts := reconcile.LoopOptions{
 		Pass: rf.nb.options(cfg), Resync: rf.resync, Coalesce: rf.coalesce,
-		Log: log, Metrics: m,
+		Log: log, Metrics: m, FullPasses: rf.fullPasses, VerifyIncremental: rf.verifyInc,
 	}
 	if rf.publish {
 		pub := publish.NewPublisher(kube, dyn, log.WithName("publish"), m.Publication)

@@ -47,8 +47,16 @@ func startRun(t *testing.T, kubeconfig, nbAddr string, extra ...string) *runProc
 	}
 	addr := l.Addr().String()
 	l.Close()
-	args := append([]string{"run", "--nb", nbAddr, "--kubeconfig", kubeconfig,
-		"--metrics-addr", addr, "--log-format", "json", "--coalesce", "10ms", "-v", "1"}, extra...)
+	args := []string{"run", "--nb", nbAddr, "--kubeconfig", kubeconfig,
+		"--metrics-addr", addr, "--log-format", "json", "--coalesce", "10ms", "-v", "1"}
+	// Every incremental pass is checked against a full Build; with
+	// OVN_SYNC_FULL_PASSES set, every pass builds in full.
+	if looptest.FullPasses() {
+		args = append(args, "--full-passes")
+	} else {
+		args = append(args, "--verify-incremental")
+	}
+	args = append(args, extra...)
 	logf, err := os.CreateTemp(t.TempDir(), "run-*.log")
 	if err != nil {
 		t.Fatal(err)
@@ -61,6 +69,11 @@ func startRun(t *testing.T, kubeconfig, nbAddr string, extra ...string) *runProc
 	}
 	go func() { _ = p.cmd.Wait(); logf.Close(); close(p.done) }()
 	t.Cleanup(func() {
+		if !p.exited() {
+			if body, err := p.get("/metrics"); err == nil && sample(body, "ovn_sync_incremental_mismatches_total") > 0 {
+				t.Errorf("incremental passes differed from a full Build (ovn_sync_incremental_mismatches_total > 0)")
+			}
+		}
 		p.stop(syscall.SIGTERM)
 		if t.Failed() {
 			t.Logf("--- %s\n%s", strings.Join(args, " "), p.logTail(6000))
@@ -128,6 +141,12 @@ func (p *runProc) metric(name string, labels ...string) float64 {
 	if err != nil {
 		p.t.Fatal(err)
 	}
+	return sample(body, name, labels...)
+}
+
+// sample sums the samples of the named metric in a /metrics body whose
+// labels contain all of labels.
+func sample(body, name string, labels ...string) float64 {
 	var sum float64
 	sc := bufio.NewScanner(strings.NewReader(body))
 	for sc.Scan() {

@@ -6,6 +6,7 @@ package looptest
 import (
 	"context"
 	"fmt"
+	"os"
 	"testing"
 	"time"
 
@@ -140,6 +141,7 @@ func Start(t testing.TB, o Options) *Runner {
 		Pass: reconcile.Options{Config: *cfg, MaxDeleteFraction: 0.5,
 			Apply: apply.Options{MaxOpsPerTxn: apply.DefaultMaxOpsPerTxn, InFlight: apply.DefaultInFlight}},
 		Resync: 5 * time.Minute, Coalesce: 5 * time.Millisecond, Log: logr.Discard(), Metrics: m,
+		FullPasses: FullPasses(), VerifyIncremental: true,
 	}
 	if o.Coalesce != 0 {
 		opts.Coalesce = o.Coalesce
@@ -155,9 +157,24 @@ func Start(t testing.TB, o Options) *Runner {
 	go func() { defer close(watched); loop.Watch(ctx) }()
 	r := &Runner{Loop: loop, Src: src, Kube: kube, Dyn: dyn, NB: nb, Metrics: m, Config: *cfg, ctx: ctx}
 	r.Lead()
-	t.Cleanup(func() { cancel(); <-watched; r.StepDown(); closeNB() })
+	t.Cleanup(func() {
+		cancel()
+		<-watched
+		r.StepDown()
+		closeNB()
+		if n := m.Mismatches(); n > 0 {
+			t.Errorf("%d incremental passes differed from a full Build (see ovn_sync_incremental_mismatches_total)", n)
+		}
+	})
 	return r
 }
+
+// FullPasses reports whether loops run by tests build in full on every
+// pass: set OVN_SYNC_FULL_PASSES=1 to run a package's loop tests that way.
+// Otherwise their passes are incremental, and each is checked against a
+// full Build (LoopOptions.VerifyIncremental); a test that saw one differ
+// fails.
+func FullPasses() bool { return os.Getenv("OVN_SYNC_FULL_PASSES") != "" }
 
 // Lead runs the reconcile loop, as winning the lease does.
 func (r *Runner) Lead() {
