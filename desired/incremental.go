@@ -54,6 +54,8 @@ type base struct {
 	again                bool
 	// unsettled are the owners every Update rebuilds.
 	unsettled map[string]bool
+	// held indexes the addresses of want's ports.
+	held *heldIndex
 	// launchers, vmiVM and migVMI relate KubeVirt objects by name, as the
 	// last inputs had them, so that a deleted object still finds its VM:
 	// a launcher pod's VMI, a VMI's VM (when named otherwise), a
@@ -96,6 +98,7 @@ func (x *Incremental) Full(in Inputs, cfg Config, have state.State) Result {
 			b.migVMI[nsName{m.Namespace, m.Name}] = m.Spec.VMIName
 		}
 	}
+	b.held = newHeldIndex(r.Want.Ports)
 	b.byOwner = make(map[string][]string, len(r.Want.Ports))
 	b.switchRefs, b.dhcpRefs = map[string]int{}, map[string]int{}
 	for name, p := range r.Want.Ports {
@@ -163,7 +166,7 @@ func (x *Incremental) Update(in Inputs, changed []ObjectRef, cfg Config, have st
 		x.Reset()
 		return Result{}, why
 	}
-	sc := &scope{owners: sel.owners, prior: &b.want, allPods: in.Pods}
+	sc := &scope{owners: sel.owners, prior: &b.want, held: b.held, allPods: in.Pods}
 	r = buildScoped(sel.in, cfg, have, sc)
 	if sc.why == "" {
 		for _, p := range r.Want.Ports {
@@ -227,7 +230,7 @@ func (b *base) rebuildOf(in Inputs, changed []ObjectRef) (rebuild, string) {
 			groups[nsName{ns, name}] = true
 		}
 	}
-	// The changed objects as they are now: their relations.
+	// The changed KubeVirt objects as they are now: their relations.
 	if len(changedVMIs) > 0 {
 		for k := range changedVMIs {
 			delete(b.vmiVM, k)
@@ -252,37 +255,51 @@ func (b *base) rebuildOf(in Inputs, changed []ObjectRef) (rebuild, string) {
 			}
 		}
 	}
-	if len(changedPods) > 0 {
-		for k := range changedPods {
-			delete(b.launchers, k)
+	join(in, groups)
+	// The pods: those of pod owners, and the launchers of the groups. A
+	// changed pod found to be a launcher may add a group, whose other
+	// launchers a second walk finds.
+	for k := range changedPods {
+		delete(b.launchers, k)
+	}
+	var selected []*corev1.Pod
+	walk := maps.Clone(pods)
+	walked := map[nsName]bool{}
+	for len(walk) > 0 || len(groups) > len(walked) {
+		want := map[string][]string{} // pod name → namespaces
+		for k := range walk {
+			want[k.name] = append(want[k.name], k.ns)
 		}
+		for k, vmi := range b.launchers {
+			if g := (nsName{k.ns, vmi}); groups[g] && !walked[g] && !walk[k] {
+				want[k.name] = append(want[k.name], k.ns)
+			}
+		}
+		for g := range groups {
+			walked[g] = true
+		}
+		grew := false
 		for _, p := range in.Pods {
 			if p == nil {
 				continue
 			}
+			if nss, ok := want[p.Name]; !ok || !slices.Contains(nss, p.Namespace) {
+				continue
+			}
+			selected = append(selected, p)
 			if k := (nsName{p.Namespace, p.Name}); changedPods[k] && isLauncher(p) {
 				v := launcherVMI(p)
 				b.launchers[k] = v
-				groups[nsName{k.ns, v}] = true
+				if g := (nsName{k.ns, v}); !groups[g] {
+					groups[g], grew = true, true
+				}
 			}
 		}
-	}
-	// A VMI and the VM its owner reference names are one group.
-	for grew := len(groups) > 0; grew; {
-		grew = false
-		for _, vmi := range in.VirtualMachineInstances {
-			if vmi == nil {
-				continue
-			}
-			r := vmOwnerRef(vmi.OwnerReferences)
-			if r == nil || r.Name == vmi.Name {
-				continue
-			}
-			a, c := nsName{vmi.Namespace, vmi.Name}, nsName{vmi.Namespace, r.Name}
-			if groups[a] != groups[c] {
-				groups[a], groups[c], grew = true, true, true
-			}
+		clear(walk)
+		if !grew {
+			break
 		}
+		join(in, groups)
 	}
 
 	sel := rebuild{owners: make(map[string]bool, len(pods)+2*len(groups))}
@@ -299,16 +316,7 @@ func (b *base) rebuildOf(in Inputs, changed []ObjectRef) (rebuild, string) {
 	in2 := &sel.in
 	in2.NetworkAttachmentDefinitions, in2.Subnets, in2.Namespaces = in.NetworkAttachmentDefinitions, in.Subnets, in.Namespaces
 	in2.StatefulSets, in2.IPs = in.StatefulSets, in.IPs
-	if len(pods) > 0 || len(groups) > 0 {
-		for _, p := range in.Pods {
-			if p == nil {
-				continue
-			}
-			if pods[nsName{p.Namespace, p.Name}] || len(groups) > 0 && isLauncher(p) && groups[nsName{p.Namespace, launcherVMI(p)}] {
-				in2.Pods = append(in2.Pods, p)
-			}
-		}
-	}
+	in2.Pods = selected
 	if len(groups) > 0 {
 		in2.VirtualMachines = selectNamed(in.VirtualMachines, groups, func(vm *kubevirtv1.VirtualMachine) []nsName {
 			return []nsName{{vm.Namespace, vm.Name}}
@@ -325,6 +333,27 @@ func (b *base) rebuildOf(in Inputs, changed []ObjectRef) (rebuild, string) {
 		})
 	}
 	return sel, ""
+}
+
+// join adds to groups the names a VMI and the VM its owner reference names
+// share: one group.
+func join(in Inputs, groups map[nsName]bool) {
+	for grew := len(groups) > 0; grew; {
+		grew = false
+		for _, vmi := range in.VirtualMachineInstances {
+			if vmi == nil {
+				continue
+			}
+			r := vmOwnerRef(vmi.OwnerReferences)
+			if r == nil || r.Name == vmi.Name {
+				continue
+			}
+			a, c := nsName{vmi.Namespace, vmi.Name}, nsName{vmi.Namespace, r.Name}
+			if groups[a] != groups[c] {
+				groups[a], groups[c], grew = true, true, true
+			}
+		}
+	}
 }
 
 // selectNamed returns the objects of objs one of whose keys is in groups.
@@ -356,6 +385,7 @@ func (b *base) splice(r Result, owners map[string]bool) Result {
 			p := ports[name]
 			removed[p] = true
 			b.count(p, -1)
+			b.held.remove(p)
 			delete(ports, name)
 		}
 		delete(b.byOwner, id)
@@ -364,6 +394,7 @@ func (b *base) splice(r Result, owners map[string]bool) Result {
 		ports[name] = p
 		b.byOwner[p.Owner] = append(b.byOwner[p.Owner], name)
 		b.count(p, 1)
+		b.held.add(p)
 	}
 	// Switches and DHCP_Options rows: r has every network's; a row kept
 	// only for the kept ports of owners not rebuilt stays while some port
@@ -431,6 +462,8 @@ func (b *base) splice(r Result, owners map[string]bool) Result {
 type scope struct {
 	owners map[string]bool
 	prior  *state.State
+	// held indexes the addresses prior's ports hold.
+	held *heldIndex
 	// allPods are every pod, not only those of owners: keepStatefulSetPorts
 	// asks whether a StatefulSet's pod is gone.
 	allPods []*corev1.Pod
@@ -465,20 +498,6 @@ func (sc *scope) outside(name string, hp *state.Port, o *owner) bool {
 func (sc *scope) keeps(p *state.Port) bool {
 	q := sc.prior.Ports[p.Name]
 	return q != nil && q.Owner == p.Owner
-}
-
-// holders calls fn with every port of the last result, of an owner not
-// rebuilt, that the NB does not show as it is (not applied yet, or not
-// yet in the cache): its addresses are held all the same.
-func (sc *scope) holders(fn func(*state.Port), have state.State) {
-	for name, p := range sc.prior.Ports {
-		if sc.owners[p.Owner] {
-			continue
-		}
-		if hp := have.Ports[name]; hp == nil || !slices.Equal(hp.Addresses, p.Addresses) || hp.Switch != p.Switch {
-			fn(p)
-		}
-	}
 }
 
 // Mismatch compares an incremental result with a full Build of the same

@@ -110,6 +110,15 @@ type ipam struct {
 	dups map[heldKey][]holderID
 
 	windows []*window
+
+	// idx, in an incremental Build, holds what the ports of the last
+	// result hold; list then holds only the NB rows that differ from them
+	// (differ names those, and the result's ports not in the NB), and
+	// resolved the holder IDs given to the index's ports.
+	idx      *heldIndex
+	b        *builder
+	differ   map[string]bool
+	resolved map[string]holderID
 }
 
 func keyOf(comp int, sw uint32, hi, lo uint64) heldKey {
@@ -171,6 +180,12 @@ func (w *window) set(hi, lo uint64) {
 	}
 }
 
+func (w *window) clear(hi, lo uint64) {
+	if off, ok := w.offset(hi, lo); ok {
+		w.bits[off/64] &^= 1 << (off % 64)
+	}
+}
+
 // held reports whether the address is held, and whether the window knows.
 func (w *window) held(hi, lo uint64) (held, known bool) {
 	off, ok := w.offset(hi, lo)
@@ -194,6 +209,9 @@ func ipWords(a netip.Addr) (hi, lo uint64) {
 // including the dynamic_addresses OVN assigned, and marks the windows of the
 // networks that allocate dynamically in this pass.
 func (b *builder) newIPAM() *ipam {
+	if b.scoped != nil {
+		return b.newScopedIPAM()
+	}
 	n := len(b.have.Ports)
 	m := &ipam{
 		ports: make([]*state.Port, 0, n),
@@ -249,28 +267,6 @@ func (b *builder) newIPAM() *ipam {
 			}
 		}
 	}
-	if b.scoped != nil {
-		b.scoped.holders(func(p *state.Port) {
-			var sw uint32
-			if p.Switch != "" {
-				sw = b.switchID(p.Switch)
-			}
-			id := holderID(len(m.ports))
-			m.ports = append(m.ports, p)
-			for _, e := range p.Addresses {
-				for _, word := range appendWords(words[:0], e) {
-					if k, ok := wordKey(sw, word); ok {
-						m.list = append(m.list, held{k, id})
-						for _, w := range bySwitch[sw] {
-							if w.comp == int(k.comp) {
-								w.set(k.hi, k.lo)
-							}
-						}
-					}
-				}
-			}
-		}, b.have)
-	}
 	m.reserve(b, bySwitch)
 	return m
 }
@@ -297,7 +293,7 @@ func (m *ipam) reserve(b *builder, bySwitch map[uint32][]*window) {
 			if !ok {
 				continue
 			}
-			if taken[k.addrKey] {
+			if taken[k.addrKey] || m.idx != nil && len(m.idx.by[k.addrKey]) > 0 {
 				continue
 			}
 			taken[k.addrKey] = true
@@ -341,6 +337,9 @@ func (m *ipam) window(n *network, comp int) *window {
 // group lists its holders. Most passes have none, so a cheap filter over
 // the list (a table of hashes) leaves only the few candidates to group.
 func (m *ipam) findDuplicates() [][]held {
+	if m.idx != nil {
+		return m.scopedDuplicates(m.b)
+	}
 	if len(m.list) < 2 {
 		return nil
 	}
@@ -573,16 +572,26 @@ func (m *ipam) holdersOf(k heldKey, sw uint32) []holderID {
 	var out []holderID
 	for _, s := range [2]uint32{0, sw} {
 		k.sw = s
+		var ids []holderID
 		if h, ok := mp[k]; ok {
 			if h == shared {
-				// In name order, so that what a Problem names is stable.
-				ids := slices.Clone(m.dups[k])
-				slices.SortFunc(ids, func(x, y holderID) int { return strings.Compare(m.ports[x].Name, m.ports[y].Name) })
-				out = append(out, ids...)
+				ids = slices.Clone(m.dups[k])
 			} else {
-				out = append(out, h)
+				ids = []holderID{h}
 			}
 		}
+		// In an incremental Build, the last result's ports on the switch
+		// too, unless a claim of this pass overrides them.
+		if m.idx != nil && s != 0 && !(len(ids) == 1 && ids[0] < 0) {
+			for _, e := range m.indexed(m.b, k.addrKey, s) {
+				ids = append(ids, e.id)
+			}
+		}
+		if len(ids) > 1 {
+			// In name order, so that what a Problem names is stable.
+			slices.SortFunc(ids, func(x, y holderID) int { return strings.Compare(m.ports[x].Name, m.ports[y].Name) })
+		}
+		out = append(out, ids...)
 	}
 	return out
 }
@@ -595,13 +604,32 @@ func (m *ipam) isHeld(n *network, w *window, k heldKey) bool {
 			return held
 		}
 	}
+	// In an incremental Build the index holds most addresses: its window
+	// answers first.
+	idxKnown := false
+	if m.idx != nil && int(k.comp) != compMAC {
+		held, known := m.idx.windowOf(n, int(k.comp)).held(k.hi, k.lo)
+		if held {
+			return true
+		}
+		idxKnown = known
+	}
 	mp := m.holderMap()
 	if _, ok := mp[k]; ok { // k.sw is 0
 		return true
 	}
 	k.sw = n.swID
-	_, ok := mp[k]
-	return ok
+	if _, ok := mp[k]; ok {
+		return true
+	}
+	if m.idx != nil && !idxKnown {
+		for _, h := range m.idx.by[k.addrKey] {
+			if h.sw == n.sw {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // allocate gives every pending port the addresses it lacks, in three steps:

@@ -121,7 +121,10 @@ type Informers struct {
 	// changed holds the objects events named since the last Inputs call;
 	// allChanged replaces it when that cannot say what changed (see
 	// Snapshot.AllChanged), and changed is then nil.
-	changed    map[desired.ObjectRef]struct{}
+	changed map[desired.ObjectRef]struct{}
+	// inflight counts, per object, the changes its informer has queued
+	// (recording) and its handler has not seen yet (record).
+	inflight   map[desired.ObjectRef]int
 	allChanged bool
 
 	mu      sync.Mutex
@@ -168,7 +171,7 @@ func (s *Informers) Start(ctx context.Context) error {
 	if !s.started {
 		s.ctx = ctx
 		s.podf = informers.NewSharedInformerFactoryWithOptions(s.opts.Kube, 0,
-			informers.WithTransform(stripPod))
+			informers.WithTransform(s.recording(typedKind, stripPod)))
 		pods := s.podf.Core().V1().Pods().Informer()
 		s.watch(KindPod, pods)
 		s.watch(KindNamespace, s.podf.Core().V1().Namespaces().Informer())
@@ -219,7 +222,7 @@ func (s *Informers) discoverLocked(ctx context.Context) error {
 			delete(s.absent, k)
 		}
 		inf := s.dyn.ForResource(crdKinds[k]).Informer()
-		_ = inf.SetTransform(typedTransform(k))
+		_ = inf.SetTransform(s.recording(func(any) Kind { return k }, typedTransform(k)))
 		s.watch(k, inf)
 	}
 	s.dyn.Start(s.ctx.Done())
@@ -386,6 +389,7 @@ func (s *Informers) watch(k Kind, inf cache.SharedIndexInformer) {
 		UpdateFunc: func(old, cur any) {
 			// Periodic relists deliver unchanged objects; they change nothing.
 			if sameVersion(old, cur) {
+				s.landed(k, cur)
 				return
 			}
 			event(cur)
@@ -405,11 +409,72 @@ func (s *Informers) watch(k Kind, inf cache.SharedIndexInformer) {
 // deleted. client-go calls a handler after its store holds the change, so
 // any Inputs call that takes the set after this lists the stores after the
 // change too.
+// recording returns t, noting first the object it is given as in flight.
+// An informer transforms an object as it queues it, before its store
+// holds it; its event handler runs after. From the one to the other, every
+// snapshot names the object (Take does not consume it); the handler then
+// records it as changed, for the next snapshot. So a snapshot whose stores
+// show a change always names it: a pass that rebuilds what changed sees
+// everything a full Build of the same snapshot would. (A deletion a relist
+// finds reaches the handler only, as a tombstone: that one is named by the
+// first snapshot after the handler ran.)
+func (s *Informers) recording(kind func(any) Kind, t cache.TransformFunc) cache.TransformFunc {
+	return func(obj any) (any, error) {
+		if k := kind(obj); k != "" {
+			if ref, ok := refOf(k, obj); ok {
+				s.chmu.Lock()
+				s.version++
+				if s.inflight == nil {
+					s.inflight = map[desired.ObjectRef]int{}
+				}
+				s.inflight[ref]++
+				s.chmu.Unlock()
+			}
+		}
+		return t(obj)
+	}
+}
+
+// typedKind is the kind of an object of the typed informers.
+func typedKind(obj any) Kind {
+	switch obj.(type) {
+	case *corev1.Pod:
+		return KindPod
+	case *corev1.Namespace:
+		return KindNamespace
+	case *appsv1.StatefulSet:
+		return KindStatefulSet
+	}
+	return ""
+}
+
+// landed notes that the handler of obj's change ran: it is no longer in
+// flight.
+func (s *Informers) landed(k Kind, obj any) {
+	if ref, ok := refOf(k, obj); ok {
+		s.chmu.Lock()
+		s.landedLocked(ref)
+		s.chmu.Unlock()
+	}
+}
+
+func (s *Informers) landedLocked(ref desired.ObjectRef) {
+	switch n := s.inflight[ref]; {
+	case n == 1:
+		delete(s.inflight, ref)
+	case n > 1:
+		s.inflight[ref] = n - 1
+	}
+}
+
 func (s *Informers) record(k Kind, obj any) {
 	ref, ok := refOf(k, obj)
 	s.chmu.Lock()
 	defer s.chmu.Unlock()
 	s.version++
+	if ok {
+		s.landedLocked(ref)
+	}
 	if s.allChanged {
 		return
 	}
@@ -581,15 +646,15 @@ func (s *Informers) snapshot(take bool) Snapshot {
 	for k, v := range s.inf {
 		inf[k] = v
 	}
-	// The version and the changed set are taken together, before any store
-	// is listed. An event's handler runs after its store holds the change,
-	// so an object recorded before this point is in the stores listed
-	// below; one recorded after it (its change may or may not show in this
-	// listing) goes to the next snapshot's Changed, with a new Version.
-	// Taking the set after listing instead could lose a change: one whose
-	// store changed after it was listed but whose handler ran before the
-	// set was taken would be named by a snapshot that does not hold it,
-	// and by no later one.
+	// What changed is read in two steps around the listing. Before it, the
+	// version and the changes the handlers recorded are taken. After it,
+	// the changes still in flight (queued, their handlers not run yet) and
+	// those handlers recorded meanwhile are named too, and left for the
+	// next snapshot. A change the listing shows reached its store before
+	// the listing and was queued before that; by the second step its
+	// handler either had not run (in flight), ran after the first step
+	// (recorded since) or before it (taken): it is named. A change named
+	// but not shown (queued, not stored yet) is named again later.
 	s.chmu.Lock()
 	snap := Snapshot{Version: s.version, AllChanged: s.allChanged || !take}
 	var changed map[desired.ObjectRef]struct{}
@@ -599,15 +664,39 @@ func (s *Informers) snapshot(take bool) Snapshot {
 	}
 	s.chmu.Unlock()
 	s.mu.Unlock()
-	if !snap.AllChanged {
-		snap.Changed = slices.SortedFunc(maps.Keys(changed), compareRefs)
-	}
 	list := func(k Kind) []any {
 		if i, ok := inf[k]; ok {
 			return i.GetStore().List()
 		}
 		return nil
 	}
+	lists := make(map[Kind][]any, len(Kinds))
+	for _, k := range Kinds {
+		lists[k] = list(k)
+	}
+	if !snap.AllChanged {
+		s.chmu.Lock()
+		if s.allChanged {
+			snap.AllChanged = true
+		}
+		if changed == nil {
+			changed = map[desired.ObjectRef]struct{}{}
+		}
+		for ref := range s.inflight {
+			changed[ref] = struct{}{}
+		}
+		for ref := range s.changed {
+			changed[ref] = struct{}{}
+		}
+		s.chmu.Unlock()
+	}
+	if !snap.AllChanged && len(changed) > MaxChanged {
+		snap.AllChanged = true // a relist in flight, say
+	}
+	if !snap.AllChanged {
+		snap.Changed = slices.SortedFunc(maps.Keys(changed), compareRefs)
+	}
+	list = func(k Kind) []any { return lists[k] }
 	in := &snap.Inputs
 	in.Pods = collect[*corev1.Pod](KindPod, list(KindPod), &snap.Unreadable)
 	in.VirtualMachines = collect[*kubevirtv1.VirtualMachine](KindVirtualMachine, list(KindVirtualMachine), &snap.Unreadable)

@@ -12,6 +12,7 @@ import (
 	"github.com/go-logr/logr"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -629,9 +630,9 @@ func (r *racingStore) List() []any {
 	return l
 }
 
-// TestInformersChangedRace: an event handled while Inputs lists the stores,
+// TestInformersChangedRace: an event handled while Take lists the stores,
 // for a change that listing missed, is named by the next snapshot, which
-// holds the change.
+// holds the change (this one may name it too: naming twice is harmless).
 func TestInformersChangedRace(t *testing.T) {
 	s, c := capture(t, KindPod)
 	store := &racingStore{Store: c[KindPod].store}
@@ -644,11 +645,75 @@ func TestInformersChangedRace(t *testing.T) {
 	for i, want := range []struct {
 		pods    int
 		changed []desired.ObjectRef
-	}{{0, nil}, {1, changedRefs("Pod/ns/late")}} {
+	}{{0, changedRefs("Pod/ns/late")}, {1, changedRefs("Pod/ns/late")}} {
 		snap := s.Take()
 		if len(snap.Inputs.Pods) != want.pods || snap.AllChanged || !slices.Equal(snap.Changed, want.changed) {
 			t.Errorf("Take() #%d = %d pods, Changed %v (AllChanged %v); want %d pods, Changed %v",
 				i+1, len(snap.Inputs.Pods), snap.Changed, snap.AllChanged, want.pods, want.changed)
 		}
 	}
+}
+
+// TestTakeNamesWhatItShows creates and deletes pods while taking snapshots,
+// and checks that every snapshot names each object whose change it shows
+// (one it holds that the last did not, or the other way round) in its own
+// Changed or an earlier one's: a change is recorded before the store
+// holds it, so a pass that rebuilds only what changed sees everything a
+// full Build of its snapshot would.
+func TestTakeNamesWhatItShows(t *testing.T) {
+	f := newFakes(t, false, false)
+	ctx := start(t, f)
+	if !f.inf.WaitForCacheSync(ctx) {
+		t.Fatal("not synced")
+	}
+	f.inf.Take()
+	pods := f.kube.CoreV1().Pods("default")
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for i := range 400 {
+			p := pod("default", fmt.Sprintf("p%d", i))
+			if _, err := pods.Create(ctx, p, metav1.CreateOptions{}); err != nil {
+				t.Error(err)
+				return
+			}
+			if i%3 == 0 {
+				if err := pods.Delete(ctx, fmt.Sprintf("p%d", i/2), metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
+					t.Error(err)
+					return
+				}
+			}
+		}
+	}()
+	held := map[string]bool{} // held by the last snapshot
+	takes := 0
+	for finished := false; !finished; takes++ {
+		select {
+		case <-done:
+			finished = true
+		default:
+		}
+		snap := f.inf.Take()
+		if snap.AllChanged {
+			t.Fatalf("snapshot %d: AllChanged", takes)
+		}
+		named := map[string]bool{}
+		for _, r := range snap.Changed {
+			named[r.Name] = true
+		}
+		now := map[string]bool{}
+		for _, p := range snap.Inputs.Pods {
+			now[p.Name] = true
+			if !held[p.Name] && !named[p.Name] {
+				t.Fatalf("snapshot %d holds pod %s, which the last did not, and does not name it", takes, p.Name)
+			}
+		}
+		for name := range held {
+			if !now[name] && !named[name] {
+				t.Fatalf("snapshot %d lost pod %s and does not name it", takes, name)
+			}
+		}
+		held = now
+	}
+	t.Logf("%d snapshots", takes)
 }

@@ -11,7 +11,10 @@ type Entry struct {
 	NameHash uint64
 	Sum      uint64
 	Owned    bool
-	Port     *Port
+	// Dynamic is set when the port has dynamic_addresses (which Sum does
+	// not cover: ovn-northd writes them).
+	Dynamic bool
+	Port    *Port
 }
 
 // Index lists a State's ports sorted by NameHash. Entries are packed, so a
@@ -53,7 +56,7 @@ func (p *Port) Sum() uint64 {
 
 // EntryOf returns p's index entry.
 func EntryOf(p *Port) Entry {
-	return Entry{NameHash: NameHash(p.Name), Sum: p.Sum(), Owned: p.Owned(), Port: p}
+	return Entry{NameHash: NameHash(p.Name), Sum: p.Sum(), Owned: p.Owned(), Dynamic: p.DynamicAddresses != "", Port: p}
 }
 
 // IndexPorts builds the Index of ports.

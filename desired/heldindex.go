@@ -1,0 +1,304 @@
+package desired
+
+import (
+	"slices"
+	"strings"
+
+	"github.com/ovn-sync/ovn-sync/state"
+)
+
+// heldIndex lists, by address, the ports of a desired state that hold it:
+// the IPAM index an incremental Build reads instead of every port in the
+// NB. Incremental builds it once from a full result and keeps it up to
+// date as it splices, so a Build of a few owners costs those owners and
+// the NB rows that differ from the last result, not the cluster.
+type heldIndex struct {
+	by map[addrKey][]heldBy
+	// dups are the addresses two ports hold on one switch.
+	dups map[addrKey]bool
+	// windows mark, per switch and family, the addresses held at the low
+	// end of its subnet, where fresh addresses are handed out: made on the
+	// first need (windowOf) and kept up to date from then on.
+	windows map[windowKey]*window
+}
+
+type windowKey struct {
+	sw   string
+	comp int
+}
+
+// heldBy is a port holding an address on its switch.
+type heldBy struct{ sw, name string }
+
+func newHeldIndex(ports map[string]*state.Port) *heldIndex {
+	x := &heldIndex{by: make(map[addrKey][]heldBy, 2*len(ports)), dups: map[addrKey]bool{}}
+	for _, p := range ports {
+		x.add(p)
+	}
+	return x
+}
+
+// keys calls fn with each address p holds, once.
+func portKeys(p *state.Port, fn func(addrKey)) {
+	var words [8]string
+	list := words[:0]
+	for _, e := range p.Addresses {
+		list = appendWords(list, e)
+	}
+	for i, word := range list {
+		if slices.Contains(list[:i], word) {
+			continue
+		}
+		if k, ok := wordKey(0, word); ok {
+			fn(k.addrKey)
+		}
+	}
+}
+
+func (x *heldIndex) add(p *state.Port) {
+	portKeys(p, func(k addrKey) {
+		hs := x.by[k]
+		for _, h := range hs {
+			if h.sw == p.Switch {
+				x.dups[k] = true
+			}
+		}
+		x.by[k] = append(hs, heldBy{p.Switch, p.Name})
+		if w := x.windows[windowKey{p.Switch, int(k.comp)}]; w != nil {
+			w.set(k.hi, k.lo)
+		}
+	})
+}
+
+// windowOf returns the window of n's switch for comp (an IP family), made
+// from the index on the first call.
+func (x *heldIndex) windowOf(n *network, comp int) *window {
+	wk := windowKey{n.sw, comp}
+	if w, ok := x.windows[wk]; ok {
+		return w
+	}
+	if x.windows == nil {
+		x.windows = map[windowKey]*window{}
+	}
+	w := newWindow(n, comp, len(x.by))
+	for k, hs := range x.by {
+		if int(k.comp) == comp && slices.ContainsFunc(hs, func(h heldBy) bool { return h.sw == n.sw }) {
+			w.set(k.hi, k.lo)
+		}
+	}
+	x.windows[wk] = w
+	return w
+}
+
+func (x *heldIndex) remove(p *state.Port) {
+	portKeys(p, func(k addrKey) {
+		hs := x.by[k]
+		i := slices.Index(hs, heldBy{p.Switch, p.Name})
+		if i < 0 {
+			return
+		}
+		hs = slices.Delete(hs, i, i+1)
+		if w := x.windows[windowKey{p.Switch, int(k.comp)}]; w != nil &&
+			!slices.ContainsFunc(hs, func(h heldBy) bool { return h.sw == p.Switch }) {
+			w.clear(k.hi, k.lo)
+		}
+		if len(hs) == 0 {
+			delete(x.by, k)
+			delete(x.dups, k)
+			return
+		}
+		x.by[k] = hs
+		if x.dups[k] {
+			dup := false
+			for i := range hs {
+				for j := range i {
+					dup = dup || hs[i].sw == hs[j].sw
+				}
+			}
+			if !dup {
+				delete(x.dups, k)
+			}
+		}
+	})
+}
+
+// newScopedIPAM is newIPAM for an incremental Build: the ports of the last
+// result are in the index; only the NB rows that differ from them (ports
+// not ours, ports not applied yet or changed under us) are listed, found by
+// walking the two indexes side by side.
+func (b *builder) newScopedIPAM() *ipam {
+	sc := b.scoped
+	m := &ipam{idx: sc.held, b: b, resolved: map[string]holderID{}}
+	prior := sc.prior
+	have := b.have.PortIndex()
+	// differ names the ports whose row in the NB is not the last result's:
+	// the index holds the result's addresses, the list the NB's.
+	m.differ = map[string]bool{}
+	eachDiffering(have, prior.Index, func(e *state.Entry) {
+		p := e.Port
+		m.differ[p.Name] = true
+		var sw uint32
+		if p.Owned() && p.Switch != "" {
+			sw = b.switchID(p.Switch)
+		}
+		id := holderID(len(m.ports))
+		m.ports = append(m.ports, p)
+		var words [8]string
+		list := words[:0]
+		for _, a := range p.Addresses {
+			list = appendWords(list, a)
+		}
+		list = appendWords(list, p.DynamicAddresses)
+		for i, word := range list {
+			if slices.Contains(list[:i], word) {
+				continue
+			}
+			if k, ok := wordKey(sw, word); ok {
+				m.list = append(m.list, held{k, id})
+			}
+		}
+	}, func(e *state.Entry) {
+		m.differ[e.Port.Name] = true // not in the NB (yet): the index holds it
+	})
+	m.reserve(b, nil)
+	return m
+}
+
+// resolve returns the holder ID of the port of the last result called
+// name: the NB's row when it is the same, else the result's.
+func (m *ipam) resolve(b *builder, name string) holderID {
+	if id, ok := m.resolved[name]; ok {
+		return id
+	}
+	p := b.have.Ports[name]
+	if p == nil || m.differ[name] {
+		p = b.scoped.prior.Ports[name]
+	}
+	id := holderID(len(m.ports))
+	m.ports = append(m.ports, p)
+	m.resolved[name] = id
+	return id
+}
+
+// indexed returns the holders the index lists for k on switch sw (every
+// switch when sw is 0), in name order.
+func (m *ipam) indexed(b *builder, k addrKey, sw uint32) []held {
+	hs := m.idx.by[k]
+	if len(hs) == 0 {
+		return nil
+	}
+	var out []held
+	for _, h := range hs {
+		id := b.switchID(h.sw)
+		if sw == 0 || id == sw {
+			out = append(out, held{heldKey{k, id}, m.resolve(b, h.name)})
+		}
+	}
+	slices.SortFunc(out, func(x, y held) int { return strings.Compare(m.ports[x.id].Name, m.ports[y.id].Name) })
+	return out
+}
+
+// scopedDuplicates is findDuplicates for an incremental Build: addresses
+// the index holds twice, and those a listed NB row holds that the index or
+// another row holds too.
+func (m *ipam) scopedDuplicates(b *builder) [][]held {
+	groups := map[addrKey][]held{}
+	for k := range m.idx.dups {
+		groups[k] = nil
+	}
+	byAddr := map[addrKey][]held{}
+	for _, e := range m.list {
+		byAddr[e.k.addrKey] = append(byAddr[e.k.addrKey], e)
+	}
+	for k, es := range byAddr {
+		if len(es) > 1 || len(m.idx.by[k]) > 0 {
+			groups[k] = nil
+		}
+	}
+	var out [][]held
+	for k := range groups {
+		g := append(slices.Clone(byAddr[k]), m.indexed(b, k, 0)...)
+		var foreign, ours bool
+		sws := map[uint32]int{}
+		for _, e := range g {
+			if e.k.sw == 0 {
+				foreign = true
+			} else {
+				ours = true
+				sws[e.k.sw]++
+			}
+		}
+		conflict := foreign && ours
+		for _, n := range sws {
+			conflict = conflict || n > 1
+		}
+		if conflict {
+			out = append(out, g)
+		}
+	}
+	slices.SortFunc(out, func(a, b []held) int {
+		x, y := a[0].k, b[0].k
+		return cmpUints(uint64(x.comp), uint64(y.comp), x.hi, y.hi, x.lo, y.lo)
+	})
+	return out
+}
+
+// eachDiffering walks two indexes side by side (both sorted by name hash)
+// and calls nb with each entry of have that is not exactly, and ours, an
+// entry of want, and missing with each entry of want that have lacks.
+func eachDiffering(have, want state.Index, nb, missing func(*state.Entry)) {
+	i, j := 0, 0
+	for i < len(have) || j < len(want) {
+		switch {
+		case j == len(want) || i < len(have) && have[i].NameHash < want[j].NameHash:
+			nb(&have[i])
+			i++
+		case i == len(have) || want[j].NameHash < have[i].NameHash:
+			missing(&want[j])
+			j++
+		default:
+			// A run of equal hashes (names that collide, or one name):
+			// match its entries by name.
+			h := have[i].NameHash
+			ie, je := i, j
+			for ie < len(have) && have[ie].NameHash == h {
+				ie++
+			}
+			for je < len(want) && want[je].NameHash == h {
+				je++
+			}
+			if ie-i == 1 && je-j == 1 {
+				// One name (Sum covers the name too): the common case,
+				// decided without reading either port.
+				if e, w := &have[i], &want[j]; w.Sum != e.Sum || !e.Owned || e.Dynamic {
+					nb(e)
+				}
+				i, j = ie, je
+				continue
+			}
+			for x := i; x < ie; x++ {
+				e := &have[x]
+				same := false
+				for y := j; y < je; y++ {
+					if w := &want[y]; w.Port.Name == e.Port.Name {
+						same = w.Sum == e.Sum && e.Owned && !e.Dynamic
+						break
+					}
+				}
+				if !same {
+					nb(e)
+				}
+			}
+			for y := j; y < je; y++ {
+				found := false
+				for x := i; x < ie; x++ {
+					found = found || have[x].Port.Name == want[y].Port.Name
+				}
+				if !found {
+					missing(&want[y])
+				}
+			}
+			i, j = ie, je
+		}
+	}
+}
