@@ -124,7 +124,9 @@ func (b *base) set(r Result) {
 		b.unsettled[n.Object()] = true
 	}
 	for _, s := range r.specs {
-		if s.state != specBuild {
+		// A port adopted is wanted with Adopt set until the NB shows it
+		// ours: the next Build of its owner differs.
+		if s.state != specBuild || s.adopt != "" {
 			b.unsettled[s.o.id] = true
 		}
 	}
@@ -572,4 +574,28 @@ func unionKeys[V any](a, b map[string]V) []string {
 	}
 	slices.Sort(keys)
 	return keys
+}
+
+// Behind reports whether inc differs from full only by ports of owners
+// full wants no port of, with everything else the same: deletions the
+// incremental state was not told of yet. Informers tell of a deletion a
+// relist finds only after their stores show it (see sources.Informers):
+// the next pass is told, and removes the ports.
+func Behind(inc, full Result) bool {
+	owners := map[string]bool{}
+	for _, p := range full.Want.Ports {
+		owners[p.Owner] = true
+	}
+	trimmed := inc
+	trimmed.Want.Ports = map[string]*state.Port{}
+	behind := false
+	for name, p := range inc.Want.Ports {
+		if _, ok := full.Want.Ports[name]; !ok && !owners[p.Owner] {
+			behind = true
+			continue
+		}
+		trimmed.Want.Ports[name] = p
+	}
+	trimmed.Want.Index = state.IndexPorts(trimmed.Want.Ports)
+	return behind && Mismatch(trimmed, full) == ""
 }

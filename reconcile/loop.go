@@ -441,11 +441,13 @@ func (l *Loop) pass(ctx context.Context, t trigger) error {
 		l.incremental(&opts, t, snap)
 	}
 	out, err := Pass(ctx, l.nb, snap.Inputs, opts)
-	if out.Checked {
-		if out.Mismatch != "" {
-			l.m.mismatches.Inc()
-			l.log.Error(errors.New(out.Mismatch), "incremental desired state differs from a full Build: the full one is used", "trigger", t.String())
-		}
+	switch {
+	case !out.Checked || out.Mismatch == "":
+	case out.Behind:
+		l.log.V(1).Info("incremental desired state behind a deletion it was not told of yet: the full one is used", "difference", out.Mismatch)
+	default:
+		l.m.mismatches.Inc()
+		l.log.Error(errors.New(out.Mismatch), "incremental desired state differs from a full Build: the full one is used", "trigger", t.String())
 	}
 	if !l.opts.FullPasses {
 		kind := "full"

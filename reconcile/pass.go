@@ -91,8 +91,11 @@ type Outcome struct {
 	Full        string
 	// Checked is set when a self-check or verification compared an
 	// incremental result with a full Build, Mismatch to how they differ.
+	// Behind is set when they differ only by deletions the incremental
+	// state was not told of yet (desired.Behind): not a fault.
 	Checked  bool
 	Mismatch string
+	Behind   bool
 	// Applied sums what every attempt sent; Attempts counts the
 	// computations.
 	Applied  apply.Result
@@ -156,7 +159,9 @@ func (out *Outcome) build(x *desired.Incremental, in desired.Inputs, have state.
 			out.Result, out.Incremental = r, true
 			if opts.Verify {
 				out.Checked = true
-				if out.Mismatch = desired.Mismatch(r, desired.Build(in, opts.Config, have)); out.Mismatch != "" {
+				full := desired.Build(in, opts.Config, have)
+				if out.Mismatch = desired.Mismatch(r, full); out.Mismatch != "" {
+					out.Behind = desired.Behind(r, full)
 					out.Result, out.Incremental = x.Full(in, opts.Config, have), false
 				}
 			}
@@ -179,7 +184,9 @@ func (out *Outcome) build(x *desired.Incremental, in desired.Inputs, have state.
 	out.Result = x.Full(in, opts.Config, have)
 	if check {
 		out.Checked = true
-		out.Mismatch = desired.Mismatch(inc, out.Result)
+		if out.Mismatch = desired.Mismatch(inc, out.Result); out.Mismatch != "" {
+			out.Behind = desired.Behind(inc, out.Result)
+		}
 	}
 }
 
