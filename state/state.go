@@ -225,6 +225,15 @@ func (s State) Clone() State {
 // OwnedPorts returns how many ports in s are ovn-sync's.
 func (s State) OwnedPorts() int {
 	n := 0
+	if len(s.Index) == len(s.Ports) {
+		// The packed index is quicker to walk than the map.
+		for i := range s.Index {
+			if s.Index[i].Owned {
+				n++
+			}
+		}
+		return n
+	}
 	for _, p := range s.Ports {
 		if p.Owned() {
 			n++

@@ -33,7 +33,9 @@ import (
 //	           target launcher); done when requested-chassis names both nodes
 //
 // Each iteration is one event (vm-start and vm-stop alternate, each timed;
-// a migration is undone, untimed, before the next). Run it as
+// a migration is undone, untimed, before the next). passes=incremental is
+// run mode (a pass rebuilds the owners an event touches), passes=full
+// builds the whole desired state every pass (--full-passes). Run it as
 //
 //	go test -run '^$' -bench EventToCommit -benchtime 200x ./cmd/ovn-sync
 //
@@ -41,7 +43,9 @@ import (
 func BenchmarkEventToCommit(b *testing.B) {
 	for _, n := range []int{1000, 10000, 100000} {
 		for _, ev := range []string{"pod-add", "vm-start-stop", "migration"} {
-			b.Run(fmt.Sprintf("existing=%d/event=%s", n, ev), func(b *testing.B) { benchEventToCommit(b, n, ev) })
+			for _, passes := range []string{"incremental", "full"} {
+				b.Run(fmt.Sprintf("existing=%d/event=%s/passes=%s", n, ev, passes), func(b *testing.B) { benchEventToCommit(b, n, ev, passes) })
+			}
 		}
 	}
 }
@@ -55,7 +59,7 @@ var (
 	gvrMigration = schema.GroupVersionResource{Group: "kubevirt.io", Version: "v1", Resource: "virtualmachineinstancemigrations"}
 )
 
-func benchEventToCommit(b *testing.B, n int, event string) {
+func benchEventToCommit(b *testing.B, n int, event, passes string) {
 	nbtest.Require(b)
 	srv := nbtest.Start(b)
 	kube := make([]runtime.Object, n)
@@ -68,7 +72,7 @@ func benchEventToCommit(b *testing.B, n int, event string) {
 		kube = append(kube, looptest.Launcher("vm0", "0", "n1"))
 	}
 	start := time.Now()
-	tr := looptest.Start(b, looptest.Options{KubeObjs: kube, DynObjs: dyn, NBAddr: srv.Addr(), Coalesce: 20 * time.Millisecond})
+	tr := looptest.Start(b, looptest.Options{KubeObjs: kube, DynObjs: dyn, NBAddr: srv.Addr(), Coalesce: 20 * time.Millisecond, Passes: passes})
 
 	// The observer: another client, told of every port insert and update.
 	ctx, cancel := context.WithCancel(context.Background())

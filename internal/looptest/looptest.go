@@ -54,6 +54,10 @@ type Options struct {
 	// BeforeStart, when set, is called before the informers start (to add
 	// reactors to the fake clients, say).
 	BeforeStart func(*kubefake.Clientset, *dynamicfake.FakeDynamicClient)
+	// Passes is how passes build: "" for tests (incremental, each checked
+	// against a full Build; full with OVN_SYNC_FULL_PASSES=1), or, for
+	// benchmarks, "incremental" (unchecked) or "full".
+	Passes string
 }
 
 // Runner is a running loop and what it runs on.
@@ -142,6 +146,12 @@ func Start(t testing.TB, o Options) *Runner {
 			Apply: apply.Options{MaxOpsPerTxn: apply.DefaultMaxOpsPerTxn, InFlight: apply.DefaultInFlight}},
 		Resync: 5 * time.Minute, Coalesce: 5 * time.Millisecond, Log: logr.Discard(), Metrics: m,
 		FullPasses: FullPasses(), VerifyIncremental: true,
+	}
+	switch o.Passes {
+	case "incremental":
+		opts.FullPasses, opts.VerifyIncremental = false, false
+	case "full":
+		opts.FullPasses, opts.VerifyIncremental = true, false
 	}
 	if o.Coalesce != 0 {
 		opts.Coalesce = o.Coalesce
