@@ -8,6 +8,7 @@ package publish
 import (
 	"context"
 	"encoding/json"
+	"slices"
 	"sync"
 
 	"github.com/go-logr/logr"
@@ -37,6 +38,10 @@ type Publisher struct {
 	onResult func(result string)
 	mu       sync.Mutex
 	sent     map[types.UID]sentPatch
+	// retry holds the patches that failed, sent again by the next Publish
+	// unless it has a newer one for the object: an incremental pass
+	// publishes for the owners it rebuilt only.
+	retry map[types.UID]reconcile.Publication
 }
 
 type sentPatch struct {
@@ -48,18 +53,36 @@ type sentPatch struct {
 // (VirtualMachines); onResult, when set, sees each patch's result
 // (patched, gone, error).
 func NewPublisher(kube kubernetes.Interface, dyn dynamic.Interface, log logr.Logger, onResult func(string)) *Publisher {
-	return &Publisher{kube: kube, dyn: dyn, log: log, workers: 8, onResult: onResult, sent: map[types.UID]sentPatch{}}
+	return &Publisher{kube: kube, dyn: dyn, log: log, workers: 8, onResult: onResult, sent: map[types.UID]sentPatch{},
+		retry: map[types.UID]reconcile.Publication{}}
 }
 
-// Publish sends patches, at most p.workers at a time; live holds the UIDs
-// of every object that exists. An object that is gone is not an error;
-// other failures are logged and retried by the next pass.
+// Publish sends patches, at most p.workers at a time; live, when not nil,
+// holds the UIDs of every object that exists, and what was sent to the
+// others is forgotten (an incremental pass passes nil: listing every
+// object would cost what the pass saved). An object that is gone is not an
+// error; other failures are logged and retried by the next pass.
 func (p *Publisher) Publish(ctx context.Context, patches []reconcile.Publication, live map[types.UID]bool) {
 	p.mu.Lock()
-	for uid := range p.sent {
-		if !live[uid] {
-			delete(p.sent, uid)
+	if live != nil {
+		for uid := range p.sent {
+			if !live[uid] {
+				delete(p.sent, uid)
+			}
 		}
+	}
+	if len(p.retry) > 0 {
+		newer := make(map[types.UID]bool, len(patches))
+		for _, pp := range patches {
+			newer[pp.UID] = true
+		}
+		patches = slices.Clone(patches)
+		for uid, pp := range p.retry {
+			if !newer[uid] && (live == nil || live[uid]) {
+				patches = append(patches, pp)
+			}
+		}
+		clear(p.retry)
 	}
 	todo := patches[:0:0]
 	for _, pp := range patches {
@@ -123,6 +146,9 @@ func (p *Publisher) patch(ctx context.Context, pp reconcile.Publication) {
 		p.result("gone")
 	case ctx.Err() != nil:
 	default:
+		p.mu.Lock()
+		p.retry[pp.UID] = pp
+		p.mu.Unlock()
 		p.result("error")
 		p.log.Error(err, "publishing addresses failed; the next pass retries", "kind", pp.Kind, "object", pp.Namespace+"/"+pp.Name)
 	}

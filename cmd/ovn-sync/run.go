@@ -14,6 +14,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	"k8s.io/apimachinery/pkg/types"
+
 	"github.com/cenkalti/backoff/v4"
 	"github.com/go-logr/logr"
 	"github.com/go-logr/zapr"
@@ -237,7 +239,11 @@ func runMain(ctx context.Context, rf *runFlags, log logr.Logger) error {
 	if rf.publish {
 		pub := publish.NewPublisher(kube, dyn, log.WithName("publish"), m.Publication)
 		opts.Publish = func(ctx context.Context, out reconcile.Outcome, snap sources.Snapshot) {
-			pub.Publish(ctx, reconcile.Publications(out.Result), publish.Live(snap.Inputs))
+			var live map[types.UID]bool
+			if !out.Incremental {
+				live = publish.Live(snap.Inputs)
+			}
+			pub.Publish(ctx, reconcile.Publications(out.Result), live)
 		}
 	}
 	if rf.events {

@@ -159,7 +159,11 @@ func Start(t testing.TB, o Options) *Runner {
 	if o.Publish {
 		pub := publish.NewPublisher(kube, dyn, logr.Discard(), m.Publication)
 		opts.Publish = func(ctx context.Context, out reconcile.Outcome, snap sources.Snapshot) {
-			pub.Publish(ctx, reconcile.Publications(out.Result), publish.Live(snap.Inputs))
+			var live map[types.UID]bool
+			if !out.Incremental {
+				live = publish.Live(snap.Inputs)
+			}
+			pub.Publish(ctx, reconcile.Publications(out.Result), live)
 		}
 	}
 	loop := reconcile.NewLoop(src, nb, opts)
