@@ -181,7 +181,8 @@ func (m *ipam) resolve(b *builder, name string) holderID {
 }
 
 // indexed returns the holders the index lists for k on switch sw (every
-// switch when sw is 0), in name order.
+// switch when sw is 0), in name order, but for ports whose NB row differs
+// from the index's, which the list holds.
 func (m *ipam) indexed(b *builder, k addrKey, sw uint32) []held {
 	hs := m.idx.by[k]
 	if len(hs) == 0 {
@@ -189,6 +190,11 @@ func (m *ipam) indexed(b *builder, k addrKey, sw uint32) []held {
 	}
 	var out []held
 	for _, h := range hs {
+		if m.differ[h.name] && b.have.Ports[h.name] != nil {
+			// The NB's row of that name is listed: it is the holder. (The
+			// index still counts the address as held: isHeld.)
+			continue
+		}
 		id := b.switchID(h.sw)
 		if sw == 0 || id == sw {
 			out = append(out, held{heldKey{k, id}, m.resolve(b, h.name)})

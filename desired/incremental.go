@@ -453,6 +453,7 @@ func (b *base) splice(r Result, owners map[string]bool) Result {
 		Again:    r.Again,
 		specs:    r.specs,
 		raw:      raw,
+		rebuilt:  owners,
 	}
 	b.set(out)
 	return out
@@ -577,8 +578,8 @@ func unionKeys[V any](a, b map[string]V) []string {
 }
 
 // Behind reports whether inc differs from full only by ports of owners
-// full wants no port of, with everything else the same: deletions the
-// incremental state was not told of yet. Informers tell of a deletion a
+// full wants no port of and inc did not rebuild, with everything else the
+// same: deletions the incremental state was not told of yet. Informers tell of a deletion a
 // relist finds only after their stores show it (see sources.Informers):
 // the next pass is told, and removes the ports.
 func Behind(inc, full Result) bool {
@@ -590,7 +591,7 @@ func Behind(inc, full Result) bool {
 	trimmed.Want.Ports = map[string]*state.Port{}
 	behind := false
 	for name, p := range inc.Want.Ports {
-		if _, ok := full.Want.Ports[name]; !ok && !owners[p.Owner] {
+		if _, ok := full.Want.Ports[name]; !ok && !owners[p.Owner] && !inc.rebuilt[p.Owner] {
 			behind = true
 			continue
 		}

@@ -29,6 +29,8 @@ type Result struct {
 	specs []*portSpec
 	// raw are the problems before compacting, each with its owner.
 	raw []ownedProblem
+	// rebuilt, for an incremental result, are the owners rebuilt.
+	rebuilt map[string]bool
 }
 
 // Source says where one of a port's addresses came from.

@@ -154,10 +154,16 @@ func (out *Outcome) build(x *desired.Incremental, in desired.Inputs, have state.
 	out.Rebuilt = true
 	first := out.Attempts == 0
 	if first && opts.Changed != nil && !opts.SelfCheck {
+		// Verification, like the self-check, holds only while the NB shows
+		// the last result applied (a cache that lags may not).
+		verify := false
+		if last, ok := x.Want(); opts.Verify && ok {
+			verify = diff.Compute(last, have, diff.Policy{}).Empty()
+		}
 		r, why := x.Update(in, *opts.Changed, opts.Config, have)
 		if why == "" {
 			out.Result, out.Incremental = r, true
-			if opts.Verify {
+			if verify {
 				out.Checked = true
 				full := desired.Build(in, opts.Config, have)
 				if out.Mismatch = desired.Mismatch(r, full); out.Mismatch != "" {

@@ -7,10 +7,14 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"slices"
+	"strings"
+	"sync"
 	"testing"
 	"time"
 
 	"github.com/go-logr/logr"
+	"github.com/go-logr/logr/funcr"
 	dto "github.com/prometheus/client_model/go"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -137,6 +141,7 @@ func Start(t testing.TB, o Options) *Runner {
 		cfg = &c
 	}
 	m := reconcile.NewMetrics()
+	var mismatches logged
 	src := sources.NewInformers(sources.InformerOptions{Kube: kube, Dynamic: dyn, Logger: logr.Discard()})
 	if err := src.Start(ctx); err != nil {
 		t.Fatal(err)
@@ -144,7 +149,7 @@ func Start(t testing.TB, o Options) *Runner {
 	opts := reconcile.LoopOptions{
 		Pass: reconcile.Options{Config: *cfg, MaxDeleteFraction: 0.5,
 			Apply: apply.Options{MaxOpsPerTxn: apply.DefaultMaxOpsPerTxn, InFlight: apply.DefaultInFlight}},
-		Resync: 5 * time.Minute, Coalesce: 5 * time.Millisecond, Log: logr.Discard(), Metrics: m,
+		Resync: 5 * time.Minute, Coalesce: 5 * time.Millisecond, Log: mismatchLog(&mismatches), Metrics: m,
 		FullPasses: FullPasses(), VerifyIncremental: true,
 	}
 	switch o.Passes {
@@ -177,7 +182,8 @@ func Start(t testing.TB, o Options) *Runner {
 		r.StepDown()
 		closeNB()
 		if n := m.Mismatches(); n > 0 {
-			t.Errorf("%d incremental passes differed from a full Build (see ovn_sync_incremental_mismatches_total)", n)
+			t.Errorf("%d incremental passes differed from a full Build (see ovn_sync_incremental_mismatches_total):\n%s",
+				n, strings.Join(mismatches.get(), "\n"))
 		}
 	})
 	return r
@@ -316,4 +322,28 @@ func Objects(t testing.TB, in desired.Inputs) (kube, dyn []runtime.Object, nads 
 		nads = append(nads, toDyn(o))
 	}
 	return kube, dyn, nads
+}
+
+// logged keeps log lines, safe for concurrent use.
+type logged struct {
+	mu    sync.Mutex
+	lines []string
+}
+
+func (l *logged) get() []string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return slices.Clone(l.lines)
+}
+
+// mismatchLog is a logger that keeps the loop's reports of incremental
+// states that differed from a full Build, and discards the rest.
+func mismatchLog(l *logged) logr.Logger {
+	return funcr.New(func(prefix, args string) {
+		if strings.Contains(args, "differs from a full Build") {
+			l.mu.Lock()
+			l.lines = append(l.lines, args)
+			l.mu.Unlock()
+		}
+	}, funcr.Options{})
 }
