@@ -1,6 +1,9 @@
 package state
 
-import "testing"
+import (
+	"fmt"
+	"testing"
+)
 
 // benchPort is a VM's port during a live migration: every managed field set.
 func benchPort() *Port {
@@ -28,4 +31,28 @@ func BenchmarkPortEqual(b *testing.B) {
 			b.Fatal("Equal(equal ports) = false")
 		}
 	}
+}
+
+// BenchmarkOwnedPorts counts the ports of ours among 100k, as every pass
+// does of the NB's, by the map and by the Index.
+func BenchmarkOwnedPorts(b *testing.B) {
+	s := New(100_000)
+	for i := range 100_000 {
+		p := *benchPort()
+		p.Name = fmt.Sprint("vm-", i, ".ns-1")
+		s.Ports[p.Name] = &p
+	}
+	b.Run("map", func(b *testing.B) {
+		b.ReportAllocs()
+		for range b.N {
+			s.OwnedPorts()
+		}
+	})
+	s.Index = IndexPorts(s.Ports)
+	b.Run("index", func(b *testing.B) {
+		b.ReportAllocs()
+		for range b.N {
+			s.OwnedPorts()
+		}
+	})
 }

@@ -66,3 +66,86 @@ func TestSumSeesEveryField(t *testing.T) {
 		t.Errorf("Sum() changed with UUID or DynamicAddresses, which Equal ignores")
 	}
 }
+
+// TestIndexPatch: Patch leaves its index as it was and returns one sorted
+// as Sort sorts, holding exactly the entries kept and inserted, for
+// entries that change (deleted and inserted under one name), go and come.
+func TestIndexPatch(t *testing.T) {
+	sorted := func(idx Index) bool {
+		return slices.IsSortedFunc(idx, func(a, b Entry) int {
+			if a.NameHash < b.NameHash {
+				return -1
+			}
+			if a.NameHash > b.NameHash {
+				return 1
+			}
+			return 0
+		})
+	}
+	for _, n := range []int{0, 1, 255, 256, 5000} {
+		for _, changes := range []int{0, 1, 3, 100} {
+			ports := map[string]*Port{}
+			for i := range n {
+				name := fmt.Sprintf("p%d", i)
+				ports[name] = &Port{Name: name}
+			}
+			idx := IndexPorts(ports)
+			before := slices.Clone(idx)
+			want := map[*Port]bool{}
+			for _, e := range idx {
+				want[e.Port] = true
+			}
+			var del, ins []Entry
+			for _, i := range rand.Perm(n)[:min(n, changes)] {
+				del = append(del, idx[i])
+				delete(want, idx[i].Port)
+				if rand.IntN(2) == 0 { // changed rather than gone
+					p := &Port{Name: idx[i].Port.Name, Owner: "o"}
+					ins = append(ins, EntryOf(p))
+					want[p] = true
+				}
+			}
+			for i := range changes {
+				p := &Port{Name: fmt.Sprintf("new%d", i)}
+				ins = append(ins, EntryOf(p))
+				want[p] = true
+			}
+			got := idx.Patch(del, ins)
+			if !slices.Equal(idx, before) {
+				t.Fatalf("Patch changed the index it was called on (%d entries, %d changes)", n, changes)
+			}
+			if !sorted(got) || len(got) != len(want) {
+				t.Fatalf("Patch(%d entries, %d changes) = %d entries, sorted %v; want %d sorted", n, changes, len(got), sorted(got), len(want))
+			}
+			for _, e := range got {
+				if !want[e.Port] {
+					t.Fatalf("Patch(%d entries, %d changes) holds %+v, deleted or repeated", n, changes, e)
+				}
+				delete(want, e.Port)
+			}
+		}
+	}
+	defer func() {
+		if recover() == nil {
+			t.Errorf("Patch deleting an entry not in the index did not panic")
+		}
+	}()
+	IndexPorts(map[string]*Port{"a": {Name: "a"}}).Patch([]Entry{EntryOf(&Port{Name: "a"})}, nil)
+}
+
+// TestOwnedPorts: OwnedPorts counts the same with and without an Index.
+func TestOwnedPorts(t *testing.T) {
+	s := New(0)
+	for i := range 1000 {
+		p := &Port{Name: fmt.Sprint("p", i)}
+		if rand.IntN(3) == 0 {
+			p.Owner = "Pod/ns/" + p.Name
+		}
+		s.Ports[p.Name] = p
+	}
+	without := s.OwnedPorts()
+	s.Index = IndexPorts(s.Ports)
+	if with := s.OwnedPorts(); with != without {
+		t.Errorf("OwnedPorts() = %d with an Index, %d without", with, without)
+	}
+}

@@ -222,11 +222,12 @@ func (s State) Clone() State {
 	return c
 }
 
-// OwnedPorts returns how many ports in s are ovn-sync's.
+// OwnedPorts returns how many ports in s are ovn-sync's. When s has an
+// Index it counts its entries, which hold whether each port is ours and lie
+// packed in memory: a walk over them costs a fraction of one over the map.
 func (s State) OwnedPorts() int {
 	n := 0
-	if len(s.Index) == len(s.Ports) {
-		// The packed index is quicker to walk than the map.
+	if s.Index != nil && len(s.Index) == len(s.Ports) {
 		for i := range s.Index {
 			if s.Index[i].Owned {
 				n++
