@@ -5,6 +5,7 @@
 //
 // Call Dial to connect (it returns once the initial monitor dump is in the
 // cache), then State for a snapshot of what is there now. State is cheap to
-// call repeatedly: rows that did not change since the previous call are not
-// converted again.
+// call repeatedly: it reads again only the rows the cache reported changed
+// since the previous call, and copies the snapshot's port map and index
+// rather than change those of a snapshot already handed out.
 package observed

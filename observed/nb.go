@@ -12,7 +12,6 @@ import (
 	"slices"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/cenkalti/backoff/v4"
@@ -74,27 +73,100 @@ func ParseEndpoints(s string) ([]string, error) {
 type NB struct {
 	client client.Client
 
-	// dirty is set by the cache's event handler whenever a row of either
-	// table changes, and cleared by State before it reads the cache; while it
-	// stays clear, State returns last unchanged.
-	dirty atomic.Bool
-	last  state.State
-	// lastPorts, lastSwitches and lastDHCP are the cache tables last was read from.
-	// A reconnect that purges the cache replaces the tables and fills the
-	// new ones before any transaction can be sent again, but their events
-	// reach the handler later: a replaced table alone makes State read anew.
-	lastPorts, lastSwitches, lastDHCP *cache.RowCache
-	// version counts the snapshots State has built; see StateVersion.
-	version uint64
+	// changed collects the rows the cache's event handler reports, for
+	// StateVersion to read again.
+	changed changeLog
 
-	mu       sync.Mutex
-	ports    map[string]memoPort   // by row UUID
-	switches map[string]memoSwitch // by row UUID
+	// mu serializes StateVersion; the fields below are its own.
+	mu   sync.Mutex
+	last state.State
+	// read holds the cache tables last was read from. A reconnect that
+	// purges the cache replaces the tables and fills the new ones before
+	// any transaction can be sent again, but their events reach the
+	// handler later: a replaced table alone makes StateVersion read anew.
+	read tables
+	// version counts the snapshots StateVersion has built.
+	version uint64
+	// rebuilds counts the snapshots built by reading every row.
+	rebuilds uint64
+
+	// ports and switches are the rows last holds, converted, by row UUID;
+	// refs holds the UUIDs of the ports whose rows refer to a
+	// DHCP_Options row.
+	ports    map[string]memoPort
+	refs     map[string]struct{}
+	switches map[string]memoSwitch
 	// dhcpNames names our DHCP_Options rows by UUID, as the last snapshot
 	// read them; dhcpGen counts the snapshots in which that changed, so
 	// that a port referring to a DHCP_Options row is converted again then.
 	dhcpNames map[string]string
 	dhcpGen   uint64
+}
+
+// tables are the cache tables a snapshot is read from.
+type tables struct {
+	ports, switches, dhcp *cache.RowCache
+}
+
+// changes are rows changed since a snapshot: the UUIDs of the ports and
+// switches added, updated or deleted, and whether a DHCP_Options row was.
+type changes struct {
+	ports, switches map[string]struct{}
+	dhcp            bool
+	// all says which rows changed is not known: every row is to be read.
+	all bool
+}
+
+// changeLog collects the changes the cache's event handler reports, for
+// StateVersion to take. The handler runs on libovsdb's event goroutine
+// after the cache applied the change, so a row taken from here is read
+// from the cache as it is since.
+type changeLog struct {
+	mu sync.Mutex
+	// c.all is set until the first snapshot and when libovsdb dropped an
+	// event; rows are not collected while it is set.
+	c changes
+}
+
+// add records that row, of one of the tables StateVersion reads, changed.
+func (l *changeLog) add(row model.Model) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.c.all {
+		return
+	}
+	switch r := row.(type) {
+	case *nbdb.LogicalSwitchPort:
+		l.c.ports = addUUID(l.c.ports, r.UUID)
+	case *nbdb.LogicalSwitch:
+		l.c.switches = addUUID(l.c.switches, r.UUID)
+	case *nbdb.DHCPOptions:
+		l.c.dhcp = true
+	}
+}
+
+func addUUID(set map[string]struct{}, uuid string) map[string]struct{} {
+	if set == nil {
+		set = map[string]struct{}{}
+	}
+	set[uuid] = struct{}{}
+	return set
+}
+
+// setAll records that any row may have changed.
+func (l *changeLog) setAll() {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.c = changes{all: true}
+}
+
+// take returns what was recorded and starts afresh.
+func (l *changeLog) take() changes {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	c := l.c
+	l.c = changes{}
+	return c
 }
 
 type memoPort struct {
@@ -134,6 +206,12 @@ func Dial(ctx context.Context, opts Options) (*NB, error) {
 	if opts.Logger != nil {
 		logger = *opts.Logger
 	}
+	// libovsdb drops a cache event when its queue is full (a reconnect
+	// reloading more rows than the queue holds, a handler falling behind)
+	// and says so only in its log: the next snapshot then reads every row.
+	nb := &NB{ports: map[string]memoPort{}, refs: map[string]struct{}{}, switches: map[string]memoSwitch{}}
+	nb.changed.setAll()
+	logger = logr.New(&dropWatch{inner: logger.GetSink(), onDrop: nb.changed.setAll})
 	copts = append(copts, client.WithLogger(&logger))
 	c, err := client.NewOVSDBClient(dbModel, copts...)
 	if err != nil {
@@ -157,23 +235,68 @@ func Dial(ctx context.Context, opts Options) (*NB, error) {
 		c.Close()
 		return nil, fmt.Errorf("monitor NB: %w", err)
 	}
-	nb := &NB{client: c, ports: map[string]memoPort{}, switches: map[string]memoSwitch{}}
-	nb.dirty.Store(true)
-	// The cache applies every update before it queues the event, so once the
-	// handler has run for a change, the next State sees it; and a dropped
-	// event (libovsdb drops when its queue is full) comes after queued ones
-	// that still mark the cache dirty.
-	mark := func(table string) {
-		if table == nbdb.LogicalSwitchPortTable || table == nbdb.LogicalSwitchTable || table == nbdb.DHCPOptionsTable {
-			nb.dirty.Store(true)
-		}
-	}
+	nb.client = c
+	// The cache applies every update before it queues the event, so once
+	// the handler has recorded a row, the next StateVersion reads the row
+	// as it is since. Events of the initial contents the handler misses
+	// do not matter: the first snapshot reads every row.
 	c.Cache().AddEventHandler(&cache.EventHandlerFuncs{
-		AddFunc:    func(table string, _ model.Model) { mark(table) },
-		UpdateFunc: func(table string, _, _ model.Model) { mark(table) },
-		DeleteFunc: func(table string, _ model.Model) { mark(table) },
+		AddFunc:    func(_ string, row model.Model) { nb.changed.add(row) },
+		UpdateFunc: func(_ string, _, row model.Model) { nb.changed.add(row) },
+		DeleteFunc: func(_ string, row model.Model) { nb.changed.add(row) },
 	})
 	return nb, nil
+}
+
+// dropMessage is what libovsdb v0.7's cache logs when it drops an event.
+const dropMessage = "dropping event because event buffer is full"
+
+// dropWatch is a logr sink that calls onDrop when libovsdb logs that it
+// dropped a cache event, and passes everything on to inner (nil discards).
+type dropWatch struct {
+	inner  logr.LogSink
+	onDrop func()
+}
+
+func (d *dropWatch) Init(info logr.RuntimeInfo) {
+	if d.inner != nil {
+		info.CallDepth++ // for the frame of dropWatch.Info
+		d.inner.Init(info)
+	}
+}
+
+// Enabled is true at level 0, where libovsdb logs a drop.
+func (d *dropWatch) Enabled(level int) bool {
+	return level == 0 || d.inner != nil && d.inner.Enabled(level)
+}
+
+func (d *dropWatch) Info(level int, msg string, kv ...any) {
+	if msg == dropMessage {
+		d.onDrop()
+	}
+	if d.inner != nil && d.inner.Enabled(level) {
+		d.inner.Info(level, msg, kv...)
+	}
+}
+
+func (d *dropWatch) Error(err error, msg string, kv ...any) {
+	if d.inner != nil {
+		d.inner.Error(err, msg, kv...)
+	}
+}
+
+func (d *dropWatch) WithValues(kv ...any) logr.LogSink {
+	if d.inner == nil {
+		return d
+	}
+	return &dropWatch{inner: d.inner.WithValues(kv...), onDrop: d.onDrop}
+}
+
+func (d *dropWatch) WithName(name string) logr.LogSink {
+	if d.inner == nil {
+		return d
+	}
+	return &dropWatch{inner: d.inner.WithName(name), onDrop: d.onDrop}
 }
 
 // tlsRefusal explains a failed connection to an ssl: endpoint whose server
@@ -263,67 +386,67 @@ func (nb *NB) State() state.State {
 // StateVersion is State with the snapshot's version: two calls return the
 // same version only if they return the same snapshot, so the version can
 // key a desired.Memo.
+//
+// A call costs what changed since the previous one: the rows the cache's
+// event handler reported are read again, and the snapshot's Ports map and
+// Index are copied, never changed, as the previous snapshot holds them.
+// Every row is read when which rows changed is not known: at the first
+// call, after the cache was purged (a reconnect) or dropped an event, and
+// when many rows changed.
 func (nb *NB) StateVersion() (state.State, uint64) {
+	return nb.stateOf(tablesOf(nb.client.Cache()))
+}
+
+// tablesOf returns the tables of tc a snapshot is read from.
+func tablesOf(tc *cache.TableCache) tables {
+	return tables{tc.Table(nbdb.LogicalSwitchPortTable), tc.Table(nbdb.LogicalSwitchTable), tc.Table(nbdb.DHCPOptionsTable)}
+}
+
+// stateOf is StateVersion reading t, the cache's tables now.
+func (nb *NB) stateOf(t tables) (state.State, uint64) {
 	nb.mu.Lock()
 	defer nb.mu.Unlock()
-	tc := nb.client.Cache()
-	portTable, switchTable := tc.Table(nbdb.LogicalSwitchPortTable), tc.Table(nbdb.LogicalSwitchTable)
-	dhcpTable := tc.Table(nbdb.DHCPOptionsTable)
-	if !nb.dirty.Swap(false) && portTable == nb.lastPorts && switchTable == nb.lastSwitches && dhcpTable == nb.lastDHCP {
+	ch := nb.changed.take()
+	switch {
+	case ch.all || t != nb.read:
+		nb.read = t
+		nb.rebuild(t)
+	case len(ch.ports) == 0 && len(ch.switches) == 0 && !ch.dhcp:
 		return nb.last, nb.version
+	case !nb.update(t, ch):
+		nb.rebuild(t)
 	}
 	nb.version++
-	nb.lastPorts, nb.lastSwitches, nb.lastDHCP = portTable, switchTable, dhcpTable
-	portRows := portTable.RowsShallow()
-	switchRows := switchTable.RowsShallow()
+	return nb.last, nb.version
+}
 
-	s := state.State{Switches: make(map[string]*state.Switch, len(switchRows)), Ports: make(map[string]*state.Port, len(portRows)),
-		DHCP: map[string]*state.DHCPOptions{}}
-	// DHCP_Options rows are few (one per subnet and family): read them
-	// whole every time, before the ports that refer to them.
-	// Two rows of one name (an insert retried after its reply was lost)
-	// are both ours: the lower UUID keeps the name, the other is read as
-	// "<name>#<uuid>", which no pass desires, so the next plan deletes it.
-	names := map[string]string{}
-	if dhcpTable != nil {
-		var rows []*state.DHCPOptions
-		for _, row := range dhcpTable.RowsShallow() {
-			if d := DHCPFromRow(row.(*nbdb.DHCPOptions)); d != nil {
-				rows = append(rows, d)
-			}
-		}
-		slices.SortFunc(rows, func(a, b *state.DHCPOptions) int { return strings.Compare(a.UUID, b.UUID) })
-		for _, d := range rows {
-			if _, dup := s.DHCP[d.Name]; dup {
-				c := *d
-				c.Name = d.Name + "#" + d.UUID
-				d = &c
-			}
-			s.DHCP[d.Name] = d
-			names[d.UUID] = d.Name
-		}
-	}
-	if !maps.Equal(names, nb.dhcpNames) {
-		nb.dhcpNames = names
-		nb.dhcpGen++
-	}
-	name := func(uuid string) string { return nb.dhcpNames[uuid] }
+// rebuild sets nb.last to a snapshot of every row of t. Rows whose
+// conversion nb holds are not converted again.
+func (nb *NB) rebuild(t tables) {
+	nb.rebuilds++
+	portRows := t.ports.RowsShallow()
+	switchRows := t.switches.RowsShallow()
+
+	s := state.State{Ports: make(map[string]*state.Port, len(portRows))}
+	s.DHCP, _ = nb.readDHCP(t.dhcp)
 	// The cache replaces a row's model (it clones before updating), so an
 	// unchanged pointer means an unchanged row and its conversion is reused.
 	ports := make(map[string]memoPort, len(portRows))
+	refs := map[string]struct{}{}
 	s.Index = make(state.Index, 0, len(portRows))
 	for uuid, row := range portRows {
 		m, ok := nb.ports[uuid]
 		if !ok || m.row != row || m.refs && m.gen != nb.dhcpGen {
-			r := row.(*nbdb.LogicalSwitchPort)
-			m = memoPort{row: row, entry: state.EntryOf(PortFromRowNamed(r, name)), gen: nb.dhcpGen,
-				refs: r.Dhcpv4Options != nil || r.Dhcpv6Options != nil}
+			m = nb.convertPort(row.(*nbdb.LogicalSwitchPort))
 		}
 		ports[uuid] = m
+		if m.refs {
+			refs[uuid] = struct{}{}
+		}
 		s.Ports[m.entry.Port.Name] = m.entry.Port
 		s.Index = append(s.Index, m.entry)
 	}
-	nb.ports = ports
+	nb.ports, nb.refs = ports, refs
 	// Logical_Switch_Port.name is a unique index in the NB schema, so every
 	// row has its own entry in s.Ports and s.Index lists each once.
 	s.Index.Sort()
@@ -334,11 +457,163 @@ func (nb *NB) StateVersion() (state.State, uint64) {
 			m = memoSwitch{row: row, sw: SwitchFromRow(row.(*nbdb.LogicalSwitch))}
 		}
 		switches[uuid] = m
-		s.Switches[m.sw.Name] = m.sw
 	}
 	nb.switches = switches
+	s.Switches = switchesByName(switches)
 	nb.last = s
-	return s, nb.version
+}
+
+// update sets nb.last to the previous snapshot with the rows in ch read
+// again from t; ch.all is not set. The maps and Index of the previous
+// snapshot, which callers may hold, are replaced, not changed. It returns
+// false, and nb.last is not set, when so many ports changed that rebuild is
+// cheaper, and when the ports have fewer names than rows (an update that
+// renames one port and gives its name to another, read half applied): only
+// rebuild gives the snapshot it would then. The conversions update made
+// are current, and rebuild reuses what it can of them.
+func (nb *NB) update(t tables, ch changes) bool {
+	if len(ch.ports) > 1024 && 4*len(ch.ports) > len(nb.ports) {
+		return false
+	}
+	s := nb.last
+	if ch.dhcp {
+		var renamed map[string]bool
+		s.DHCP, renamed = nb.readDHCP(t.dhcp)
+		// A port referring to a row whose name changed is read again;
+		// the others' conversions stand for the new names too.
+		for uuid := range nb.refs {
+			m := nb.ports[uuid]
+			if r := m.row.(*nbdb.LogicalSwitchPort); r.Dhcpv4Options != nil && renamed[*r.Dhcpv4Options] ||
+				r.Dhcpv6Options != nil && renamed[*r.Dhcpv6Options] {
+				ch.ports = addUUID(ch.ports, uuid)
+			} else {
+				m.gen = nb.dhcpGen
+				nb.ports[uuid] = m
+			}
+		}
+	}
+	cloned := false
+	var del, ins []state.Entry
+	for uuid := range ch.ports {
+		// Row returns a copy of the row, or nil once it is deleted.
+		r, _ := t.ports.Row(uuid).(*nbdb.LogicalSwitchPort)
+		m, had := nb.ports[uuid]
+		switch {
+		case !had && r == nil:
+			continue // inserted and deleted since the last snapshot
+		case had && r != nil && (!m.refs || m.gen == nb.dhcpGen) && m.row.(*nbdb.LogicalSwitchPort).Equals(r):
+			continue // as converted: a snapshot read the row before its event came
+		}
+		if !cloned {
+			s.Ports, cloned = maps.Clone(s.Ports), true
+		}
+		if had {
+			if p := m.entry.Port; s.Ports[p.Name] == p {
+				delete(s.Ports, p.Name)
+			}
+			del = append(del, m.entry)
+			delete(nb.ports, uuid)
+			delete(nb.refs, uuid)
+		}
+		if r != nil {
+			m := nb.convertPort(r)
+			nb.ports[uuid] = m
+			if m.refs {
+				nb.refs[uuid] = struct{}{}
+			}
+			s.Ports[m.entry.Port.Name] = m.entry.Port
+			ins = append(ins, m.entry)
+		}
+	}
+	if cloned {
+		s.Index = s.Index.Patch(del, ins)
+		// A port's entry in s.Ports is deleted only when it is that
+		// port's, and each port is set under its name: s.Ports has as many
+		// entries as there are rows only when no two rows share a name,
+		// and then it is what rebuild makes.
+		if len(s.Ports) != len(nb.ports) {
+			return false
+		}
+	}
+	if len(ch.switches) > 0 {
+		for uuid := range ch.switches {
+			if r, ok := t.switches.Row(uuid).(*nbdb.LogicalSwitch); ok {
+				nb.switches[uuid] = memoSwitch{row: r, sw: SwitchFromRow(r)}
+			} else {
+				delete(nb.switches, uuid)
+			}
+		}
+		// Switches are few (one per network): their map is built anew.
+		s.Switches = switchesByName(nb.switches)
+	}
+	nb.last = s
+	return true
+}
+
+// convertPort converts r with the DHCP_Options names nb holds now.
+func (nb *NB) convertPort(r *nbdb.LogicalSwitchPort) memoPort {
+	name := func(uuid string) string { return nb.dhcpNames[uuid] }
+	return memoPort{row: r, entry: state.EntryOf(PortFromRowNamed(r, name)), gen: nb.dhcpGen,
+		refs: r.Dhcpv4Options != nil || r.Dhcpv6Options != nil}
+}
+
+// readDHCP reads our DHCP_Options rows of table (nil reads none), sets
+// nb.dhcpNames to their names and returns them by name, with the UUIDs
+// whose name changed (one named before or now, and not the same).
+// DHCP_Options rows are few (one per subnet and family): they are read
+// whole every time one changes.
+func (nb *NB) readDHCP(table *cache.RowCache) (map[string]*state.DHCPOptions, map[string]bool) {
+	// Two rows of one name (an insert retried after its reply was lost)
+	// are both ours: the lower UUID keeps the name, the other is read as
+	// "<name>#<uuid>", which no pass desires, so the next plan deletes it.
+	byName, names := map[string]*state.DHCPOptions{}, map[string]string{}
+	if table != nil {
+		var rows []*state.DHCPOptions
+		for _, row := range table.RowsShallow() {
+			if d := DHCPFromRow(row.(*nbdb.DHCPOptions)); d != nil {
+				rows = append(rows, d)
+			}
+		}
+		slices.SortFunc(rows, func(a, b *state.DHCPOptions) int { return strings.Compare(a.UUID, b.UUID) })
+		for _, d := range rows {
+			if _, dup := byName[d.Name]; dup {
+				c := *d
+				c.Name = d.Name + "#" + d.UUID
+				d = &c
+			}
+			byName[d.Name] = d
+			names[d.UUID] = d.Name
+		}
+	}
+	renamed := map[string]bool{}
+	for uuid, n := range names {
+		if nb.dhcpNames[uuid] != n {
+			renamed[uuid] = true
+		}
+	}
+	for uuid := range nb.dhcpNames {
+		if _, ok := names[uuid]; !ok {
+			renamed[uuid] = true
+		}
+	}
+	if len(renamed) > 0 {
+		nb.dhcpNames = names
+		nb.dhcpGen++
+	}
+	return byName, renamed
+}
+
+// switchesByName returns the switches of memo by name. Logical_Switch.name
+// is not unique in the NB schema: of two switches of one name, the one of
+// the lower UUID is read.
+func switchesByName(memo map[string]memoSwitch) map[string]*state.Switch {
+	out := make(map[string]*state.Switch, len(memo))
+	for _, m := range memo {
+		if o := out[m.sw.Name]; o == nil || m.sw.UUID < o.UUID {
+			out[m.sw.Name] = m.sw
+		}
+	}
+	return out
 }
 
 // PortFromRow converts an NB row into a state.Port: its name, UUID,

@@ -2,14 +2,20 @@ package observed
 
 import (
 	"context"
+	"fmt"
 	"testing"
 	"time"
+
+	"github.com/ovn-org/libovsdb/cache"
+	"github.com/ovn-org/libovsdb/model"
+	"github.com/ovn-org/libovsdb/ovsdb"
 
 	"github.com/ovn-sync/ovn-sync/apply"
 	"github.com/ovn-sync/ovn-sync/bench"
 	"github.com/ovn-sync/ovn-sync/desired"
 	"github.com/ovn-sync/ovn-sync/diff"
 	"github.com/ovn-sync/ovn-sync/internal/nbtest"
+	"github.com/ovn-sync/ovn-sync/nbdb"
 	"github.com/ovn-sync/ovn-sync/state"
 )
 
@@ -33,5 +39,78 @@ func BenchmarkState(b *testing.B) {
 	b.ResetTimer()
 	for range b.N {
 		nb.State()
+	}
+}
+
+// BenchmarkStateVersionAfterChange is what a pass's read of the NB costs
+// after one row changed: one port of ours changes its requested-chassis in
+// a real ovsdb-server, then StateVersion is timed. "incremental" reads the
+// rows the cache's event handler reported; "rebuild" reads every row, as
+// every call did before StateVersion followed changes (conversions of
+// unchanged rows reused).
+func BenchmarkStateVersionAfterChange(b *testing.B) {
+	for _, n := range []int{100, 10_000, 100_000} {
+		b.Run(fmt.Sprintf("ports=%d", n), func(b *testing.B) {
+			srv := nbtest.Start(b)
+			ctx := context.Background()
+			nb, err := Dial(ctx, Options{Endpoints: []string{srv.Addr()}, LeaderOnly: true})
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer nb.Close()
+			want := desired.Build(bench.Cluster(n), bench.Config(), state.New(0)).Want
+			if _, err := apply.Apply(ctx, nb.Client(), diff.Compute(want, nb.State(), diff.Policy{}), apply.Options{}); err != nil {
+				b.Fatal(err)
+			}
+			for nb.State().OwnedPorts() < len(want.Ports) {
+				time.Sleep(10 * time.Millisecond)
+			}
+			// The handler runs after nb's: once it has seen the change,
+			// nb's has too.
+			seen := make(chan struct{}, 1)
+			nb.Client().Cache().AddEventHandler(&cache.EventHandlerFuncs{
+				UpdateFunc: func(string, model.Model, model.Model) { seen <- struct{}{} },
+			})
+			var port *state.Port
+			for _, p := range nb.State().Ports {
+				if p.Owned() {
+					port = p
+					break
+				}
+			}
+			// flips counts the changes over every run of the sub-benchmarks:
+			// each sets another requested-chassis than the one before.
+			flips := 0
+			for _, mode := range []string{"incremental", "rebuild"} {
+				b.Run(mode, func(b *testing.B) {
+					b.ReportAllocs()
+					for range b.N {
+						b.StopTimer()
+						flips++
+						chassis := fmt.Sprint("bench-", flips%2)
+						row := &nbdb.LogicalSwitchPort{UUID: port.UUID, Options: map[string]string{state.OptRequestedChassis: chassis}}
+						ops, err := nb.Client().Where(row).Update(row, &row.Options)
+						if err == nil {
+							var res []ovsdb.OperationResult
+							if res, err = nb.Transact(ctx, ops...); err == nil {
+								_, err = ovsdb.CheckOperationResults(res, ops)
+							}
+						}
+						if err != nil {
+							b.Fatal(err)
+						}
+						<-seen
+						if mode == "rebuild" {
+							nb.changed.setAll()
+						}
+						b.StartTimer()
+						s, _ := nb.StateVersion()
+						if got := s.Ports[port.Name].RequestedChassis; got != chassis {
+							b.Fatalf("StateVersion() has requested-chassis %q, want %q", got, chassis)
+						}
+					}
+				})
+			}
+		})
 	}
 }

@@ -1,0 +1,611 @@
+package observed
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"maps"
+	"math/rand/v2"
+	"reflect"
+	"slices"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/go-logr/logr"
+	"github.com/ovn-org/libovsdb/cache"
+	"github.com/ovn-org/libovsdb/client"
+	"github.com/ovn-org/libovsdb/model"
+	"github.com/ovn-org/libovsdb/ovsdb"
+
+	"github.com/ovn-sync/ovn-sync/internal/nbtest"
+	"github.com/ovn-sync/ovn-sync/nbdb"
+	"github.com/ovn-sync/ovn-sync/state"
+)
+
+// TestStateVersionIncremental sends random batches of inserts, updates and
+// deletes of ports (ours and not, with and without references to
+// DHCP_Options rows, renamed, and a name passed from one row to another),
+// switches (some sharing a name) and DHCP_Options rows (ours, some sharing
+// a name, and not) to a real ovsdb-server, restores an older backup and
+// restarts the server on the way. After each batch, once the cache's event
+// handler has seen it, StateVersion's snapshot is the one rebuild makes
+// from scratch, its version moved if the snapshot did, and every snapshot
+// handed out before is as it was.
+func TestStateVersionIncremental(t *testing.T) {
+	srv := nbtest.Start(t)
+	nb := dial(t, srv.Addr(), true)
+	seed := uint64(time.Now().UnixNano())
+	t.Logf("seed %d", seed)
+	w := &writer{t: t, nb: nb, rng: rand.New(rand.NewPCG(seed, 0))}
+	w.watchSentinel()
+	w.send(w.createSwitch("sentinel"))
+	for range 3 {
+		w.send(w.createSwitch(w.switchName()))
+	}
+
+	type handedOut struct {
+		s, copy state.State
+		v       uint64
+	}
+	var history []handedOut
+	const batches = 300
+	var backup []byte
+	for batch := range batches {
+		switch batch {
+		case 100:
+			backup = srv.Backup()
+		case 150: // rows come and go while the client reconnects
+			srv.Restore(backup)
+			w.sync()
+		case 220:
+			srv.Restart()
+			w.sync()
+		}
+		switch batch {
+		case 40: // so many ports change at once that every row is read
+			var ops []ovsdb.Operation
+			for range 1100 {
+				ops = append(ops, w.addPort()...)
+			}
+			w.send(ops)
+		case 41: // and go
+			var ops []ovsdb.Operation
+			for _, u := range w.uuids(nbdb.LogicalSwitchPortTable) {
+				ops = append(ops, deletePort(u))
+			}
+			w.send(ops)
+		default:
+			w.send(w.randomBatch())
+		}
+		w.sync()
+
+		got, v := nb.StateVersion()
+		want := fromScratch(tablesOf(nb.client.Cache()))
+		if !reflect.DeepEqual(got, want) {
+			t.Fatalf("batch %d (seed %d): StateVersion() differs from a snapshot read from scratch: %s", batch, seed, stateDiff(got, want))
+		}
+		if n := len(history); n > 0 {
+			last := history[n-1]
+			if v == last.v && !sameSnapshot(got, last.s) {
+				t.Fatalf("batch %d: StateVersion() returned another snapshot under version %d", batch, v)
+			}
+		}
+		history = append(history, handedOut{s: got, copy: deepCopy(got), v: v})
+		// The snapshots of the last batches now, every one at the end.
+		for i := max(0, len(history)-3); i < len(history); i++ {
+			if h := history[i]; !reflect.DeepEqual(h.s, h.copy) {
+				t.Fatalf("batch %d (seed %d): the snapshot of batch %d changed since it was handed out: %s", batch, seed, i, stateDiff(h.s, h.copy))
+			}
+		}
+	}
+	for i, h := range history {
+		if !reflect.DeepEqual(h.s, h.copy) {
+			t.Fatalf("seed %d: the snapshot of batch %d changed since it was handed out: %s", seed, i, stateDiff(h.s, h.copy))
+		}
+	}
+	nb.mu.Lock()
+	rebuilds := nb.rebuilds
+	nb.mu.Unlock()
+	t.Logf("%d of %d snapshots read every row; %d ports, %d switches, %d DHCP_Options rows at the end",
+		rebuilds, batches, len(history[batches-1].s.Ports), len(history[batches-1].s.Switches), len(history[batches-1].s.DHCP))
+	// The first snapshot, the big batches, the reconnects, and the few
+	// times a port's name passed to another row read everything; if many
+	// more did, the incremental path went untested.
+	if rebuilds > batches/5 {
+		t.Errorf("%d of %d snapshots read every row", rebuilds, batches)
+	}
+}
+
+// TestStateVersionReconnect: a port inserted after a backup is gone once
+// the server restarts from the backup and the client reconnects, though
+// no event says so: the cache's tables are replaced, and StateVersion
+// reads every row.
+func TestStateVersionReconnect(t *testing.T) {
+	srv := nbtest.Start(t)
+	nb := dial(t, srv.Addr(), true)
+	w := &writer{t: t, nb: nb, rng: rand.New(rand.NewPCG(1, 2))}
+	w.watchSentinel()
+	w.send(w.createSwitch("sentinel"))
+	w.send(w.createSwitch("sw0"))
+	w.send(w.addPort())
+	w.sync()
+	nb.StateVersion()
+	backup := srv.Backup()
+	w.send(w.addPort())
+	w.sync()
+	if s, _ := nb.StateVersion(); len(s.Ports) != 2 {
+		t.Fatalf("StateVersion() has %d ports, want 2", len(s.Ports))
+	}
+	srv.Restore(backup)
+	w.sync()
+	got, _ := nb.StateVersion()
+	if want := fromScratch(tablesOf(nb.client.Cache())); len(got.Ports) != 1 || !reflect.DeepEqual(got, want) {
+		t.Fatalf("after the server restarted from a backup of one port: %s", stateDiff(got, want))
+	}
+}
+
+// fromScratch is what rebuild makes of t with nothing converted before.
+func fromScratch(t tables) state.State {
+	var ref NB
+	ref.rebuild(t)
+	return ref.last
+}
+
+// sameSnapshot reports whether a and b share their maps and Index.
+func sameSnapshot(a, b state.State) bool {
+	same := func(x, y any) bool { return reflect.ValueOf(x).UnsafePointer() == reflect.ValueOf(y).UnsafePointer() }
+	return same(a.Ports, b.Ports) && same(a.Switches, b.Switches) && same(a.DHCP, b.DHCP) &&
+		len(a.Index) == len(b.Index) && (len(a.Index) == 0 || &a.Index[0] == &b.Index[0])
+}
+
+// deepCopy returns s with every map, slice and row of its own.
+func deepCopy(s state.State) state.State {
+	c := state.State{Switches: map[string]*state.Switch{}, Ports: map[string]*state.Port{}, DHCP: map[string]*state.DHCPOptions{}}
+	for k, v := range s.Switches {
+		sw := *v
+		c.Switches[k] = &sw
+	}
+	ports := map[*state.Port]*state.Port{}
+	cp := func(p *state.Port) *state.Port {
+		if q := ports[p]; q != nil {
+			return q
+		}
+		q := *p
+		q.Addresses, q.PortSecurity = slices.Clone(p.Addresses), slices.Clone(p.PortSecurity)
+		ports[p] = &q
+		return &q
+	}
+	for k, v := range s.Ports {
+		c.Ports[k] = cp(v)
+	}
+	for k, v := range s.DHCP {
+		d := *v
+		d.Options = maps.Clone(v.Options)
+		c.DHCP[k] = &d
+	}
+	c.Index = make(state.Index, len(s.Index))
+	for i, e := range s.Index {
+		e.Port = cp(e.Port)
+		c.Index[i] = e
+	}
+	return c
+}
+
+// stateDiff names what differs between got and want.
+func stateDiff(got, want state.State) string {
+	var out []string
+	for _, kind := range []struct {
+		name      string
+		got, want any
+	}{{"switch", got.Switches, want.Switches}, {"port", got.Ports, want.Ports}, {"DHCP_Options", got.DHCP, want.DHCP}} {
+		g, w := reflect.ValueOf(kind.got), reflect.ValueOf(kind.want)
+		for _, k := range w.MapKeys() {
+			if gv := g.MapIndex(k); !gv.IsValid() {
+				out = append(out, fmt.Sprintf("%s %v missing", kind.name, k))
+			} else if !reflect.DeepEqual(gv.Interface(), w.MapIndex(k).Interface()) {
+				out = append(out, fmt.Sprintf("%s %v is %+v, want %+v", kind.name, k, gv.Elem().Interface(), w.MapIndex(k).Elem().Interface()))
+			}
+		}
+		for _, k := range g.MapKeys() {
+			if !w.MapIndex(k).IsValid() {
+				out = append(out, fmt.Sprintf("%s %v not wanted", kind.name, k))
+			}
+		}
+	}
+	if !reflect.DeepEqual(got.Index, want.Index) {
+		out = append(out, fmt.Sprintf("Index of %d entries, want %d", len(got.Index), len(want.Index)))
+		for i := range min(len(got.Index), len(want.Index)) {
+			if g, w := got.Index[i], want.Index[i]; !reflect.DeepEqual(g, w) {
+				out = append(out, fmt.Sprintf("Index[%d] is %+v (port %+v), want %+v (port %+v)", i, g, *g.Port, w, *w.Port))
+				break
+			}
+		}
+	}
+	if len(out) == 0 {
+		return "equal"
+	}
+	if len(out) > 10 {
+		out = append(out[:10], "...")
+	}
+	return fmt.Sprint(out)
+}
+
+// writer makes random changes to an NB through nb's client, picking the
+// rows it changes from nb's cache.
+type writer struct {
+	t   *testing.T
+	nb  *NB
+	rng *rand.Rand
+	// named counts the rows and names made, for unique ones.
+	named int
+	// seq is the last value written to the sentinel switch, seen the last
+	// one the cache's event handlers saw.
+	seq  int
+	seen atomic.Int64
+	note chan struct{}
+}
+
+// uuids returns the UUIDs of table's rows in nb's cache, sorted, so that a
+// seed picks the same rows again.
+func (w *writer) uuids(table string) []string {
+	return slices.Sorted(maps.Keys(w.nb.client.Cache().Table(table).RowsShallow()))
+}
+
+func (w *writer) name(prefix string) string {
+	w.named++
+	return fmt.Sprintf("%s%d", prefix, w.named)
+}
+
+// switchName is one of few, so that two switches share one now and then.
+func (w *writer) switchName() string { return fmt.Sprintf("sw%d", w.rng.IntN(4)) }
+
+func (w *writer) create(m model.Model) []ovsdb.Operation {
+	ops, err := w.nb.client.Create(m)
+	if err != nil {
+		w.t.Fatal(err)
+	}
+	return ops
+}
+
+func (w *writer) update(m model.Model, fields ...any) []ovsdb.Operation {
+	ops, err := w.nb.client.Where(m).Update(m, fields...)
+	if err != nil {
+		w.t.Fatal(err)
+	}
+	return ops
+}
+
+func uuidCond(uuid string) ovsdb.Condition {
+	return ovsdb.NewCondition("_uuid", ovsdb.ConditionEqual, ovsdb.UUID{GoUUID: uuid})
+}
+
+// createSwitch inserts a switch, ours half the time.
+func (w *writer) createSwitch(name string) []ovsdb.Operation {
+	sw := &nbdb.LogicalSwitch{UUID: w.name("ls"), Name: name, ExternalIDs: map[string]string{"x": w.name("")}}
+	if w.rng.IntN(2) == 0 {
+		sw.ExternalIDs[state.KeyOwner] = "ovn-sync"
+		sw.ExternalIDs[state.KeyNetwork] = name
+		sw.OtherConfig = map[string]string{state.SwitchSubnet: fmt.Sprintf("10.%d.0.0/16", w.rng.IntN(256))}
+	}
+	return w.create(sw)
+}
+
+// port returns a random port named name: ours or not (half of the rest
+// kube-ovn's), with static or dynamic addresses, options, and references
+// to DHCP_Options rows, ours or not, now and then.
+func (w *writer) port(uuid, name string) *nbdb.LogicalSwitchPort {
+	p := &nbdb.LogicalSwitchPort{UUID: uuid, Name: name, ExternalIDs: map[string]string{"x": w.name("")}, Options: map[string]string{}}
+	addr := fmt.Sprintf("0a:58:0a:10:%02x:%02x 10.16.%d.%d", w.rng.IntN(256), w.rng.IntN(256), w.rng.IntN(256), w.rng.IntN(256))
+	switch w.rng.IntN(3) {
+	case 0:
+		p.Addresses, p.PortSecurity = []string{addr}, []string{addr}
+	case 1:
+		p.Addresses, p.DynamicAddresses = []string{"dynamic"}, &addr
+	}
+	switch w.rng.IntN(4) {
+	case 0, 1:
+		p.ExternalIDs[state.KeyOwner] = "Pod/ns/" + name
+		p.ExternalIDs[state.KeyNetwork] = state.DefaultNetwork
+		p.ExternalIDs[state.KeySwitch] = w.switchName()
+	case 2:
+		p.ExternalIDs[state.KeyVendor] = state.VendorKubeOVN
+		p.ExternalIDs[state.KeyVendorSwitch] = w.switchName()
+	}
+	if w.rng.IntN(2) == 0 {
+		p.Options[state.OptRequestedChassis] = fmt.Sprintf("node-%d", w.rng.IntN(3))
+		if w.rng.IntN(3) == 0 {
+			p.Options[state.OptActivationStrategy] = "rarp"
+		}
+	}
+	if dhcp := w.uuids(nbdb.DHCPOptionsTable); len(dhcp) > 0 {
+		if w.rng.IntN(2) == 0 {
+			p.Dhcpv4Options = &dhcp[w.rng.IntN(len(dhcp))]
+		}
+		if w.rng.IntN(3) == 0 {
+			p.Dhcpv6Options = &dhcp[w.rng.IntN(len(dhcp))]
+		}
+	}
+	return p
+}
+
+// portFields are the columns an update of a port writes.
+func portFields(p *nbdb.LogicalSwitchPort) []any {
+	return []any{&p.Name, &p.Addresses, &p.PortSecurity, &p.DynamicAddresses, &p.ExternalIDs, &p.Options, &p.Dhcpv4Options, &p.Dhcpv6Options}
+}
+
+// addPort inserts a port named afresh on a random switch, if there is one
+// (but the sentinel).
+func (w *writer) addPort() []ovsdb.Operation {
+	sws := w.switches("")
+	if len(sws) == 0 {
+		return nil
+	}
+	p := w.port(w.name("lsp"), w.name("p"))
+	return w.addPortTo(sws[w.rng.IntN(len(sws))], p)
+}
+
+func (w *writer) addPortTo(sw string, p *nbdb.LogicalSwitchPort) []ovsdb.Operation {
+	return append(w.create(p), ovsdb.Operation{Op: ovsdb.OperationMutate, Table: nbdb.LogicalSwitchTable,
+		Where:     []ovsdb.Condition{uuidCond(sw)},
+		Mutations: []ovsdb.Mutation{{Column: "ports", Mutator: ovsdb.MutateOperationInsert, Value: ovsdb.UUID{GoUUID: p.UUID}}}})
+}
+
+// deletePort takes the port out of whichever switch holds it, which
+// deletes it.
+func deletePort(uuid string) ovsdb.Operation {
+	return ovsdb.Operation{Op: ovsdb.OperationMutate, Table: nbdb.LogicalSwitchTable,
+		Where:     []ovsdb.Condition{ovsdb.NewCondition("ports", ovsdb.ConditionIncludes, ovsdb.UUID{GoUUID: uuid})},
+		Mutations: []ovsdb.Mutation{{Column: "ports", Mutator: ovsdb.MutateOperationDelete, Value: ovsdb.UUID{GoUUID: uuid}}}}
+}
+
+// switches returns the UUIDs of the switches named name, or, with name
+// "", of all but the sentinel, sorted.
+func (w *writer) switches(name string) []string {
+	var uuids []string
+	for u, row := range w.nb.client.Cache().Table(nbdb.LogicalSwitchTable).RowsShallow() {
+		if n := row.(*nbdb.LogicalSwitch).Name; n == name || name == "" && n != "sentinel" {
+			uuids = append(uuids, u)
+		}
+	}
+	slices.Sort(uuids)
+	return uuids
+}
+
+// randomBatch returns the operations of one to six random changes, each
+// to rows of its own.
+func (w *writer) randomBatch() []ovsdb.Operation {
+	var ops []ovsdb.Operation
+	used := map[string]bool{}
+	// pick returns a row of uuids no change of the batch touched yet, or "".
+	pick := func(uuids []string) string {
+		for range 3 {
+			if len(uuids) == 0 {
+				return ""
+			}
+			if u := uuids[w.rng.IntN(len(uuids))]; !used[u] {
+				used[u] = true
+				return u
+			}
+		}
+		return ""
+	}
+	ports, sws, dhcp := w.uuids(nbdb.LogicalSwitchPortTable), w.switches(""), w.uuids(nbdb.DHCPOptionsTable)
+	for range 1 + w.rng.IntN(6) {
+		switch w.rng.IntN(12) {
+		case 0, 1, 2:
+			ops = append(ops, w.addPort()...)
+		case 3, 4: // a port changes, and is renamed now and then
+			if u := pick(ports); u != "" {
+				name := w.nb.client.Cache().Table(nbdb.LogicalSwitchPortTable).Row(u).(*nbdb.LogicalSwitchPort).Name
+				if w.rng.IntN(4) == 0 {
+					name = w.name("p")
+				}
+				p := w.port(u, name)
+				ops = append(ops, w.update(p, portFields(p)...)...)
+			}
+		case 5:
+			if u := pick(ports); u != "" {
+				ops = append(ops, deletePort(u))
+			}
+		case 6: // a port's name passes to a new row
+			if u, sw := pick(ports), pick(sws); u != "" && sw != "" {
+				name := w.nb.client.Cache().Table(nbdb.LogicalSwitchPortTable).Row(u).(*nbdb.LogicalSwitchPort).Name
+				ops = append(ops, deletePort(u))
+				ops = append(ops, w.addPortTo(sw, w.port(w.name("lsp"), name))...)
+			}
+		case 7:
+			ops = append(ops, w.createSwitch(w.switchName())...)
+		case 8:
+			if u := pick(sws); u != "" {
+				if w.rng.IntN(3) == 0 { // its ports go with it
+					ops = append(ops, ovsdb.Operation{Op: ovsdb.OperationDelete, Table: nbdb.LogicalSwitchTable, Where: []ovsdb.Condition{uuidCond(u)}})
+				} else {
+					sw := &nbdb.LogicalSwitch{UUID: u, Name: w.switchName(), ExternalIDs: map[string]string{state.KeyOwner: "ovn-sync"},
+						OtherConfig: map[string]string{state.SwitchSubnet: fmt.Sprintf("10.%d.0.0/16", w.rng.IntN(256))}}
+					if w.rng.IntN(3) == 0 {
+						sw.ExternalIDs = nil
+					}
+					ops = append(ops, w.update(sw, &sw.Name, &sw.ExternalIDs, &sw.OtherConfig)...)
+				}
+			}
+		case 9:
+			ops = append(ops, w.create(w.dhcp(w.name("dhcp")))...)
+		case 10: // renamed, edited, or no longer ours
+			if u := pick(dhcp); u != "" {
+				d := w.dhcp(u)
+				ops = append(ops, w.update(d, &d.Cidr, &d.Options, &d.ExternalIDs)...)
+			}
+		case 11: // ports' references to it go with it
+			if u := pick(dhcp); u != "" {
+				ops = append(ops, ovsdb.Operation{Op: ovsdb.OperationDelete, Table: nbdb.DHCPOptionsTable, Where: []ovsdb.Condition{uuidCond(u)}})
+			}
+		}
+	}
+	return ops
+}
+
+// dhcp returns a random DHCP_Options row: ours under one of few names (so
+// two rows share one now and then), or not ours.
+func (w *writer) dhcp(uuid string) *nbdb.DHCPOptions {
+	d := &nbdb.DHCPOptions{UUID: uuid, Cidr: fmt.Sprintf("10.%d.0.0/16", w.rng.IntN(256)),
+		Options:     map[string]string{"lease_time": fmt.Sprint(w.rng.IntN(4000))},
+		ExternalIDs: map[string]string{state.KeyDHCP: fmt.Sprintf("sw%d/ipv4", w.rng.IntN(3))}}
+	if w.rng.IntN(4) != 0 {
+		d.ExternalIDs[state.KeyOwner] = "ovn-sync"
+		d.ExternalIDs[state.KeyNetwork] = state.DefaultNetwork
+	}
+	return d
+}
+
+// send transacts ops, waiting out a reconnect.
+func (w *writer) send(ops []ovsdb.Operation) {
+	w.t.Helper()
+	if len(ops) == 0 {
+		return
+	}
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		res, err := w.nb.Transact(ctx, ops...)
+		cancel()
+		if err == nil {
+			_, err = ovsdb.CheckOperationResults(res, ops)
+		}
+		switch {
+		case err == nil:
+			return
+		case errors.Is(err, client.ErrNotConnected) && time.Now().Before(deadline):
+			time.Sleep(50 * time.Millisecond)
+		default:
+			w.t.Fatalf("transact %d operations: %v", len(ops), err)
+		}
+	}
+}
+
+// watchSentinel registers, after nb's, a cache event handler that notes
+// the sentinel switch's external_ids:seq. The handlers run in order, event
+// after event: once it has seen a value, nb's has seen every change
+// before.
+func (w *writer) watchSentinel() {
+	w.note = make(chan struct{}, 1)
+	w.nb.client.Cache().AddEventHandler(&cache.EventHandlerFuncs{
+		UpdateFunc: func(_ string, _, row model.Model) {
+			if sw, ok := row.(*nbdb.LogicalSwitch); ok && sw.Name == "sentinel" {
+				var seq int64
+				fmt.Sscan(sw.ExternalIDs["seq"], &seq)
+				w.seen.Store(seq)
+				select {
+				case w.note <- struct{}{}:
+				default:
+				}
+			}
+		},
+	})
+}
+
+// sync returns once nb's event handler has seen every change sent before.
+func (w *writer) sync() {
+	w.t.Helper()
+	w.seq++
+	sentinel := w.switches("sentinel")
+	if len(sentinel) != 1 {
+		w.t.Fatalf("%d sentinel switches", len(sentinel))
+	}
+	// Written without the client's API, which reads the cache's model
+	// unlocked (a race with a reconnect's purge of the cache): sync is what
+	// waits out a reconnect before the next batch is made.
+	w.send([]ovsdb.Operation{{Op: ovsdb.OperationUpdate, Table: nbdb.LogicalSwitchTable, Where: []ovsdb.Condition{uuidCond(sentinel[0])},
+		Row: ovsdb.Row{"external_ids": ovsdb.OvsMap{GoMap: map[any]any{"seq": fmt.Sprint(w.seq)}}}}})
+	timeout := time.After(10 * time.Second)
+	for w.seen.Load() != int64(w.seq) {
+		select {
+		case <-w.note:
+		case <-timeout:
+			w.t.Fatalf("the cache's event handler did not see change %d of the sentinel", w.seq)
+		}
+	}
+}
+
+// TestDropWatch: dropWatch notices libovsdb's cache dropping an event, as
+// it does when its queue is full.
+func TestDropWatch(t *testing.T) {
+	clientModel, err := nbdb.FullDatabaseModel()
+	if err != nil {
+		t.Fatal(err)
+	}
+	dbModel, errs := model.NewDatabaseModel(nbdb.Schema(), clientModel)
+	if len(errs) > 0 {
+		t.Fatal(errs)
+	}
+	var dropped atomic.Bool
+	logger := logr.New(&dropWatch{onDrop: func() { dropped.Store(true) }})
+	tc, err := cache.NewTableCache(dbModel, nil, &logger)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Nothing runs the cache's event loop: its queue fills and the
+	// 65537th insert's event is dropped.
+	rows := map[string]*ovsdb.RowUpdate2{}
+	for i := range 1<<16 + 1 {
+		rows[fmt.Sprintf("%08x-0000-4000-8000-000000000000", i)] = &ovsdb.RowUpdate2{Insert: &ovsdb.Row{"name": fmt.Sprint("a", i)}}
+	}
+	if err := tc.Populate2(ovsdb.TableUpdates2{nbdb.AddressSetTable: rows}); err != nil {
+		t.Fatal(err)
+	}
+	if !dropped.Load() {
+		t.Errorf("dropWatch did not notice the cache drop an event")
+	}
+}
+
+// TestStateVersionNamePassed: while the cache holds two ports of one name
+// (an update that deletes one row and inserts another of its name, read
+// half applied), StateVersion reads every row, as rebuild picks one of
+// them; once one is gone, the snapshot is the one rebuild makes, whichever
+// was picked.
+func TestStateVersionNamePassed(t *testing.T) {
+	clientModel, err := nbdb.FullDatabaseModel()
+	if err != nil {
+		t.Fatal(err)
+	}
+	dbModel, errs := model.NewDatabaseModel(nbdb.Schema(), clientModel)
+	if len(errs) > 0 {
+		t.Fatal(errs)
+	}
+	// Map order picks the port rebuild keeps: try both, most likely.
+	for range 20 {
+		logger := logr.Discard()
+		tc, err := cache.NewTableCache(dbModel, nil, &logger)
+		if err != nil {
+			t.Fatal(err)
+		}
+		tb := tablesOf(tc)
+		var nb NB
+		nb.changed.setAll()
+		// apply updates the cache as libovsdb does, then tells nb as its
+		// event handler would.
+		apply := func(uuid string, u ovsdb.RowUpdate2) {
+			t.Helper()
+			if err := tc.Populate2(ovsdb.TableUpdates2{nbdb.LogicalSwitchPortTable: {uuid: &u}}); err != nil {
+				t.Fatal(err)
+			}
+			nb.changed.add(&nbdb.LogicalSwitchPort{UUID: uuid})
+		}
+		uuid := func(i int) string { return fmt.Sprintf("%08x-0000-4000-8000-000000000000", i) }
+		apply(uuid(1), ovsdb.RowUpdate2{Insert: &ovsdb.Row{"name": "a"}})
+		apply(uuid(2), ovsdb.RowUpdate2{Insert: &ovsdb.Row{"name": "b"}})
+		if s, _ := nb.stateOf(tb); !reflect.DeepEqual(s, fromScratch(tb)) {
+			t.Fatalf("two ports: %s", stateDiff(s, fromScratch(tb)))
+		}
+		apply(uuid(3), ovsdb.RowUpdate2{Insert: &ovsdb.Row{"name": "a"}})
+		rebuilds := nb.rebuilds
+		if s, _ := nb.stateOf(tb); nb.rebuilds != rebuilds+1 || len(s.Ports) != 2 || len(s.Index) != 3 {
+			t.Fatalf("two ports named a: %d rebuilds, then %d; %d ports, %d index entries; want a rebuild, 2 and 3",
+				rebuilds, nb.rebuilds, len(s.Ports), len(s.Index))
+		}
+		apply(uuid(1), ovsdb.RowUpdate2{Delete: &ovsdb.Row{}})
+		if s, _ := nb.stateOf(tb); !reflect.DeepEqual(s, fromScratch(tb)) {
+			t.Fatalf("the first port named a gone: %s", stateDiff(s, fromScratch(tb)))
+		}
+	}
+}
