@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"sync"
 	"time"
 
 	"github.com/go-logr/stdr"
@@ -23,11 +24,15 @@ type Embedded struct {
 	Endpoint string
 }
 
+// quietStdr lowers the process-wide stdr verbosity, which libovsdb's
+// server raises to 5 in its init: it then logs every row it caches to
+// stderr, and the demo wants none of it. Once only: the servers started
+// before read the verbosity while they run.
+var quietStdr sync.Once
+
 // StartEmbedded starts an empty in-memory NB. Call Close when done.
 func StartEmbedded() (*Embedded, error) {
-	// libovsdb's server raises the process-wide stdr verbosity to 5 in its
-	// init and logs every row it caches to stderr; the demo wants none of it.
-	stdr.SetVerbosity(0)
+	quietStdr.Do(func() { stdr.SetVerbosity(0) })
 	clientModel, err := nbdb.FullDatabaseModel()
 	if err != nil {
 		return nil, err
