@@ -122,9 +122,11 @@ type Informers struct {
 	// allChanged replaces it when that cannot say what changed (see
 	// Snapshot.AllChanged), and changed is then nil.
 	changed map[desired.ObjectRef]struct{}
-	// inflight counts, per object, the changes its informer has queued
-	// (recording) and its handler has not seen yet (record).
-	inflight   map[desired.ObjectRef]int
+	// inflight holds the objects whose informer has queued a change
+	// (recording) that its handler has not seen yet (record, landed): for
+	// each, the object as its last transform returned it, which is what the
+	// handler of that change is given.
+	inflight   map[desired.ObjectRef]runtime.Object
 	allChanged bool
 
 	mu      sync.Mutex
@@ -405,11 +407,7 @@ func (s *Informers) watch(k Kind, inf cache.SharedIndexInformer) {
 	s.chmu.Unlock()
 }
 
-// record notes that an informer of kind k reported obj created, updated or
-// deleted. client-go calls a handler after its store holds the change, so
-// any Inputs call that takes the set after this lists the stores after the
-// change too.
-// recording returns t, noting first the object it is given as in flight.
+// recording returns t, noting the object it is given as in flight.
 // An informer transforms an object as it queues it, before its store
 // holds it; its event handler runs after. From the one to the other, every
 // snapshot names the object (Take does not consume it); the handler then
@@ -418,20 +416,37 @@ func (s *Informers) watch(k Kind, inf cache.SharedIndexInformer) {
 // everything a full Build of the same snapshot would. (A deletion a relist
 // finds reaches the handler only, as a tombstone: that one is named by the
 // first snapshot after the handler ran.)
+//
+// An object is in flight until the handler is given what its last
+// transform returned; counting transforms would not do. client-go's
+// watch-list (an informer's first listing streamed by a watch) transforms
+// each object twice, streaming it into a temporary store and again as it
+// hands that store's content to the queue, and runs the handler once. A
+// result never queued (a watch-list attempt given up, the object gone
+// before the next) leaves the object in flight until the handler of a
+// later change of it runs.
 func (s *Informers) recording(kind func(any) Kind, t cache.TransformFunc) cache.TransformFunc {
 	return func(obj any) (any, error) {
-		if k := kind(obj); k != "" {
-			if ref, ok := refOf(k, obj); ok {
-				s.chmu.Lock()
-				s.version++
-				if s.inflight == nil {
-					s.inflight = map[desired.ObjectRef]int{}
-				}
-				s.inflight[ref]++
-				s.chmu.Unlock()
-			}
+		out, err := t(obj)
+		if err != nil {
+			return out, err // not queued
 		}
-		return t(obj)
+		k := kind(obj)
+		ref, ok := refOf(k, obj)
+		if k == "" || !ok {
+			return out, nil
+		}
+		// The result is not queued yet, so the store does not hold it.
+		s.chmu.Lock()
+		s.version++
+		if o, isObj := Unwrap(out).(runtime.Object); isObj {
+			if s.inflight == nil {
+				s.inflight = map[desired.ObjectRef]runtime.Object{}
+			}
+			s.inflight[ref] = o
+		}
+		s.chmu.Unlock()
+		return out, nil
 	}
 }
 
@@ -448,32 +463,33 @@ func typedKind(obj any) Kind {
 	return ""
 }
 
-// landed notes that the handler of obj's change ran: it is no longer in
-// flight.
+// landed notes that the handler of obj's change ran: if obj is what the
+// last transform of it returned, it is no longer in flight.
 func (s *Informers) landed(k Kind, obj any) {
 	if ref, ok := refOf(k, obj); ok {
 		s.chmu.Lock()
-		s.landedLocked(ref)
+		s.landedLocked(ref, obj)
 		s.chmu.Unlock()
 	}
 }
 
-func (s *Informers) landedLocked(ref desired.ObjectRef) {
-	switch n := s.inflight[ref]; {
-	case n == 1:
+func (s *Informers) landedLocked(ref desired.ObjectRef, obj any) {
+	if o, ok := Unwrap(obj).(runtime.Object); ok && o == s.inflight[ref] {
 		delete(s.inflight, ref)
-	case n > 1:
-		s.inflight[ref] = n - 1
 	}
 }
 
+// record notes that an informer of kind k reported obj created, updated or
+// deleted. client-go calls a handler after its store holds the change, so
+// any Inputs call that takes the set after this lists the stores after the
+// change too.
 func (s *Informers) record(k Kind, obj any) {
 	ref, ok := refOf(k, obj)
 	s.chmu.Lock()
 	defer s.chmu.Unlock()
 	s.version++
 	if ok {
-		s.landedLocked(ref)
+		s.landedLocked(ref, obj)
 	}
 	if s.allChanged {
 		return

@@ -717,3 +717,39 @@ func TestTakeNamesWhatItShows(t *testing.T) {
 	}
 	t.Logf("%d snapshots", takes)
 }
+
+// TestInformersChangedTransformedTwice: client-go's watch-list transforms
+// each object of an informer's first listing twice (into a temporary
+// store, then into the queue) and runs its handler once; an object is in
+// flight until the handler is given the last result, and named by no
+// snapshot after the one that follows. Of two changes queued, the object
+// is in flight until the handler of the second.
+func TestInformersChangedTransformedTwice(t *testing.T) {
+	s, c := capture(t, KindPod)
+	tr := s.recording(typedKind, stripPod)
+	deliver := func(obj any) {
+		_ = c[KindPod].store.Add(obj)
+		c[KindPod].h.OnAdd(obj, false)
+	}
+	want := func(step string, names ...string) {
+		t.Helper()
+		if snap := s.Take(); snap.AllChanged || !slices.Equal(snap.Changed, changedRefs(names...)) {
+			t.Errorf("Take() %s = %v (AllChanged %v), want %v", step, snap.Changed, snap.AllChanged, names)
+		}
+	}
+	streamed, _ := tr(pod("ns", "a"))
+	queued, _ := tr(streamed)
+	want("with the listing in flight", "Pod/ns/a")
+	deliver(queued)
+	want("after the handler", "Pod/ns/a")
+	want("after that")
+
+	first, _ := tr(pod("ns", "a"))
+	second, _ := tr(pod("ns", "a"))
+	deliver(first)
+	want("after the first of two changes", "Pod/ns/a")
+	want("with the second in flight", "Pod/ns/a")
+	deliver(second)
+	want("after the second", "Pod/ns/a")
+	want("after that")
+}
