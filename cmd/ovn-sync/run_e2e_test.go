@@ -38,8 +38,20 @@ type runProc struct {
 }
 
 // startRun starts "ovn-sync run" against the API server and NB and waits
-// until it listens for /readyz.
+// until it listens for /readyz. Every incremental pass is checked against a
+// full Build; with OVN_SYNC_FULL_PASSES set, every pass builds in full.
 func startRun(t *testing.T, kubeconfig, nbAddr string, extra ...string) *runProc {
+	t.Helper()
+	mode := "--verify-incremental"
+	if looptest.FullPasses() {
+		mode = "--full-passes"
+	}
+	return startRunBare(t, kubeconfig, nbAddr, append([]string{mode}, extra...)...)
+}
+
+// startRunBare is startRun without a flag for how passes build: the caller
+// chooses, in extra, or takes the binary's default (incremental, unchecked).
+func startRunBare(t *testing.T, kubeconfig, nbAddr string, extra ...string) *runProc {
 	t.Helper()
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -49,13 +61,6 @@ func startRun(t *testing.T, kubeconfig, nbAddr string, extra ...string) *runProc
 	l.Close()
 	args := []string{"run", "--nb", nbAddr, "--kubeconfig", kubeconfig,
 		"--metrics-addr", addr, "--log-format", "json", "--coalesce", "10ms", "-v", "1"}
-	// Every incremental pass is checked against a full Build; with
-	// OVN_SYNC_FULL_PASSES set, every pass builds in full.
-	if looptest.FullPasses() {
-		args = append(args, "--full-passes")
-	} else {
-		args = append(args, "--verify-incremental")
-	}
 	args = append(args, extra...)
 	logf, err := os.CreateTemp(t.TempDir(), "run-*.log")
 	if err != nil {
