@@ -15,32 +15,40 @@ import (
 // one carrying external_ids:ovn-sync/owner before or after the change — is
 // left other than want says: someone else edited, deleted or added one of
 // our rows. Changes that leave a row as want has it (our own transactions)
-// and changes to rows that are not ours are not drift. want returns nil
-// while nobody reconciles; then nothing is drift. onDrift runs in
-// libovsdb's cache event loop: it must be quick (notify a channel).
-func (nb *NB) WatchDrift(want func() *state.State, onDrift func(table string)) {
+// and changes to rows that are not ours are not drift; onOwn, when set, is
+// called for those of the first kind (a row of ours left as want has it).
+// want returns nil while nobody reconciles; then nothing is drift. The
+// callbacks run in libovsdb's cache event loop: they must be quick (notify
+// a channel).
+func (nb *NB) WatchDrift(want func() *state.State, onDrift func(table string), onOwn func()) {
 	event := func(table string, old, cur model.Model) {
 		w := want()
 		if w == nil {
 			return
 		}
-		var drift bool
+		var drift, ours bool
 		switch table {
 		case nbdb.LogicalSwitchPortTable:
 			o, _ := old.(*nbdb.LogicalSwitchPort)
 			c, _ := cur.(*nbdb.LogicalSwitchPort)
 			drift = PortDriftNamed(*w, o, c, nb.dhcpName)
+			ours = o != nil && o.ExternalIDs[state.KeyOwner] != "" || c != nil && c.ExternalIDs[state.KeyOwner] != ""
 		case nbdb.DHCPOptionsTable:
 			o, _ := old.(*nbdb.DHCPOptions)
 			c, _ := cur.(*nbdb.DHCPOptions)
 			drift = DHCPDrift(*w, o, c)
+			ours = o != nil && o.ExternalIDs[state.KeyOwner] != "" || c != nil && c.ExternalIDs[state.KeyOwner] != ""
 		case nbdb.LogicalSwitchTable:
 			o, _ := old.(*nbdb.LogicalSwitch)
 			c, _ := cur.(*nbdb.LogicalSwitch)
 			drift = SwitchDrift(*w, o, c)
+			ours = o != nil && o.ExternalIDs[state.KeyOwner] != "" || c != nil && c.ExternalIDs[state.KeyOwner] != ""
 		}
-		if drift {
+		switch {
+		case drift:
 			onDrift(table)
+		case ours && onOwn != nil:
+			onOwn()
 		}
 	}
 	nb.client.Cache().AddEventHandler(&cache.EventHandlerFuncs{

@@ -39,7 +39,7 @@ type Sources interface {
 type WatchedNB interface {
 	NB
 	Up() bool
-	WatchDrift(want func() *state.State, onDrift func(table string))
+	WatchDrift(want func() *state.State, onDrift func(table string), onOwn func())
 	WatchConnection(ctx context.Context, on func(ev observed.ConnEvent, endpoint string))
 }
 
@@ -77,6 +77,7 @@ const (
 	trigDrift                         // someone else changed one of our NB rows
 	trigReconnect                     // the NB connection came back
 	trigResync                        // Resync elapsed
+	trigRecheck                       // our own NB change came while a pass computed
 )
 
 // kind is "full" for a pass that nothing in particular triggered (startup,
@@ -93,7 +94,7 @@ func (t trigger) String() string {
 	for _, x := range []struct {
 		t trigger
 		s string
-	}{{trigStartup, "startup"}, {trigKube, "kubernetes"}, {trigDrift, "nb-drift"}, {trigReconnect, "reconnect"}, {trigResync, "resync"}} {
+	}{{trigStartup, "startup"}, {trigKube, "kubernetes"}, {trigDrift, "nb-drift"}, {trigReconnect, "reconnect"}, {trigResync, "resync"}, {trigRecheck, "recheck"}} {
 		if t&x.t != 0 {
 			parts = append(parts, x.s)
 		}
@@ -117,6 +118,12 @@ type Loop struct {
 	nbUp        atomic.Bool
 	drift       chan struct{}
 	reconnected chan struct{}
+	// own counts NB events that left a row of ours as want had it when
+	// they came. One that comes while a pass computes was judged against
+	// the want before it: the pass may have read the NB before that event
+	// (the cache's events trail it), so another pass follows (recheck).
+	own     atomic.Uint64
+	recheck chan struct{}
 
 	// want is what the last pass sent to the NB, nil while not leading: NB
 	// events that leave our rows as want has them are our own.
@@ -139,6 +146,7 @@ func NewLoop(src Sources, nb WatchedNB, opts LoopOptions) *Loop {
 		src: src, nb: nb, opts: opts, m: opts.Metrics, log: opts.Log,
 		drift:       make(chan struct{}, 1),
 		reconnected: make(chan struct{}, 1),
+		recheck:     make(chan struct{}, 1),
 	}
 	if l.m == nil {
 		l.m = NewMetrics()
@@ -147,7 +155,7 @@ func NewLoop(src Sources, nb WatchedNB, opts LoopOptions) *Loop {
 	nb.WatchDrift(func() *state.State { return l.want.Load() }, func(table string) {
 		l.m.driftEvents.WithLabelValues(table).Inc()
 		notify(l.drift)
-	})
+	}, func() { l.own.Add(1) })
 	return l
 }
 
@@ -290,6 +298,8 @@ func (l *Loop) Lead(ctx context.Context, stop <-chan struct{}) {
 			pending |= trigKube
 		case <-l.drift:
 			pending |= trigDrift
+		case <-l.recheck:
+			pending |= trigRecheck
 		case <-l.reconnected:
 			pending |= trigReconnect
 		case <-resync.C:
@@ -316,7 +326,7 @@ func (l *Loop) incremental(opts *Options, t trigger, snap sources.Snapshot) {
 	}
 	changed := snap.Changed
 	switch {
-	case t == trigKube:
+	case t&^trigRecheck == trigKube || t == trigRecheck:
 		opts.Changed = &changed
 	case t&(trigStartup|trigDrift|trigReconnect) == 0:
 		opts.Changed, opts.SelfCheck = &changed, true
@@ -358,6 +368,9 @@ func (l *Loop) coalesce(ctx context.Context, stop <-chan struct{}, d time.Durati
 		case <-l.drift:
 			t |= trigDrift
 			continue
+		case <-l.recheck:
+			t |= trigRecheck
+			continue
 		case <-l.reconnected:
 			t |= trigReconnect
 			continue
@@ -377,6 +390,8 @@ func (l *Loop) coalesce(ctx context.Context, stop <-chan struct{}, d time.Durati
 			t |= trigKube
 		case <-l.drift:
 			t |= trigDrift
+		case <-l.recheck:
+			t |= trigRecheck
 		case <-l.reconnected:
 			t |= trigReconnect
 		}
@@ -434,13 +449,21 @@ func (l *Loop) pass(ctx context.Context, t trigger) error {
 	}
 	opts := l.opts.Pass
 	opts.Policy = diff.Policy{WithholdDeletes: !synced}
-	opts.BeforeApply = func(w state.State) { l.want.Store(&w) }
+	own := l.own.Load()
+	ownAtApply := own
+	opts.BeforeApply = func(w state.State) {
+		l.want.Store(&w)
+		ownAtApply = l.own.Load()
+	}
 	if l.opts.FullPasses {
 		opts.Memo, opts.InputsVersion = &l.memo, snap.Version
 	} else {
 		l.incremental(&opts, t, snap)
 	}
 	out, err := Pass(ctx, l.nb, snap.Inputs, opts)
+	if ownAtApply != own {
+		notify(l.recheck)
+	}
 	switch {
 	case !out.Checked || out.Mismatch == "":
 	case out.Behind:
@@ -502,7 +525,7 @@ func (l *Loop) pass(ctx context.Context, t trigger) error {
 		}
 		return err
 	}
-	if t&(trigKube|trigStartup) == 0 {
+	if t&(trigKube|trigStartup|trigRecheck) == 0 {
 		l.m.driftRepairs.Add(float64(res.Created + res.Updated + res.Deleted))
 	}
 	l.m.passes.WithLabelValues(kind, "success").Inc()
