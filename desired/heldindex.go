@@ -223,29 +223,11 @@ func (m *ipam) scopedDuplicates(b *builder) [][]held {
 	}
 	var out [][]held
 	for k := range groups {
-		g := append(slices.Clone(byAddr[k]), m.indexed(b, k, 0)...)
-		var foreign, ours bool
-		sws := map[uint32]int{}
-		for _, e := range g {
-			if e.k.sw == 0 {
-				foreign = true
-			} else {
-				ours = true
-				sws[e.k.sw]++
-			}
-		}
-		conflict := foreign && ours
-		for _, n := range sws {
-			conflict = conflict || n > 1
-		}
-		if conflict {
+		if g := append(slices.Clone(byAddr[k]), m.indexed(b, k, 0)...); conflicting(g) {
 			out = append(out, g)
 		}
 	}
-	slices.SortFunc(out, func(a, b []held) int {
-		x, y := a[0].k, b[0].k
-		return cmpUints(uint64(x.comp), uint64(y.comp), x.hi, y.hi, x.lo, y.lo)
-	})
+	sortGroups(out)
 	return out
 }
 

@@ -380,29 +380,40 @@ func (m *ipam) findDuplicates() [][]held {
 	}
 	var out [][]held
 	for _, g := range groups {
-		var foreign, ours bool
-		sws := map[uint32]int{}
-		for _, e := range g {
-			if e.k.sw == 0 {
-				foreign = true
-			} else {
-				ours = true
-				sws[e.k.sw]++
-			}
-		}
-		conflict := foreign && ours
-		for _, n := range sws {
-			conflict = conflict || n > 1
-		}
-		if conflict {
+		if conflicting(g) {
 			out = append(out, g)
 		}
 	}
-	slices.SortFunc(out, func(a, b []held) int {
+	sortGroups(out)
+	return out
+}
+
+// conflicting reports whether the holders of one address g lists hold it
+// twice: two of ours on one switch, or one of ours and one that is not.
+func conflicting(g []held) bool {
+	var foreign, ours bool
+	sws := map[uint32]int{}
+	for _, e := range g {
+		if e.k.sw == 0 {
+			foreign = true
+		} else {
+			ours = true
+			sws[e.k.sw]++
+		}
+	}
+	conflict := foreign && ours
+	for _, n := range sws {
+		conflict = conflict || n > 1
+	}
+	return conflict
+}
+
+// sortGroups sorts groups of holders by their address.
+func sortGroups(groups [][]held) {
+	slices.SortFunc(groups, func(a, b []held) int {
 		x, y := a[0].k, b[0].k
 		return cmpUints(uint64(x.comp), uint64(y.comp), x.hi, y.hi, x.lo, y.lo)
 	})
-	return out
 }
 
 func cmpUints(pairs ...uint64) int {
