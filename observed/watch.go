@@ -16,7 +16,8 @@ import (
 // left other than want says: someone else edited, deleted or added one of
 // our rows. Changes that leave a row as want has it (our own transactions)
 // and changes to rows that are not ours are not drift; onOwn, when set, is
-// called for those of the first kind (a row of ours left as want has it).
+// called for those of the first kind (a field of a row of ours changed, to
+// what want has).
 // want returns nil while nobody reconciles; then nothing is drift. The
 // callbacks run in libovsdb's cache event loop: they must be quick (notify
 // a channel).
@@ -33,6 +34,9 @@ func (nb *NB) WatchDrift(want func() *state.State, onDrift func(table string), o
 			c, _ := cur.(*nbdb.LogicalSwitchPort)
 			drift = PortDriftNamed(*w, o, c, nb.dhcpName)
 			ours = o != nil && o.ExternalIDs[state.KeyOwner] != "" || c != nil && c.ExternalIDs[state.KeyOwner] != ""
+			// ovn-northd's updates (up, dynamic_addresses) change no
+			// field of ours: they are nobody's change to judge.
+			ours = ours && (o == nil || c == nil || !PortFromRowNamed(o, nb.dhcpName).Equal(PortFromRowNamed(c, nb.dhcpName)))
 		case nbdb.DHCPOptionsTable:
 			o, _ := old.(*nbdb.DHCPOptions)
 			c, _ := cur.(*nbdb.DHCPOptions)
