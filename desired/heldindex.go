@@ -38,25 +38,9 @@ func newHeldIndex(ports map[string]*state.Port) *heldIndex {
 	return x
 }
 
-// keys calls fn with each address p holds, once.
-func portKeys(p *state.Port, fn func(addrKey)) {
-	var words [8]string
-	list := words[:0]
-	for _, e := range p.Addresses {
-		list = appendWords(list, e)
-	}
-	for i, word := range list {
-		if slices.Contains(list[:i], word) {
-			continue
-		}
-		if k, ok := wordKey(0, word); ok {
-			fn(k.addrKey)
-		}
-	}
-}
-
 func (x *heldIndex) add(p *state.Port) {
-	portKeys(p, func(k addrKey) {
+	eachHeld(p, 0, func(hk heldKey) {
+		k := hk.addrKey
 		hs := x.by[k]
 		for _, h := range hs {
 			if h.sw == p.Switch {
@@ -91,7 +75,8 @@ func (x *heldIndex) windowOf(n *network, comp int) *window {
 }
 
 func (x *heldIndex) remove(p *state.Port) {
-	portKeys(p, func(k addrKey) {
+	eachHeld(p, 0, func(hk heldKey) {
+		k := hk.addrKey
 		hs := x.by[k]
 		i := slices.Index(hs, heldBy{p.Switch, p.Name})
 		if i < 0 {
@@ -137,26 +122,9 @@ func (b *builder) newScopedIPAM() *ipam {
 	eachDiffering(have, prior.Index, func(e *state.Entry) {
 		p := e.Port
 		m.differ[p.Name] = true
-		var sw uint32
-		if p.Owned() && p.Switch != "" {
-			sw = b.switchID(p.Switch)
-		}
 		id := holderID(len(m.ports))
 		m.ports = append(m.ports, p)
-		var words [8]string
-		list := words[:0]
-		for _, a := range p.Addresses {
-			list = appendWords(list, a)
-		}
-		list = appendWords(list, p.DynamicAddresses)
-		for i, word := range list {
-			if slices.Contains(list[:i], word) {
-				continue
-			}
-			if k, ok := wordKey(sw, word); ok {
-				m.list = append(m.list, held{k, id})
-			}
-		}
+		eachHeld(p, b.holderSwitch(p), func(k heldKey) { m.list = append(m.list, held{k, id}) })
 	}, func(e *state.Entry) {
 		m.differ[e.Port.Name] = true // not in the NB (yet): the index holds it
 	})

@@ -231,44 +231,56 @@ func (b *builder) newIPAM() *ipam {
 			}
 		}
 	}
-	var words [8]string
 	for _, p := range b.have.Ports {
 		if p == nil {
 			continue
 		}
-		var sw uint32
-		if p.Owned() && p.Switch != "" {
-			sw = b.switchID(p.Switch)
-		}
+		sw := b.holderSwitch(p)
 		ws := m.windows // a port that is not ours holds its addresses everywhere
 		if sw != 0 {
 			ws = bySwitch[sw]
 		}
 		id := holderID(len(m.ports))
 		m.ports = append(m.ports, p)
-		list := words[:0]
-		for _, e := range p.Addresses {
-			list = appendWords(list, e)
-		}
-		list = appendWords(list, p.DynamicAddresses)
-		for i, word := range list {
-			if slices.Contains(list[:i], word) {
-				continue // a port listing an address twice holds it once
-			}
-			k, ok := wordKey(sw, word)
-			if !ok {
-				continue
-			}
+		eachHeld(p, sw, func(k heldKey) {
 			m.list = append(m.list, held{k, id})
 			for _, w := range ws {
 				if w.comp == int(k.comp) {
 					w.set(k.hi, k.lo)
 				}
 			}
-		}
+		})
 	}
 	m.reserve(b, bySwitch)
 	return m
+}
+
+// holderSwitch is the switch on which p holds its addresses: its own for
+// a port of ours, 0 (every switch) for one that is not.
+func (b *builder) holderSwitch(p *state.Port) uint32 {
+	if p.Owned() && p.Switch != "" {
+		return b.switchID(p.Switch)
+	}
+	return 0
+}
+
+// eachHeld calls fn with the key, on switch sw, of each address p holds:
+// those its addresses and its dynamic_addresses list, each once.
+func eachHeld(p *state.Port, sw uint32, fn func(heldKey)) {
+	var words [8]string
+	list := words[:0]
+	for _, e := range p.Addresses {
+		list = appendWords(list, e)
+	}
+	list = appendWords(list, p.DynamicAddresses)
+	for i, word := range list {
+		if slices.Contains(list[:i], word) {
+			continue // a port listing an address twice holds it once
+		}
+		if k, ok := wordKey(sw, word); ok {
+			fn(k)
+		}
+	}
 }
 
 // reserve holds the addresses of b.reserved on their switches, each as
@@ -288,13 +300,9 @@ func (m *ipam) reserve(b *builder, bySwitch map[uint32][]*window) {
 		sw := b.switchID(r.sw)
 		id := holderID(len(m.ports))
 		m.ports = append(m.ports, r.port)
-		for _, word := range strings.Fields(r.port.Addresses[0]) {
-			k, ok := wordKey(sw, word)
-			if !ok {
-				continue
-			}
+		eachHeld(r.port, sw, func(k heldKey) {
 			if taken[k.addrKey] || m.idx != nil && len(m.idx.by[k.addrKey]) > 0 {
-				continue
+				return
 			}
 			taken[k.addrKey] = true
 			m.list = append(m.list, held{k, id})
@@ -303,7 +311,7 @@ func (m *ipam) reserve(b *builder, bySwitch map[uint32][]*window) {
 					w.set(k.hi, k.lo)
 				}
 			}
-		}
+		})
 	}
 }
 
@@ -469,21 +477,12 @@ func (b *builder) mayHoldTwice() bool {
 				return true
 			}
 		default:
-			var words [8]string
-			list := words[:0]
-			for _, e := range p.Addresses {
-				list = appendWords(list, e)
-			}
-			for _, w := range appendWords(list, p.DynamicAddresses) {
+			eachHeld(p, 0, func(k heldKey) {
 				if foreign == nil {
 					foreign = map[addrKey]bool{}
 				}
-				if x, ok := colonMAC(w); ok {
-					foreign[macKey(0, x).addrKey] = true
-				} else if a, err := netip.ParseAddr(w); err == nil {
-					foreign[ipKey(0, a.Unmap()).addrKey] = true
-				}
-			}
+				foreign[k.addrKey] = true
+			})
 		}
 	}
 	size := 1
