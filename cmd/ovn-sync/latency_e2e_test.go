@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"slices"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -236,30 +235,5 @@ func latencyPod(name string, i int) *corev1.Pod {
 	return &corev1.Pod{
 		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "lat"},
 		Spec:       corev1.PodSpec{NodeName: fmt.Sprintf("node-%d", i%3), Containers: []corev1.Container{{Name: "c", Image: "pause"}}},
-	}
-}
-
-// concurrently calls f for every i in [from, to), 16 at a time, and fails
-// t with the errors.
-func concurrently(t *testing.T, from, to int, f func(i int) error) {
-	t.Helper()
-	var wg sync.WaitGroup
-	errs := make(chan error, to-from)
-	sem := make(chan struct{}, 16)
-	for i := from; i < to; i++ {
-		wg.Add(1)
-		sem <- struct{}{}
-		go func() {
-			defer wg.Done()
-			defer func() { <-sem }()
-			if err := f(i); err != nil {
-				errs <- err
-			}
-		}()
-	}
-	wg.Wait()
-	close(errs)
-	for err := range errs {
-		t.Fatal(err)
 	}
 }

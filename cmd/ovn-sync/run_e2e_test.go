@@ -196,6 +196,31 @@ func nbWatch(t *testing.T, addr string) *observed.NB {
 	return nb
 }
 
+// concurrently calls f for every i in [from, to), 16 at a time, and fails
+// t with the errors.
+func concurrently(t *testing.T, from, to int, f func(i int) error) {
+	t.Helper()
+	var wg sync.WaitGroup
+	errs := make(chan error, to-from)
+	sem := make(chan struct{}, 16)
+	for i := from; i < to; i++ {
+		wg.Add(1)
+		sem <- struct{}{}
+		go func() {
+			defer wg.Done()
+			defer func() { <-sem }()
+			if err := f(i); err != nil {
+				errs <- err
+			}
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Fatal(err)
+	}
+}
+
 // portIs waits until port name satisfies check (nil port: absent).
 func portIs(t *testing.T, nb *observed.NB, name, what string, check func(*state.Port) error) *state.Port {
 	t.Helper()
@@ -521,27 +546,6 @@ func TestRunBulkPods(t *testing.T) {
 	looptest.WaitFor(t, 30*time.Second, "ready", func() error { _, err := run.get("/readyz"); return err })
 	passes0 := run.metric("ovn_sync_passes_total")
 	const n = 300
-	each := func(f func(i int) error) {
-		var wg sync.WaitGroup
-		errs := make(chan error, n)
-		sem := make(chan struct{}, 16)
-		for i := range n {
-			wg.Add(1)
-			sem <- struct{}{}
-			go func() {
-				defer wg.Done()
-				defer func() { <-sem }()
-				if err := f(i); err != nil {
-					errs <- err
-				}
-			}()
-		}
-		wg.Wait()
-		close(errs)
-		for err := range errs {
-			t.Fatal(err)
-		}
-	}
 	count := func() int {
 		c := 0
 		for _, p := range nb.State().Ports {
@@ -552,7 +556,7 @@ func TestRunBulkPods(t *testing.T) {
 		return c
 	}
 	start := time.Now()
-	each(func(i int) error {
+	concurrently(t, 0, n, func(i int) error {
 		_, err := k.Kube.CoreV1().Pods("bulk").Create(ctx, &corev1.Pod{
 			ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("p-%03d", i), Namespace: "bulk"},
 			Spec:       corev1.PodSpec{NodeName: fmt.Sprintf("node-%d", i%3), Containers: []corev1.Container{{Name: "c", Image: "pause"}}},
@@ -580,7 +584,7 @@ func TestRunBulkPods(t *testing.T) {
 	t.Logf("%v passes for %v informer events", run.metric("ovn_sync_passes_total")-passes0, run.metric("ovn_sync_informer_events_total"))
 
 	start = time.Now()
-	each(func(i int) error {
+	concurrently(t, 0, n, func(i int) error {
 		// No kubelet runs to finish a graceful delete: delete at once.
 		return k.Kube.CoreV1().Pods("bulk").Delete(ctx, fmt.Sprintf("p-%03d", i), now)
 	})

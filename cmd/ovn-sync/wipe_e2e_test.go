@@ -6,7 +6,6 @@ import (
 	"maps"
 	"slices"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -116,40 +115,22 @@ spec: {nodeName: %s, containers: [{name: compute, image: virt-launcher}]}`, pod,
 // owners creates owners [from, to): the kind of each follows its index.
 func (c wipeCluster) owners(from, to int) {
 	c.t.Helper()
-	var wg sync.WaitGroup
-	errs := make(chan error, to-from)
-	sem := make(chan struct{}, 16)
-	for i := from; i < to; i++ {
-		wg.Add(1)
-		sem <- struct{}{}
-		go func() {
-			defer wg.Done()
-			defer func() { <-sem }()
-			var err error
-			switch {
-			case i == 0:
-				err = c.vm("migrating-0", true)
-			case i%5 == 1:
-				err = c.vm(fmt.Sprintf("running-%04d", i), true)
-			case i%5 == 2:
-				err = c.vm(fmt.Sprintf("stopped-%04d", i), false)
-			default:
-				ann := ""
-				if i%3 == 0 {
-					ann = "k8s.v1.cni.cncf.io/networks: l2"
-				}
-				_, err = c.create(gvrPod, wipePod(fmt.Sprintf("pod-%04d", i), fmt.Sprintf("node-%d", i%3), ann))
-			}
-			if err != nil {
-				errs <- err
-			}
-		}()
-	}
-	wg.Wait()
-	close(errs)
-	for err := range errs {
-		c.t.Fatal(err)
-	}
+	concurrently(c.t, from, to, func(i int) error {
+		switch {
+		case i == 0:
+			return c.vm("migrating-0", true)
+		case i%5 == 1:
+			return c.vm(fmt.Sprintf("running-%04d", i), true)
+		case i%5 == 2:
+			return c.vm(fmt.Sprintf("stopped-%04d", i), false)
+		}
+		ann := ""
+		if i%3 == 0 {
+			ann = "k8s.v1.cni.cncf.io/networks: l2"
+		}
+		_, err := c.create(gvrPod, wipePod(fmt.Sprintf("pod-%04d", i), fmt.Sprintf("node-%d", i%3), ann))
+		return err
+	})
 }
 
 // ownerPorts is how many ports owner i of wipeCluster.owners has.
