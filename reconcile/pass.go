@@ -152,48 +152,50 @@ func (out *Outcome) compute(nb NB, in desired.Inputs, opts Options) state.State 
 // build computes out.Result through x (see Options.Incremental).
 func (out *Outcome) build(x *desired.Incremental, in desired.Inputs, have state.State, opts Options) {
 	out.Rebuilt = true
-	first := out.Attempts == 0
-	if first && opts.Changed != nil && !opts.SelfCheck {
-		// Verification, like the self-check, holds only while the NB shows
-		// the last result applied (a cache that lags may not).
-		verify := false
-		if last, ok := x.Want(); opts.Verify && ok {
-			verify = diff.Compute(last, have, diff.Policy{}).Empty()
+	full := func() desired.Result { return x.Full(in, opts.Config, have) }
+	// A check against a full Build holds only while the NB shows the last
+	// result applied: an incremental result trusts it for the owners it
+	// does not rebuild, and a cache that lags may not show it yet. Asked
+	// before Update, which moves the last result on.
+	if out.Attempts > 0 || opts.Changed == nil || opts.SelfCheck && !shows(x, have) {
+		out.Result = full()
+		return
+	}
+	check := opts.SelfCheck || opts.Verify && shows(x, have)
+	inc, why := x.Update(in, *opts.Changed, opts.Config, have)
+	if why != "" {
+		if !opts.SelfCheck {
+			out.Full = why
 		}
-		r, why := x.Update(in, *opts.Changed, opts.Config, have)
-		if why == "" {
-			out.Result, out.Incremental = r, true
-			if verify {
-				out.Checked = true
-				full := desired.Build(in, opts.Config, have)
-				if out.Mismatch = desired.Mismatch(r, full); out.Mismatch != "" {
-					out.Behind = desired.Behind(r, full)
-					out.Result, out.Incremental = x.Full(in, opts.Config, have), false
-				}
-			}
-			return
-		}
-		out.Full = why
+		out.Result = full()
+		return
 	}
-	var inc desired.Result
-	// The check holds only while the NB shows the last result applied:
-	// an incremental result trusts it for the owners it does not rebuild.
-	check := first && opts.SelfCheck && opts.Changed != nil
-	if last, ok := x.Want(); check && (!ok || !diff.Compute(last, have, diff.Policy{}).Empty()) {
-		check = false
+	if !opts.SelfCheck {
+		out.Result, out.Incremental = inc, true
 	}
-	if check {
-		var why string
-		inc, why = x.Update(in, *opts.Changed, opts.Config, have)
-		check = why == ""
+	if !check {
+		return
 	}
-	out.Result = x.Full(in, opts.Config, have)
-	if check {
-		out.Checked = true
-		if out.Mismatch = desired.Mismatch(inc, out.Result); out.Mismatch != "" {
-			out.Behind = desired.Behind(inc, out.Result)
+	var ref desired.Result
+	if opts.SelfCheck {
+		ref = full()
+		out.Result = ref
+	} else {
+		ref = desired.Build(in, opts.Config, have)
+	}
+	out.Checked = true
+	if out.Mismatch = desired.Mismatch(inc, ref); out.Mismatch != "" {
+		out.Behind = desired.Behind(inc, ref)
+		if out.Incremental {
+			out.Result, out.Incremental = full(), false
 		}
 	}
+}
+
+// shows reports whether the NB shows the last result x holds as applied.
+func shows(x *desired.Incremental, have state.State) bool {
+	last, ok := x.Want()
+	return ok && diff.Compute(last, have, diff.Policy{}).Empty()
 }
 
 // Pass computes and applies. A transaction that fails because the NB
