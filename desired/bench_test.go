@@ -77,11 +77,7 @@ func BenchmarkBuild(b *testing.B) {
 			b.StopTimer()
 			in = benchInputs(n)
 			have, _ = wantProblems(Build(in, cfg, state.State{}))
-			plusOne = in
-			plusOne.Pods = append(append([]*corev1.Pod(nil), in.Pods...), &corev1.Pod{
-				ObjectMeta: metav1.ObjectMeta{Namespace: "ns-0", Name: "new"},
-				Status:     corev1.PodStatus{Phase: corev1.PodPending},
-			})
+			plusOne = withNewPod(in)
 			runtime.GC()
 			b.StartTimer()
 		}
@@ -129,11 +125,7 @@ func BenchmarkIncremental(b *testing.B) {
 			b.StopTimer()
 			in = benchInputs(n)
 			have = x.Full(in, cfg, state.State{}).Want
-			plusOne = in
-			plusOne.Pods = append(append([]*corev1.Pod(nil), in.Pods...), &corev1.Pod{
-				ObjectMeta: metav1.ObjectMeta{Namespace: "ns-0", Name: "new"},
-				Status:     corev1.PodStatus{Phase: corev1.PodPending},
-			})
+			plusOne = withNewPod(in)
 			runtime.GC()
 			b.StartTimer()
 		}
@@ -165,4 +157,13 @@ func BenchmarkIncremental(b *testing.B) {
 			}
 		})
 	}
+}
+
+// withNewPod returns in with one more pod, ns-0/new, pending.
+func withNewPod(in Inputs) Inputs {
+	in.Pods = append(append([]*corev1.Pod(nil), in.Pods...), &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Namespace: "ns-0", Name: "new"},
+		Status:     corev1.PodStatus{Phase: corev1.PodPending},
+	})
+	return in
 }
