@@ -680,15 +680,10 @@ func (s *Informers) snapshot(take bool) Snapshot {
 	}
 	s.chmu.Unlock()
 	s.mu.Unlock()
-	list := func(k Kind) []any {
-		if i, ok := inf[k]; ok {
-			return i.GetStore().List()
-		}
-		return nil
-	}
+	// Every store is listed before the second step.
 	lists := make(map[Kind][]any, len(Kinds))
-	for _, k := range Kinds {
-		lists[k] = list(k)
+	for k, i := range inf {
+		lists[k] = i.GetStore().List()
 	}
 	if !snap.AllChanged {
 		s.chmu.Lock()
@@ -712,7 +707,7 @@ func (s *Informers) snapshot(take bool) Snapshot {
 	if !snap.AllChanged {
 		snap.Changed = slices.SortedFunc(maps.Keys(changed), compareRefs)
 	}
-	list = func(k Kind) []any { return lists[k] }
+	list := func(k Kind) []any { return lists[k] }
 	in := &snap.Inputs
 	in.Pods = collect[*corev1.Pod](KindPod, list(KindPod), &snap.Unreadable)
 	in.VirtualMachines = collect[*kubevirtv1.VirtualMachine](KindVirtualMachine, list(KindVirtualMachine), &snap.Unreadable)
