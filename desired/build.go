@@ -67,7 +67,8 @@ type builder struct {
 	adopt   string
 	adopted bool
 	// ips are kube-ovn's IP objects by name, the port each records; nil
-	// when there are none.
+	// when there are none, and in a scoped Build, which looks them up
+	// (ipObject).
 	ips map[string]*kubeovnv1.IP
 	// reserved are the addresses of gone StatefulSet pods that only their
 	// IP objects record (keepStatefulSetPorts), in IP object name order.
@@ -146,6 +147,14 @@ func newBuilder(in Inputs, have state.State, full bool) *builder {
 		}
 	}
 	return b
+}
+
+// ipObject is kube-ovn's IP object called name, nil if there is none.
+func (b *builder) ipObject(name string) *kubeovnv1.IP {
+	if b.scoped != nil {
+		return b.scoped.objs.IP(name)
+	}
+	return b.ips[name]
 }
 
 // arena hands out values of T from chunks, so that many small values cost

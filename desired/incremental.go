@@ -146,12 +146,16 @@ func (b *base) count(p *state.Port, d int) {
 
 // Update returns Build(in, cfg, have), computed for the owners the objects
 // in changed touch (and the unsettled ones), the rest taken from the last
-// result. in holds every object, as Build's would. why is non-empty when
-// it could not: the caller must then call Full. An Update that gives up
-// leaves nothing to update: Full must follow.
+// result: objs looks up the objects of the owners it rebuilds, as Build
+// would read them from in. why is non-empty when it could not: the caller
+// must then call Full. An Update that gives up leaves nothing to update:
+// Full must follow.
+//
+// Its cost follows the owners rebuilt and the few objects every Build
+// reads whole (Objects.Networks), not the number of objects.
 //
 // The Result's Ports (its facts) cover the owners rebuilt only.
-func (x *Incremental) Update(in Inputs, changed []ObjectRef, cfg Config, have state.State) (r Result, why string) {
+func (x *Incremental) Update(objs Objects, changed []ObjectRef, cfg Config, have state.State) (r Result, why string) {
 	b := x.b
 	switch {
 	case b == nil:
@@ -163,12 +167,12 @@ func (x *Incremental) Update(in Inputs, changed []ObjectRef, cfg Config, have st
 		x.Reset()
 		return Result{}, "the last result waits for an address"
 	}
-	sel, why := b.rebuildOf(in, changed)
+	sel, why := b.rebuildOf(objs, changed)
 	if why != "" {
 		x.Reset()
 		return Result{}, why
 	}
-	sc := &scope{owners: sel.owners, prior: &b.want, held: b.held, allPods: in.Pods}
+	sc := &scope{owners: sel.owners, prior: &b.want, held: b.held, objs: objs}
 	r = buildScoped(sel.in, cfg, have, sc)
 	if sc.why == "" {
 		for _, p := range r.Want.Ports {
@@ -177,6 +181,9 @@ func (x *Incremental) Update(in Inputs, changed []ObjectRef, cfg Config, have st
 				break
 			}
 		}
+	}
+	if u := objs.Unreadable(); u != "" && sc.why == "" {
+		sc.abort("an object could not be read: " + u)
 	}
 	if sc.why != "" {
 		x.Reset()
@@ -192,31 +199,41 @@ type rebuild struct {
 	in     Inputs
 }
 
-// rebuildOf finds the owners changed touches and the objects they read.
-// It also brings b's relations up to date with the changed objects.
-func (b *base) rebuildOf(in Inputs, changed []ObjectRef) (rebuild, string) {
+// rebuildOf finds the owners changed touches and looks up the objects they
+// read. It also brings b's relations up to date with the changed objects.
+func (b *base) rebuildOf(objs Objects, changed []ObjectRef) (rebuild, string) {
 	pods := map[nsName]bool{}   // plain pod owners
 	groups := map[nsName]bool{} // KubeVirt names: a VM's, a VMI's
-	changedPods, changedVMIs, changedMigs := map[nsName]bool{}, map[nsName]bool{}, map[nsName]bool{}
+	var changedPods []nsName
 	for _, c := range changed {
 		k := nsName{c.Namespace, c.Name}
 		switch c.Kind {
 		case kindPod:
-			pods[k], changedPods[k] = true, true
-			if v, ok := b.launchers[k]; ok {
-				groups[nsName{k.ns, v}] = true
-			}
+			pods[k] = true
+			changedPods = append(changedPods, k)
 		case kindVirtualMachine:
 			groups[k] = true
 		case kindVirtualMachineInst:
-			groups[k], changedVMIs[k] = true, true
+			groups[k] = true
+			// The VM it was of, and the one it is of now.
 			if v, ok := b.vmiVM[k]; ok {
 				groups[nsName{k.ns, v}] = true
+				delete(b.vmiVM, k)
+			}
+			if vmi := objs.VirtualMachineInstance(k.ns, k.name); vmi != nil {
+				if vm := OwnerVM(vmi); vm != "" && vm != vmi.Name {
+					b.vmiVM[k] = vm
+					groups[nsName{k.ns, vm}] = true
+				}
 			}
 		case state.KindVirtualMachineInstanceMigration:
-			changedMigs[k] = true
 			if v, ok := b.migVMI[k]; ok {
 				groups[nsName{k.ns, v}] = true
+				delete(b.migVMI, k)
+			}
+			if m := objs.Migration(k.ns, k.name); m != nil {
+				b.migVMI[k] = m.Spec.VMIName
+				groups[nsName{k.ns, m.Spec.VMIName}] = true
 			}
 		default:
 			return rebuild{}, "a " + c.Kind + " changed (" + c.String() + ")"
@@ -232,77 +249,22 @@ func (b *base) rebuildOf(in Inputs, changed []ObjectRef) (rebuild, string) {
 			groups[nsName{ns, name}] = true
 		}
 	}
-	// The changed KubeVirt objects as they are now: their relations.
-	if len(changedVMIs) > 0 {
-		for k := range changedVMIs {
-			delete(b.vmiVM, k)
+	// A changed pod joins the group of the VMI it ran (a deleted launcher
+	// pod is known by that alone) and of the one it runs now.
+	selected := map[nsName]*corev1.Pod{}
+	for _, k := range changedPods {
+		if v, ok := b.launchers[k]; ok {
+			groups[nsName{k.ns, v}] = true
+			delete(b.launchers, k)
 		}
-		for _, vmi := range in.VirtualMachineInstances {
-			if k := (nsName{vmi.Namespace, vmi.Name}); vmi != nil && changedVMIs[k] {
-				if r := vmOwnerRef(vmi.OwnerReferences); r != nil && r.Name != vmi.Name {
-					b.vmiVM[k] = r.Name
-					groups[nsName{k.ns, r.Name}] = true
-				}
-			}
-		}
-	}
-	if len(changedMigs) > 0 {
-		for k := range changedMigs {
-			delete(b.migVMI, k)
-		}
-		for _, m := range in.Migrations {
-			if k := (nsName{m.Namespace, m.Name}); m != nil && changedMigs[k] {
-				b.migVMI[k] = m.Spec.VMIName
-				groups[nsName{k.ns, m.Spec.VMIName}] = true
-			}
-		}
-	}
-	join(in, groups)
-	// The pods: those of pod owners, and the launchers of the groups. A
-	// changed pod found to be a launcher may add a group, whose other
-	// launchers a second walk finds.
-	for k := range changedPods {
-		delete(b.launchers, k)
-	}
-	var selected []*corev1.Pod
-	walk := maps.Clone(pods)
-	walked := map[nsName]bool{}
-	for len(walk) > 0 || len(groups) > len(walked) {
-		want := map[string][]string{} // pod name → namespaces
-		for k := range walk {
-			want[k.name] = append(want[k.name], k.ns)
-		}
-		for k, vmi := range b.launchers {
-			if g := (nsName{k.ns, vmi}); groups[g] && !walked[g] && !walk[k] {
-				want[k.name] = append(want[k.name], k.ns)
-			}
-		}
-		for g := range groups {
-			walked[g] = true
-		}
-		grew := false
-		for _, p := range in.Pods {
-			if p == nil {
-				continue
-			}
-			if nss, ok := want[p.Name]; !ok || !slices.Contains(nss, p.Namespace) {
-				continue
-			}
-			selected = append(selected, p)
-			if k := (nsName{p.Namespace, p.Name}); changedPods[k] && isLauncher(p) {
-				v := launcherVMI(p)
+		if p := objs.Pod(k.ns, k.name); p != nil {
+			if v, ok := LauncherOf(p); ok {
 				b.launchers[k] = v
-				if g := (nsName{k.ns, v}); !groups[g] {
-					groups[g], grew = true, true
-				}
+				groups[nsName{k.ns, v}] = true
 			}
 		}
-		clear(walk)
-		if !grew {
-			break
-		}
-		join(in, groups)
 	}
+	join(objs, groups)
 
 	sel := rebuild{owners: make(map[string]bool, len(pods)+2*len(groups))}
 	for k := range pods {
@@ -315,65 +277,58 @@ func (b *base) rebuildOf(in Inputs, changed []ObjectRef) (rebuild, string) {
 	if len(sel.owners) > max(64, len(b.byOwner)/4) {
 		return rebuild{}, "a quarter of the owners changed"
 	}
-	in2 := &sel.in
-	in2.NetworkAttachmentDefinitions, in2.Subnets, in2.Namespaces = in.NetworkAttachmentDefinitions, in.Subnets, in.Namespaces
-	in2.StatefulSets, in2.IPs = in.StatefulSets, in.IPs
-	in2.Pods = selected
-	if len(groups) > 0 {
-		in2.VirtualMachines = selectNamed(in.VirtualMachines, groups, func(vm *kubevirtv1.VirtualMachine) []nsName {
-			return []nsName{{vm.Namespace, vm.Name}}
-		})
-		in2.VirtualMachineInstances = selectNamed(in.VirtualMachineInstances, groups, func(vmi *kubevirtv1.VirtualMachineInstance) []nsName {
-			ks := []nsName{{vmi.Namespace, vmi.Name}}
-			if r := vmOwnerRef(vmi.OwnerReferences); r != nil {
-				ks = append(ks, nsName{vmi.Namespace, r.Name})
-			}
-			return ks
-		})
-		in2.Migrations = selectNamed(in.Migrations, groups, func(m *kubevirtv1.VirtualMachineInstanceMigration) []nsName {
-			return []nsName{{m.Namespace, m.Spec.VMIName}}
-		})
+	// The objects: the pods of pod owners; of each group its VM, VMI,
+	// launcher pods and migrations. Build reads them in any order.
+	for k := range pods {
+		if p := objs.Pod(k.ns, k.name); p != nil {
+			selected[k] = p
+		}
 	}
+	in := &sel.in
+	*in = objs.Networks()
+	vmis := map[nsName]*kubevirtv1.VirtualMachineInstance{}
+	for g := range groups {
+		for _, p := range objs.Launchers(g.ns, g.name) {
+			selected[nsName{p.Namespace, p.Name}] = p
+		}
+		if vm := objs.VirtualMachine(g.ns, g.name); vm != nil {
+			in.VirtualMachines = append(in.VirtualMachines, vm)
+		}
+		if vmi := objs.VirtualMachineInstance(g.ns, g.name); vmi != nil {
+			vmis[g] = vmi
+		}
+		for _, vmi := range objs.OwnedVMIs(g.ns, g.name) {
+			vmis[nsName{vmi.Namespace, vmi.Name}] = vmi
+		}
+		in.Migrations = append(in.Migrations, objs.Migrations(g.ns, g.name)...)
+	}
+	in.Pods = slices.Collect(maps.Values(selected))
+	in.VirtualMachineInstances = slices.Collect(maps.Values(vmis))
 	return sel, ""
 }
 
 // join adds to groups the names a VMI and the VM its owner reference names
 // share: one group.
-func join(in Inputs, groups map[nsName]bool) {
-	for grew := len(groups) > 0; grew; {
-		grew = false
-		for _, vmi := range in.VirtualMachineInstances {
-			if vmi == nil {
-				continue
-			}
-			r := vmOwnerRef(vmi.OwnerReferences)
-			if r == nil || r.Name == vmi.Name {
-				continue
-			}
-			a, c := nsName{vmi.Namespace, vmi.Name}, nsName{vmi.Namespace, r.Name}
-			if groups[a] != groups[c] {
-				groups[a], groups[c], grew = true, true, true
-			}
+func join(objs Objects, groups map[nsName]bool) {
+	walk := slices.Collect(maps.Keys(groups))
+	add := func(k nsName) {
+		if !groups[k] {
+			groups[k] = true
+			walk = append(walk, k)
 		}
 	}
-}
-
-// selectNamed returns the objects of objs one of whose keys is in groups.
-func selectNamed[T comparable](objs []T, groups map[nsName]bool, keys func(T) []nsName) []T {
-	var zero T
-	var out []T
-	for _, o := range objs {
-		if o == zero {
-			continue
-		}
-		for _, k := range keys(o) {
-			if groups[k] {
-				out = append(out, o)
-				break
+	for len(walk) > 0 {
+		g := walk[len(walk)-1]
+		walk = walk[:len(walk)-1]
+		if vmi := objs.VirtualMachineInstance(g.ns, g.name); vmi != nil {
+			if vm := OwnerVM(vmi); vm != "" {
+				add(nsName{g.ns, vm})
 			}
 		}
+		for _, vmi := range objs.OwnedVMIs(g.ns, g.name) {
+			add(nsName{vmi.Namespace, vmi.Name})
+		}
 	}
-	return out
 }
 
 // splice puts r, the result of the owners in owners, in place of theirs in
@@ -467,9 +422,10 @@ type scope struct {
 	prior  *state.State
 	// held indexes the addresses prior's ports hold.
 	held *heldIndex
-	// allPods are every pod, not only those of owners: keepStatefulSetPorts
-	// asks whether a StatefulSet's pod is gone.
-	allPods []*corev1.Pod
+	// objs looks up what the Build reads beyond its inputs: IP objects by
+	// port name, and for keepStatefulSetPorts whether a StatefulSet's pod
+	// is gone and the set's IP objects.
+	objs Objects
 	// ownersStarted is set once the networks are built: a problem of no
 	// owner after that could not be told apart.
 	ownersStarted bool

@@ -356,7 +356,7 @@ func TestIncrementalMatchesBuild(t *testing.T) {
 				full = false
 			} else {
 				var why string
-				r, why = x.Update(in, changed, c.cfg, have)
+				r, why = x.Update(ObjectsOf(in), changed, c.cfg, have)
 				if why != "" {
 					whys[strings.SplitN(why, " (", 2)[0]]++
 					fulls++

@@ -679,7 +679,7 @@ func (b *builder) readRecords(s *portSpec) {
 	if vm := obj.vm; vm != nil {
 		b.readRecord(s, &r, kindVirtualMachine, vm.Namespace, vm.Name, vm.Annotations)
 	}
-	if ip := b.ips[s.name]; ip != nil {
+	if ip := b.ipObject(s.name); ip != nil {
 		b.readIPRecord(s, &r, ip)
 	}
 	if r.ipSrc != "" || r.macSrc != "" {

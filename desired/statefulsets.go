@@ -2,6 +2,7 @@ package desired
 
 import (
 	"fmt"
+	"maps"
 	"net/netip"
 	"slices"
 	"strings"
@@ -27,40 +28,38 @@ import (
 // object names are reserved on its switch (reserveIPObject): never handed
 // out to another port, so the pod that comes back claims them from that
 // record.
+//
+// A scoped Build looks up what it asks: the pods asked about, and the IP
+// objects of each StatefulSet's pods (Objects.StatefulSetIPs).
 func (b *builder) keepStatefulSetPorts(in Inputs) {
-	type nsName struct{ ns, name string }
 	sets := map[nsName]*appsv1.StatefulSet{}
 	for _, s := range in.StatefulSets {
 		if s != nil && s.DeletionTimestamp == nil {
 			sets[nsName{s.Namespace, s.Name}] = s
 		}
 	}
-	if len(sets) == 0 || len(b.have.Ports) == 0 && len(b.ips) == 0 {
+	sc := b.scoped
+	if len(sets) == 0 || len(b.have.Ports) == 0 && len(b.ips) == 0 && sc == nil {
 		return
 	}
-	pods := in.Pods
-	if b.scoped != nil {
-		pods = b.scoped.allPods // whether a pod is gone is asked of every pod
-	}
-	present := map[nsName]bool{}
-	for _, p := range pods {
-		if p != nil && !p.Spec.HostNetwork && p.Status.Phase != corev1.PodSucceeded && p.Status.Phase != corev1.PodFailed {
-			present[nsName{p.Namespace, p.Name}] = true
+	var present func(ns, name string) bool
+	if sc != nil {
+		present = func(ns, name string) bool { return live(sc.objs.Pod(ns, name)) }
+	} else {
+		pods := map[nsName]bool{}
+		for _, p := range in.Pods {
+			if live(p) {
+				pods[nsName{p.Namespace, p.Name}] = true
+			}
 		}
+		present = func(ns, name string) bool { return pods[nsName{ns, name}] }
 	}
 	// kept reports whether ns/name is a gone pod of a StatefulSet, at an
 	// ordinal within its replicas.
 	kept := func(ns, name string) bool {
-		if present[nsName{ns, name}] {
-			return false
-		}
-		i := strings.LastIndexByte(name, '-')
-		if i <= 0 {
-			return false
-		}
-		ord, ok := parseOrdinal(name[i+1:])
-		set := sets[nsName{ns, name[:i]}]
-		if !ok || set == nil {
+		setName, ord, ok := StatefulSetPod(name)
+		set := sets[nsName{ns, setName}]
+		if !ok || set == nil || present(ns, name) {
 			return false
 		}
 		start, replicas := 0, 1
@@ -73,30 +72,53 @@ func (b *builder) keepStatefulSetPorts(in Inputs) {
 		return ord >= start && ord < start+replicas
 	}
 	if len(b.have.Ports) > 0 {
-		b.indexHaveOwners()
-		ids := make([]string, 0, len(b.haveByOwner))
-		for id := range b.haveByOwner {
-			ids = append(ids, id)
+		// The owners to keep ports of: every owner in have, or those
+		// rebuilt.
+		var ids []string
+		if sc == nil {
+			b.indexHaveOwners()
+			ids = slices.Collect(maps.Keys(b.haveByOwner))
+		} else {
+			for id := range sc.owners {
+				if strings.HasPrefix(id, kindPod+"/") {
+					ids = append(ids, id)
+				}
+			}
 		}
 		slices.Sort(ids)
 		for _, id := range ids {
 			kind, rest, _ := strings.Cut(id, "/")
 			ns, name, _ := strings.Cut(rest, "/")
-			if kind == kindPod && kept(ns, name) && (b.scoped == nil || b.scoped.owners[id]) {
+			if kind == kindPod && kept(ns, name) {
 				b.keepOwnerPorts(b.newOwner(kindPod, ns, name, time.Time{}), nil)
 			}
 		}
 	}
-	names := make([]string, 0, len(b.ips))
-	for name, ip := range b.ips {
-		if b.have.Ports[name] == nil && ip.Spec.Namespace != "" && kept(ip.Spec.Namespace, ip.Spec.PodName) {
-			names = append(names, name)
+	// The IP objects of gone pods whose ports are not in the NB.
+	var ips []*kubeovnv1.IP
+	if sc == nil {
+		ips = slices.Collect(maps.Values(b.ips))
+	} else {
+		for k := range sets {
+			ips = append(ips, sc.objs.StatefulSetIPs(k.ns, k.name)...)
+		}
+	}
+	names := make([]string, 0, len(ips))
+	for _, ip := range ips {
+		if b.have.Ports[ip.Name] == nil && ip.Spec.Namespace != "" && kept(ip.Spec.Namespace, ip.Spec.PodName) {
+			names = append(names, ip.Name)
 		}
 	}
 	slices.Sort(names)
 	for _, name := range names {
-		b.reserveIPObject(b.ips[name])
+		b.reserveIPObject(b.ipObject(name))
 	}
+}
+
+// live reports whether p is a pod that may have a port: it exists, is not
+// on the host's network and has not ended.
+func live(p *corev1.Pod) bool {
+	return p != nil && !p.Spec.HostNetwork && p.Status.Phase != corev1.PodSucceeded && p.Status.Phase != corev1.PodFailed
 }
 
 // reserveIPObject reserves, on the switch spec.subnet names, the addresses

@@ -46,6 +46,13 @@ type Options struct {
 	// apply.ErrStale or Result.Again) builds in full.
 	Incremental *desired.Incremental
 	Changed     *[]desired.ObjectRef
+	// Objects is where Update looks up the objects it reads; without, a
+	// lookup over in (desired.ObjectsOf). List, when set, lists every
+	// object for a computation that builds in full after all (an Update
+	// that gave up, a computation again), which then reads that, not in;
+	// withhold says an object could not be read: deletes are withheld.
+	Objects desired.Objects
+	List    func() (in desired.Inputs, withhold bool)
 	// SelfCheck, on a full pass, first computes what Incremental would
 	// have given for Changed and reports in Outcome.Mismatch how it
 	// differs from the full Build. Verify does the same on an incremental
@@ -123,22 +130,37 @@ func (o *Outcome) Pending() bool {
 // apply. Nothing is written.
 func Compute(nb NB, in desired.Inputs, opts Options) Outcome {
 	var out Outcome
-	out.compute(nb, in, opts)
+	out.compute(nb, &in, &opts)
 	return out
 }
 
-func (out *Outcome) compute(nb NB, in desired.Inputs, opts Options) state.State {
+// list makes *in every object, once, when opts.List is set (see
+// Options.List).
+func (opts *Options) list(in *desired.Inputs) {
+	if opts.List == nil {
+		return
+	}
+	var withhold bool
+	*in, withhold = opts.List()
+	opts.List = nil
+	opts.Policy.WithholdDeletes = opts.Policy.WithholdDeletes || withhold
+}
+
+func (out *Outcome) compute(nb NB, inp *desired.Inputs, opts *Options) state.State {
 	t0 := time.Now()
 	have, haveVersion := nb.StateVersion()
 	t1 := time.Now()
-	if x := opts.Incremental; x != nil {
-		out.build(x, in, have, opts)
-	} else if opts.Memo != nil {
+	switch {
+	case opts.Incremental != nil:
+		out.build(opts.Incremental, inp, have, opts)
+	case opts.Memo != nil:
+		opts.list(inp)
 		out.Rebuilt = !opts.Memo.Hit(opts.Config, desired.Versions{Inputs: opts.InputsVersion, Have: haveVersion})
-		out.Result = opts.Memo.Build(in, opts.Config, have, desired.Versions{Inputs: opts.InputsVersion, Have: haveVersion})
-	} else {
+		out.Result = opts.Memo.Build(*inp, opts.Config, have, desired.Versions{Inputs: opts.InputsVersion, Have: haveVersion})
+	default:
+		opts.list(inp)
 		out.Rebuilt = true
-		out.Result = desired.Build(in, opts.Config, have)
+		out.Result = desired.Build(*inp, opts.Config, have)
 	}
 	t2 := time.Now()
 	out.Plan = diff.Compute(out.Result.Want, have, opts.Policy)
@@ -150,9 +172,12 @@ func (out *Outcome) compute(nb NB, in desired.Inputs, opts Options) state.State 
 }
 
 // build computes out.Result through x (see Options.Incremental).
-func (out *Outcome) build(x *desired.Incremental, in desired.Inputs, have state.State, opts Options) {
+func (out *Outcome) build(x *desired.Incremental, in *desired.Inputs, have state.State, opts *Options) {
 	out.Rebuilt = true
-	full := func() desired.Result { return x.Full(in, opts.Config, have) }
+	full := func() desired.Result {
+		opts.list(in)
+		return x.Full(*in, opts.Config, have)
+	}
 	// A check against a full Build holds only while the NB shows the last
 	// result applied: an incremental result trusts it for the owners it
 	// does not rebuild, and a cache that lags may not show it yet. Asked
@@ -162,7 +187,12 @@ func (out *Outcome) build(x *desired.Incremental, in desired.Inputs, have state.
 		return
 	}
 	check := opts.SelfCheck || opts.Verify && shows(x, have)
-	inc, why := x.Update(in, *opts.Changed, opts.Config, have)
+	objs := opts.Objects
+	if objs == nil {
+		opts.list(in)
+		objs = desired.ObjectsOf(*in)
+	}
+	inc, why := x.Update(objs, *opts.Changed, opts.Config, have)
 	if why != "" {
 		if !opts.SelfCheck {
 			out.Full = why
@@ -181,7 +211,8 @@ func (out *Outcome) build(x *desired.Incremental, in desired.Inputs, have state.
 		ref = full()
 		out.Result = ref
 	} else {
-		ref = desired.Build(in, opts.Config, have)
+		opts.list(in)
+		ref = desired.Build(*in, opts.Config, have)
 	}
 	out.Checked = true
 	if out.Mismatch = desired.Mismatch(inc, ref); out.Mismatch != "" {
@@ -211,7 +242,7 @@ func Pass(ctx context.Context, nb NB, in desired.Inputs, opts Options) (Outcome,
 	}
 	var out Outcome
 	for attempt := 0; ; attempt++ {
-		have := out.compute(nb, in, opts)
+		have := out.compute(nb, &in, &opts)
 		if !opts.AllowMassDelete {
 			if err := out.Plan.CheckDeletes(have, opts.MaxDeleteFraction); err != nil {
 				return out, err
