@@ -98,10 +98,11 @@ type InformerOptions struct {
 }
 
 // Informers watches the objects desired.Build reads and hands them out as
-// desired.Inputs. It is level-triggered: an event only says which object
-// changed (its kind, namespace and name); Inputs re-reads every informer's
-// store, so no event payload is ever trusted and a missed event costs
-// nothing but latency.
+// desired.Inputs, or to be looked up (TakeChanges). It is level-triggered:
+// an event only says which object changed (its kind, namespace and name);
+// Inputs re-reads every informer's store and a lookup reads the store, so
+// no event payload is ever trusted and a missed event costs nothing but
+// latency.
 //
 // A custom resource that is not installed (KubeVirt or Multus absent) is
 // logged once and counts as an empty, synced source. Call Discover again
@@ -128,6 +129,11 @@ type Informers struct {
 	// handler of that change is given.
 	inflight   map[desired.ObjectRef]runtime.Object
 	allChanged bool
+	// unreadable holds the objects a store may hold that could not be
+	// converted (see TakeChanges): noted when a transform returns one,
+	// forgotten when the handler of the object's last change is given a
+	// readable object or a deletion.
+	unreadable map[desired.ObjectRef]Unreadable
 
 	mu      sync.Mutex
 	started bool
@@ -175,6 +181,7 @@ func (s *Informers) Start(ctx context.Context) error {
 		s.podf = informers.NewSharedInformerFactoryWithOptions(s.opts.Kube, 0,
 			informers.WithTransform(s.recording(typedKind, stripPod)))
 		pods := s.podf.Core().V1().Pods().Informer()
+		_ = pods.AddIndexers(indexers[KindPod])
 		s.watch(KindPod, pods)
 		s.watch(KindNamespace, s.podf.Core().V1().Namespaces().Informer())
 		s.watch(KindStatefulSet, s.podf.Apps().V1().StatefulSets().Informer())
@@ -225,6 +232,9 @@ func (s *Informers) discoverLocked(ctx context.Context) error {
 		}
 		inf := s.dyn.ForResource(crdKinds[k]).Informer()
 		_ = inf.SetTransform(s.recording(func(any) Kind { return k }, typedTransform(k)))
+		if ix, ok := indexers[k]; ok {
+			_ = inf.AddIndexers(ix)
+		}
 		s.watch(k, inf)
 	}
 	s.dyn.Start(s.ctx.Done())
@@ -396,7 +406,13 @@ func (s *Informers) watch(k Kind, inf cache.SharedIndexInformer) {
 			}
 			event(cur)
 		},
-		DeleteFunc: event,
+		DeleteFunc: func(obj any) {
+			s.recordGone(k, obj)
+			if s.opts.OnEvent != nil {
+				s.opts.OnEvent(k)
+			}
+			s.notify()
+		},
 	})
 	s.inf[k] = inf
 	// A new informer's objects, or a kind that was absent and counted as
@@ -445,6 +461,12 @@ func (s *Informers) recording(kind func(any) Kind, t cache.TransformFunc) cache.
 			}
 			s.inflight[ref] = o
 		}
+		if u, bad := Unwrap(out).(*unconvertible); bad {
+			if s.unreadable == nil {
+				s.unreadable = map[desired.ObjectRef]Unreadable{}
+			}
+			s.unreadable[ref] = u.unreadable(k)
+		}
 		s.chmu.Unlock()
 		return out, nil
 	}
@@ -468,14 +490,23 @@ func typedKind(obj any) Kind {
 func (s *Informers) landed(k Kind, obj any) {
 	if ref, ok := refOf(k, obj); ok {
 		s.chmu.Lock()
-		s.landedLocked(ref, obj)
+		s.landedLocked(ref, obj, obj)
 		s.chmu.Unlock()
 	}
 }
 
-func (s *Informers) landedLocked(ref desired.ObjectRef, obj any) {
+// landedLocked notes that the handler of ref's change was given obj, after
+// which the store holds held (nil: a deletion). Once ref is not in flight,
+// held says whether it can be read. s.chmu must be held.
+func (s *Informers) landedLocked(ref desired.ObjectRef, obj, held any) {
 	if o, ok := Unwrap(obj).(runtime.Object); ok && o == s.inflight[ref] {
 		delete(s.inflight, ref)
+	}
+	if _, ok := s.inflight[ref]; ok {
+		return // a later change's transform decides
+	}
+	if _, bad := held.(*unconvertible); !bad {
+		delete(s.unreadable, ref)
 	}
 }
 
@@ -483,13 +514,18 @@ func (s *Informers) landedLocked(ref desired.ObjectRef, obj any) {
 // deleted. client-go calls a handler after its store holds the change, so
 // any Inputs call that takes the set after this lists the stores after the
 // change too.
-func (s *Informers) record(k Kind, obj any) {
+func (s *Informers) record(k Kind, obj any) { s.recordHeld(k, obj, Unwrap(obj)) }
+
+// recordGone is record for a deletion: the store no longer holds obj.
+func (s *Informers) recordGone(k Kind, obj any) { s.recordHeld(k, obj, nil) }
+
+func (s *Informers) recordHeld(k Kind, obj, held any) {
 	ref, ok := refOf(k, obj)
 	s.chmu.Lock()
 	defer s.chmu.Unlock()
 	s.version++
 	if ok {
-		s.landedLocked(ref, obj)
+		s.landedLocked(ref, obj, held)
 	}
 	if s.allChanged {
 		return
@@ -657,68 +693,303 @@ func (s *Informers) Inputs() Snapshot { return s.snapshot(false) }
 func (s *Informers) Take() Snapshot { return s.snapshot(true) }
 
 func (s *Informers) snapshot(take bool) Snapshot {
-	s.mu.Lock()
-	inf := make(map[Kind]cache.SharedIndexInformer, len(s.inf))
-	for k, v := range s.inf {
-		inf[k] = v
-	}
-	// What changed is read in two steps around the listing. Before it, the
-	// version and the changes the handlers recorded are taken. After it,
-	// the changes still in flight (queued, their handlers not run yet) and
-	// those handlers recorded meanwhile are named too, and left for the
-	// next snapshot. A change the listing shows reached its store before
-	// the listing and was queued before that; by the second step its
-	// handler either had not run (in flight), ran after the first step
-	// (recorded since) or before it (taken): it is named. A change named
-	// but not shown (queued, not stored yet) is named again later.
-	s.chmu.Lock()
-	snap := Snapshot{Version: s.version, AllChanged: s.allChanged || !take}
-	var changed map[desired.ObjectRef]struct{}
-	if take {
-		changed = s.changed
-		s.changed, s.allChanged = nil, false
-	}
-	s.chmu.Unlock()
-	s.mu.Unlock()
-	// Every store is listed before the second step.
-	lists := make(map[Kind][]any, len(Kinds))
-	for k, i := range inf {
-		lists[k] = i.GetStore().List()
-	}
-	if !snap.AllChanged {
-		s.chmu.Lock()
-		if s.allChanged {
-			snap.AllChanged = true
+	var lists map[Kind][]any
+	var snap Snapshot
+	snap.Version, snap.Changed, snap.AllChanged = s.around(take, func(inf map[Kind]cache.SharedIndexInformer) {
+		lists = make(map[Kind][]any, len(Kinds))
+		for k, i := range inf {
+			lists[k] = i.GetStore().List()
 		}
-		if changed == nil {
-			changed = map[desired.ObjectRef]struct{}{}
-		}
-		for ref := range s.inflight {
-			changed[ref] = struct{}{}
-		}
-		for ref := range s.changed {
-			changed[ref] = struct{}{}
-		}
-		s.chmu.Unlock()
-	}
-	if !snap.AllChanged && len(changed) > MaxChanged {
-		snap.AllChanged = true // a relist in flight, say
-	}
-	if !snap.AllChanged {
-		snap.Changed = slices.SortedFunc(maps.Keys(changed), compareRefs)
-	}
+	})
 	list := func(k Kind) []any { return lists[k] }
 	in := &snap.Inputs
 	in.Pods = collect[*corev1.Pod](KindPod, list(KindPod), &snap.Unreadable)
 	in.VirtualMachines = collect[*kubevirtv1.VirtualMachine](KindVirtualMachine, list(KindVirtualMachine), &snap.Unreadable)
 	in.VirtualMachineInstances = collect[*kubevirtv1.VirtualMachineInstance](KindVirtualMachineInstance, list(KindVirtualMachineInstance), &snap.Unreadable)
 	in.Migrations = collect[*kubevirtv1.VirtualMachineInstanceMigration](KindVirtualMachineInstanceMigration, list(KindVirtualMachineInstanceMigration), &snap.Unreadable)
-	in.NetworkAttachmentDefinitions = collect[*nadv1.NetworkAttachmentDefinition](KindNetworkAttachmentDefinition, list(KindNetworkAttachmentDefinition), &snap.Unreadable)
-	in.Subnets = collect[*kubeovnv1.Subnet](KindSubnet, list(KindSubnet), &snap.Unreadable)
-	in.Namespaces = collect[*corev1.Namespace](KindNamespace, list(KindNamespace), &snap.Unreadable)
-	in.StatefulSets = collect[*appsv1.StatefulSet](KindStatefulSet, list(KindStatefulSet), &snap.Unreadable)
+	collectNetworks(in, list, &snap.Unreadable)
 	in.IPs = collect[*kubeovnv1.IP](KindIP, list(KindIP), &snap.Unreadable)
 	return snap
+}
+
+// collectNetworks fills in the kinds every Build reads whole, which are
+// few: those TakeChanges lists.
+func collectNetworks(in *desired.Inputs, list func(Kind) []any, bad *[]Unreadable) {
+	in.NetworkAttachmentDefinitions = collect[*nadv1.NetworkAttachmentDefinition](KindNetworkAttachmentDefinition, list(KindNetworkAttachmentDefinition), bad)
+	in.Subnets = collect[*kubeovnv1.Subnet](KindSubnet, list(KindSubnet), bad)
+	in.Namespaces = collect[*corev1.Namespace](KindNamespace, list(KindNamespace), bad)
+	in.StatefulSets = collect[*appsv1.StatefulSet](KindStatefulSet, list(KindStatefulSet), bad)
+}
+
+// networkKinds are the kinds collectNetworks reads.
+var networkKinds = []Kind{KindNetworkAttachmentDefinition, KindSubnet, KindNamespace, KindStatefulSet}
+
+// around reads what changed in two steps around list, which reads the
+// stores of the informers it is given; with take, it takes the changes.
+// Before list, the version and the changes the handlers recorded are
+// taken. After it, the changes still in flight (queued, their handlers not
+// run yet) and those handlers recorded meanwhile are named too, and left
+// for the next take. A change list shows reached its store before list
+// read it and was queued before that; by the second step its handler
+// either had not run (in flight), ran after the first step (recorded
+// since) or before it (taken): it is named. A change named but not shown
+// (queued, not stored yet) is named again later.
+func (s *Informers) around(take bool, list func(map[Kind]cache.SharedIndexInformer)) (version uint64, changed []desired.ObjectRef, all bool) {
+	s.mu.Lock()
+	inf := maps.Clone(s.inf)
+	s.chmu.Lock()
+	version, all = s.version, s.allChanged || !take
+	var names map[desired.ObjectRef]struct{}
+	if take {
+		names = s.changed
+		s.changed, s.allChanged = nil, false
+	}
+	s.chmu.Unlock()
+	s.mu.Unlock()
+	list(inf)
+	if !all {
+		s.chmu.Lock()
+		if s.allChanged {
+			all = true
+		}
+		if names == nil {
+			names = map[desired.ObjectRef]struct{}{}
+		}
+		for ref := range s.inflight {
+			names[ref] = struct{}{}
+		}
+		for ref := range s.changed {
+			names[ref] = struct{}{}
+		}
+		s.chmu.Unlock()
+	}
+	if !all && len(names) > MaxChanged {
+		all = true // a relist in flight, say
+	}
+	if !all {
+		changed = slices.SortedFunc(maps.Keys(names), compareRefs)
+	}
+	return version, changed, all
+}
+
+// Changes is what changed since the previous take, and where to look the
+// objects up: what a pass that rebuilds only what changed reads, without
+// listing every store.
+type Changes struct {
+	// Version, Changed and AllChanged are as in a Snapshot.
+	Version    uint64
+	Changed    []desired.ObjectRef
+	AllChanged bool
+	// Objects looks objects up in the stores as they are at each lookup,
+	// through indexes the informers keep; its Networks are the few objects
+	// of the kinds every Build reads whole, listed at the take. It is not
+	// safe for concurrent use.
+	Objects desired.Objects
+	// Unreadable are the objects that could not be read: of the kinds
+	// listed, and of the others those a store may hold since a transform
+	// found them so. A pass that has any must not delete, as with a
+	// Snapshot's.
+	Unreadable []Unreadable
+}
+
+// TakeChanges takes what changed since the previous take, as Take does,
+// and lists only the stores of the few kinds every Build reads whole: the
+// others are looked up (Changes.Objects), by key or through the informers'
+// indexes, so that a pass that rebuilds what changed costs that, not every
+// object. When the changes say AllChanged the caller builds in full, and
+// lists every store (Inputs).
+//
+// The changes are read in two steps around the listing, as for Take: the
+// objects listed are consistent with Changed. A lookup comes after the
+// take: for a change Changed names, it shows that change (its handler ran
+// before the second step, so its store held it) or a newer one, or, for a
+// change still in flight, perhaps not yet; either way the next take names
+// the object again, as any change whose handler runs after this take's
+// second step is recorded for it, or in flight at it. So what a lookup
+// shows beyond what Changed says is named by a later take, and an owner
+// rebuilt from a newer object than it was told of is rebuilt again.
+func (s *Informers) TakeChanges() Changes {
+	var c Changes
+	l := &lookup{}
+	var lists map[Kind][]any
+	c.Version, c.Changed, c.AllChanged = s.around(true, func(inf map[Kind]cache.SharedIndexInformer) {
+		l.inf = inf
+		lists = make(map[Kind][]any, len(networkKinds))
+		for _, k := range networkKinds {
+			if i, ok := inf[k]; ok {
+				lists[k] = i.GetStore().List()
+			}
+		}
+	})
+	collectNetworks(&l.nets, func(k Kind) []any { return lists[k] }, &c.Unreadable)
+	s.chmu.Lock()
+	for ref, u := range s.unreadable {
+		if !slices.Contains(networkKinds, Kind(ref.Kind)) {
+			c.Unreadable = append(c.Unreadable, u)
+		}
+	}
+	s.chmu.Unlock()
+	slices.SortFunc(c.Unreadable, func(a, b Unreadable) int {
+		return cmp.Or(cmp.Compare(a.Kind, b.Kind), cmp.Compare(a.Namespace, b.Namespace), cmp.Compare(a.Name, b.Name))
+	})
+	c.Objects = l
+	return c
+}
+
+// Names of the indexes the informers keep for lookups.
+const (
+	// indexVMI indexes virt-launcher pods and migrations by their VMI,
+	// "<namespace>/<vmi>" (desired.LauncherOf, spec.vmiName).
+	indexVMI = "vmi"
+	// indexVM indexes VMIs by the VM their owner reference names,
+	// "<namespace>/<vm>" (desired.OwnerVM).
+	indexVM = "vm"
+	// indexStatefulSet indexes IP objects by the StatefulSet their pod's
+	// name is of, "<namespace>/<set>" (desired.StatefulSetPod).
+	indexStatefulSet = "statefulset"
+)
+
+// indexers are the indexes each kind's informer keeps, added before it
+// starts. They index the typed objects the transforms put in the stores.
+var indexers = map[Kind]cache.Indexers{
+	KindPod: {indexVMI: func(obj any) ([]string, error) {
+		if p, ok := obj.(*corev1.Pod); ok {
+			if vmi, ok := desired.LauncherOf(p); ok {
+				return []string{p.Namespace + "/" + vmi}, nil
+			}
+		}
+		return nil, nil
+	}},
+	KindVirtualMachineInstance: {indexVM: func(obj any) ([]string, error) {
+		if vmi, ok := obj.(*kubevirtv1.VirtualMachineInstance); ok {
+			if vm := desired.OwnerVM(vmi); vm != "" {
+				return []string{vmi.Namespace + "/" + vm}, nil
+			}
+		}
+		return nil, nil
+	}},
+	KindVirtualMachineInstanceMigration: {indexVMI: func(obj any) ([]string, error) {
+		if m, ok := obj.(*kubevirtv1.VirtualMachineInstanceMigration); ok {
+			return []string{m.Namespace + "/" + m.Spec.VMIName}, nil
+		}
+		return nil, nil
+	}},
+	KindIP: {indexStatefulSet: func(obj any) ([]string, error) {
+		if ip, ok := obj.(*kubeovnv1.IP); ok {
+			if set, _, ok := desired.StatefulSetPod(ip.Spec.PodName); ok {
+				return []string{ip.Spec.Namespace + "/" + set}, nil
+			}
+		}
+		return nil, nil
+	}},
+}
+
+// lookup is desired.Objects over the informers' stores: each lookup reads
+// a store (GetByKey) or one of its indexes as it is at the call.
+type lookup struct {
+	inf  map[Kind]cache.SharedIndexInformer
+	nets desired.Inputs
+	// bad is the first object looked up that could not be read.
+	bad *Unreadable
+}
+
+// get looks up the object of kind k at key ("<namespace>/<name>", or the
+// name of a cluster-scoped object).
+func get[T any](l *lookup, k Kind, key string) T {
+	var zero T
+	i, ok := l.inf[k]
+	if !ok {
+		return zero // not installed: no object
+	}
+	obj, exists, err := i.GetStore().GetByKey(key)
+	if err != nil || !exists {
+		return zero
+	}
+	return typed[T](l, k, obj)
+}
+
+// byIndex looks up the objects of kind k whose index value is key.
+func byIndex[T any](l *lookup, k Kind, index, key string) []T {
+	i, ok := l.inf[k]
+	if !ok {
+		return nil
+	}
+	objs, err := i.GetIndexer().ByIndex(index, key)
+	if err != nil {
+		return nil
+	}
+	out := make([]T, 0, len(objs))
+	for _, o := range objs {
+		var zero T
+		if v := typed[T](l, k, o); any(v) != any(zero) {
+			out = append(out, v)
+		}
+	}
+	return out
+}
+
+// typed is obj in its typed form, as collect converts it: an object that
+// could not be read is noted, and looked up as none.
+func typed[T any](l *lookup, k Kind, obj any) T {
+	var zero T
+	switch v := obj.(type) {
+	case T:
+		return v
+	case *unconvertible:
+		l.unread(v.unreadable(k))
+	default:
+		l.unread(Unreadable{Kind: k, Err: fmt.Sprintf("unexpected %T in the store", obj)})
+	}
+	return zero
+}
+
+func (l *lookup) unread(u Unreadable) {
+	if l.bad == nil {
+		l.bad = &u
+	}
+}
+
+func key(ns, name string) string { return ns + "/" + name }
+
+func (l *lookup) Pod(ns, name string) *corev1.Pod { return get[*corev1.Pod](l, KindPod, key(ns, name)) }
+
+func (l *lookup) VirtualMachine(ns, name string) *kubevirtv1.VirtualMachine {
+	return get[*kubevirtv1.VirtualMachine](l, KindVirtualMachine, key(ns, name))
+}
+
+func (l *lookup) VirtualMachineInstance(ns, name string) *kubevirtv1.VirtualMachineInstance {
+	return get[*kubevirtv1.VirtualMachineInstance](l, KindVirtualMachineInstance, key(ns, name))
+}
+
+func (l *lookup) Migration(ns, name string) *kubevirtv1.VirtualMachineInstanceMigration {
+	return get[*kubevirtv1.VirtualMachineInstanceMigration](l, KindVirtualMachineInstanceMigration, key(ns, name))
+}
+
+func (l *lookup) OwnedVMIs(ns, vm string) []*kubevirtv1.VirtualMachineInstance {
+	return byIndex[*kubevirtv1.VirtualMachineInstance](l, KindVirtualMachineInstance, indexVM, key(ns, vm))
+}
+
+func (l *lookup) Launchers(ns, vmi string) []*corev1.Pod {
+	return byIndex[*corev1.Pod](l, KindPod, indexVMI, key(ns, vmi))
+}
+
+func (l *lookup) Migrations(ns, vmi string) []*kubevirtv1.VirtualMachineInstanceMigration {
+	return byIndex[*kubevirtv1.VirtualMachineInstanceMigration](l, KindVirtualMachineInstanceMigration, indexVMI, key(ns, vmi))
+}
+
+func (l *lookup) IP(name string) *kubeovnv1.IP { return get[*kubeovnv1.IP](l, KindIP, name) }
+
+func (l *lookup) StatefulSetIPs(ns, set string) []*kubeovnv1.IP {
+	return byIndex[*kubeovnv1.IP](l, KindIP, indexStatefulSet, key(ns, set))
+}
+
+func (l *lookup) Networks() desired.Inputs { return l.nets }
+
+func (l *lookup) Unreadable() string {
+	if l.bad == nil {
+		return ""
+	}
+	return l.bad.String()
 }
 
 // compareRefs orders object refs by kind, namespace, then name.
@@ -733,7 +1004,7 @@ func collect[T any](k Kind, objs []any, bad *[]Unreadable) []T {
 		case T:
 			out = append(out, v)
 		case *unconvertible:
-			*bad = append(*bad, Unreadable{Kind: k, Namespace: v.GetNamespace(), Name: v.GetName(), Err: v.err})
+			*bad = append(*bad, v.unreadable(k))
 		default:
 			*bad = append(*bad, Unreadable{Kind: k, Err: fmt.Sprintf("unexpected %T in the store", o)})
 		}
@@ -746,6 +1017,10 @@ func collect[T any](k Kind, objs []any, bad *[]Unreadable) []T {
 type unconvertible struct {
 	*unstructured.Unstructured
 	err string
+}
+
+func (u *unconvertible) unreadable(k Kind) Unreadable {
+	return Unreadable{Kind: k, Namespace: u.GetNamespace(), Name: u.GetName(), Err: u.err}
 }
 
 // typedTransform converts the dynamic informer's unstructured objects into

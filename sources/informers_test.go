@@ -724,7 +724,14 @@ func TestTakeNamesWhatItShows(t *testing.T) {
 // flight until the handler is given the last result, and named by no
 // snapshot after the one that follows. Of two changes queued, the object
 // is in flight until the handler of the second.
+// TakeChanges names the same changes as Take.
 func TestInformersChangedTransformedTwice(t *testing.T) {
+	for _, name := range []string{"Take", "TakeChanges"} {
+		t.Run(name, func(t *testing.T) { testChangedTransformedTwice(t, name) })
+	}
+}
+
+func testChangedTransformedTwice(t *testing.T, take string) {
 	s, c := capture(t, KindPod)
 	tr := s.recording(typedKind, stripPod)
 	deliver := func(obj any) {
@@ -733,8 +740,17 @@ func TestInformersChangedTransformedTwice(t *testing.T) {
 	}
 	want := func(step string, names ...string) {
 		t.Helper()
-		if snap := s.Take(); snap.AllChanged || !slices.Equal(snap.Changed, changedRefs(names...)) {
-			t.Errorf("Take() %s = %v (AllChanged %v), want %v", step, snap.Changed, snap.AllChanged, names)
+		var changed []desired.ObjectRef
+		var all bool
+		if take == "Take" {
+			snap := s.Take()
+			changed, all = snap.Changed, snap.AllChanged
+		} else {
+			ch := s.TakeChanges()
+			changed, all = ch.Changed, ch.AllChanged
+		}
+		if all || !slices.Equal(changed, changedRefs(names...)) {
+			t.Errorf("%s() %s = %v (AllChanged %v), want %v", take, step, changed, all, names)
 		}
 	}
 	streamed, _ := tr(pod("ns", "a"))
