@@ -19,12 +19,24 @@ import (
 // deleted, a VM started, migrated and stopped, and checks that the
 // passes were incremental, that each agreed with a full Build (looptest
 // verifies every one and fails the test on a difference), and that the NB
-// ends where a full Build of the cluster says.
+// ends where a full Build of the cluster says. Verified passes list the
+// stores and look objects up in that listing; unverified ones, as run
+// mode's, look them up in the informers' stores: the test runs both.
 func TestLoopIncrementalPasses(t *testing.T) {
 	if looptest.FullPasses() {
 		t.Skip("OVN_SYNC_FULL_PASSES: no incremental pass to check")
 	}
-	tr := looptest.Start(t, looptest.Options{DynObjs: []runtime.Object{looptest.Unstructured(t, looptest.VM("vm1"))}})
+	for _, passes := range []string{"", "incremental"} {
+		name := "verified"
+		if passes != "" {
+			name = "looked-up"
+		}
+		t.Run(name, func(t *testing.T) { testLoopIncrementalPasses(t, passes) })
+	}
+}
+
+func testLoopIncrementalPasses(t *testing.T, passes string) {
+	tr := looptest.Start(t, looptest.Options{DynObjs: []runtime.Object{looptest.Unstructured(t, looptest.VM("vm1"))}, Passes: passes})
 	ctx := context.Background()
 	pods := tr.Kube.CoreV1().Pods("ns")
 	must := func(err error) {

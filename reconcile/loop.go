@@ -22,8 +22,13 @@ import (
 // Sources is what the loop reads from Kubernetes. *sources.Informers is one.
 type Sources interface {
 	// Take snapshots every object, with a version read before the stores,
-	// and takes what changed since the previous Take.
+	// and takes what changed since the previous take.
 	Take() sources.Snapshot
+	// TakeChanges takes what changed since the previous take, with
+	// lookups of the objects instead of a listing of every store.
+	TakeChanges() sources.Changes
+	// Inputs snapshots every object, leaving what changed.
+	Inputs() sources.Snapshot
 	// Synced reports, per kind, whether its informer has listed it once.
 	Synced() map[sources.Kind]bool
 	// WaitForCacheSync blocks until every informer has synced, or ctx ends.
@@ -313,24 +318,111 @@ func (l *Loop) Lead(ctx context.Context, stop <-chan struct{}) {
 	}
 }
 
-// incremental sets how a pass of trigger t builds: a pass for Kubernetes
-// changes alone rebuilds the owners they touch; a periodic full pass
-// builds in full and checks what the incremental state would have been;
-// the first pass, one after the NB changed under us (drift) and one after
-// a reconnect build in full, as the NB may hold anything.
-func (l *Loop) incremental(opts *Options, t trigger, snap sources.Snapshot) {
+// reading is what a pass read from Kubernetes.
+type reading struct {
+	// snap is what Report and Publish see: a pass that looked objects up
+	// and listed none (objs set, listed not) holds no Inputs.
+	snap       *sources.Snapshot
+	unreadable []sources.Unreadable
+	objs       desired.Objects
+	listed     bool
+}
+
+// read takes what changed and sets how a pass of trigger t builds: a pass
+// for Kubernetes changes alone rebuilds the owners they touch; a periodic
+// full pass builds in full and checks what the incremental state would
+// have been; the first pass, one after the NB changed under us (drift) and
+// one after a reconnect build in full, as the NB may hold anything.
+//
+// A pass that is to rebuild what changed and is not checked looks the
+// objects up (sources.Changes) and lists every store only if it builds in
+// full after all (Options.List). Every other pass lists first; a checked
+// one (self-check, verification) then gives Update a lookup over that
+// listing, so that what it compares with a full Build are the same
+// objects, not two reads of stores that may have moved in between.
+func (l *Loop) read(opts *Options, t trigger) *reading {
+	if l.opts.FullPasses {
+		snap := l.src.Take()
+		opts.Memo, opts.InputsVersion = &l.memo, snap.Version
+		return &reading{snap: &snap, unreadable: snap.Unreadable, listed: true}
+	}
 	opts.Incremental = &l.inc
 	opts.Verify = l.opts.VerifyIncremental
+	changeOnly := t&^trigRecheck == trigKube || t == trigRecheck
+	if changeOnly && !opts.Verify {
+		ch := l.src.TakeChanges()
+		if ch.AllChanged {
+			snap := l.src.Inputs() // taken already
+			return &reading{snap: &snap, unreadable: snap.Unreadable, listed: true}
+		}
+		r := &reading{snap: &sources.Snapshot{Version: ch.Version, Changed: ch.Changed}, unreadable: ch.Unreadable, objs: ch.Objects}
+		opts.Changed, opts.Objects = &ch.Changed, ch.Objects
+		opts.List = func() (desired.Inputs, bool) {
+			all := l.src.Inputs()
+			r.snap.Inputs, r.snap.Unreadable, r.listed = all.Inputs, all.Unreadable, true
+			l.logUnreadable(all.Unreadable)
+			return all.Inputs, len(all.Unreadable) > 0
+		}
+		return r
+	}
+	snap := l.src.Take()
+	r := &reading{snap: &snap, unreadable: snap.Unreadable, listed: true}
 	if snap.AllChanged {
-		return
+		return r
 	}
 	changed := snap.Changed
 	switch {
-	case t&^trigRecheck == trigKube || t == trigRecheck:
+	case changeOnly:
 		opts.Changed = &changed
 	case t&(trigStartup|trigDrift|trigReconnect) == 0:
 		opts.Changed, opts.SelfCheck = &changed, true
 	}
+	return r
+}
+
+func (l *Loop) logUnreadable(us []sources.Unreadable) {
+	for _, u := range us {
+		l.log.Info("object unreadable: deletes withheld", "object", u.String())
+	}
+}
+
+// named holds the objects problems name, looked up in objs: what Report
+// needs of a pass that listed nothing.
+func named(problems []desired.Problem, objs desired.Objects) desired.Inputs {
+	var in desired.Inputs
+	nets := objs.Networks()
+	seen := map[desired.Problem]bool{}
+	for _, p := range problems {
+		k := desired.Problem{Kind: p.Kind, Namespace: p.Namespace, Name: p.Name}
+		if seen[k] {
+			continue
+		}
+		seen[k] = true
+		switch p.Kind {
+		case state.KindPod:
+			if o := objs.Pod(p.Namespace, p.Name); o != nil {
+				in.Pods = append(in.Pods, o)
+			}
+		case state.KindVirtualMachine:
+			if o := objs.VirtualMachine(p.Namespace, p.Name); o != nil {
+				in.VirtualMachines = append(in.VirtualMachines, o)
+			}
+		case state.KindVirtualMachineInstance:
+			if o := objs.VirtualMachineInstance(p.Namespace, p.Name); o != nil {
+				in.VirtualMachineInstances = append(in.VirtualMachineInstances, o)
+			}
+		case state.KindVirtualMachineInstanceMigration:
+			if o := objs.Migration(p.Namespace, p.Name); o != nil {
+				in.Migrations = append(in.Migrations, o)
+			}
+		case state.KindIP:
+			if o := objs.IP(p.Name); o != nil {
+				in.IPs = append(in.IPs, o)
+			}
+		}
+	}
+	in.NetworkAttachmentDefinitions, in.Subnets = nets.NetworkAttachmentDefinitions, nets.Subnets
+	return in
 }
 
 func closed(c <-chan struct{}) bool {
@@ -441,13 +533,12 @@ func (l *Loop) waitSynced(ctx context.Context, stop <-chan struct{}) bool {
 func (l *Loop) pass(ctx context.Context, t trigger) error {
 	start := time.Now()
 	kind := t.kind()
-	snap := l.src.Take()
-	synced, _ := l.Synced()
-	synced = synced && len(snap.Unreadable) == 0
-	for _, u := range snap.Unreadable {
-		l.log.Info("object unreadable: deletes withheld", "object", u.String())
-	}
 	opts := l.opts.Pass
+	rd := l.read(&opts, t)
+	snap := rd.snap
+	synced, _ := l.Synced()
+	synced = synced && len(rd.unreadable) == 0
+	l.logUnreadable(rd.unreadable)
 	opts.Policy = diff.Policy{WithholdDeletes: !synced}
 	own := l.own.Load()
 	ownAtApply := own
@@ -455,12 +546,10 @@ func (l *Loop) pass(ctx context.Context, t trigger) error {
 		l.want.Store(&w)
 		ownAtApply = l.own.Load()
 	}
-	if l.opts.FullPasses {
-		opts.Memo, opts.InputsVersion = &l.memo, snap.Version
-	} else {
-		l.incremental(&opts, t, snap)
-	}
 	out, err := Pass(ctx, l.nb, snap.Inputs, opts)
+	if !rd.listed && l.opts.Report != nil {
+		snap.Inputs = named(out.Result.Problems, rd.objs)
+	}
 	if ownAtApply != own {
 		notify(l.recheck)
 	}
@@ -494,7 +583,7 @@ func (l *Loop) pass(ctx context.Context, t trigger) error {
 		l.m.problems.WithLabelValues(p.Reason).Inc()
 	}
 	if l.opts.Report != nil {
-		l.opts.Report(out, snap)
+		l.opts.Report(out, *snap)
 	}
 	for _, n := range out.Result.Notices {
 		l.log.V(1).Info("pending change", "object", n.Kind+"/"+n.Namespace+"/"+n.Name, "reason", n.Reason, "message", n.Message)
@@ -543,7 +632,7 @@ func (l *Loop) pass(ctx context.Context, t trigger) error {
 		l.log.Info("pass", kv...)
 	}
 	if l.opts.Publish != nil {
-		l.opts.Publish(ctx, out, snap)
+		l.opts.Publish(ctx, out, *snap)
 	}
 	return nil
 }

@@ -50,11 +50,7 @@ func newFakeSources() *fakeSources {
 func (f *fakeSources) Take() sources.Snapshot {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	var in desired.Inputs
-	for _, p := range f.pods {
-		in.Pods = append(in.Pods, p)
-	}
-	snap := sources.Snapshot{Inputs: in, Version: f.version, AllChanged: f.allChanged}
+	snap := sources.Snapshot{Inputs: f.inputsLocked(), Version: f.version, AllChanged: f.allChanged}
 	if !f.allChanged {
 		snap.Changed = slices.SortedFunc(maps.Keys(f.changed), func(a, b desired.ObjectRef) int {
 			return cmp.Or(cmp.Compare(a.Kind, b.Kind), cmp.Compare(a.Namespace, b.Namespace), cmp.Compare(a.Name, b.Name))
@@ -63,6 +59,26 @@ func (f *fakeSources) Take() sources.Snapshot {
 	clear(f.changed)
 	f.allChanged = false
 	return snap
+}
+
+// TakeChanges is Take with the objects looked up in what they are now.
+func (f *fakeSources) TakeChanges() sources.Changes {
+	snap := f.Take()
+	return sources.Changes{Version: snap.Version, Changed: snap.Changed, AllChanged: snap.AllChanged, Objects: desired.ObjectsOf(snap.Inputs)}
+}
+
+func (f *fakeSources) Inputs() sources.Snapshot {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return sources.Snapshot{Inputs: f.inputsLocked(), Version: f.version, AllChanged: true}
+}
+
+func (f *fakeSources) inputsLocked() desired.Inputs {
+	var in desired.Inputs
+	for _, p := range f.pods {
+		in.Pods = append(in.Pods, p)
+	}
+	return in
 }
 
 func (f *fakeSources) Synced() map[sources.Kind]bool {
