@@ -20,6 +20,10 @@
 //		...
 //	}
 //
+// TakeChanges is Take without the listing: what changed, and lookups of the
+// objects in the stores (by key, and through indexes the informers keep), so
+// that a pass that rebuilds what changed costs that, not the cluster.
+//
 // Pods come from a typed informer. The four custom kinds (KubeVirt's
 // VirtualMachine, VirtualMachineInstance, VirtualMachineInstanceMigration and
 // Multus's NetworkAttachmentDefinition) come from dynamic informers whose
@@ -29,8 +33,9 @@
 // drags in dozens of modules, and the NAD client's generated informers were
 // built against client-go 0.29; the dynamic client needs neither, and one
 // code path handles a missing CRD the same way for all four kinds. An
-// object that does not convert is kept, reported in Snapshot.Unreadable,
-// and must stop the caller from deleting anything that pass.
+// object that does not convert is kept, reported in Snapshot.Unreadable
+// (and Changes.Unreadable), and must stop the caller from deleting anything
+// that pass.
 //
 // Event handlers read no more of an object than its kind, namespace and
 // name: they record it for the next Snapshot.Changed and signal Changes. The
