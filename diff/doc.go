@@ -4,7 +4,10 @@
 //
 // Call Compute(want, have, Policy{...}) once per pass, check the result with
 // Plan.CheckDeletes unless the user allowed mass deletes, show it with
-// Plan.String or encoding/json, and hand it to apply.Apply.
+// Plan.String or encoding/json, and hand it to apply.Apply. A pass that knows
+// which ports may differ (those changed in want or in the NB since a plan,
+// and those that plan named: Plan.PortNames) calls ComputePorts with their
+// names instead: the same plan, at the cost of those ports.
 //
 // Only rows and keys ovn-sync owns are ever changed. A port is ours when it
 // carries external_ids:ovn-sync/owner; a foreign row is never updated or
@@ -22,5 +25,6 @@
 // packed indexes (state.Index, sorted by name hash) in step: an unchanged
 // port costs a comparison of two fingerprints — no map lookup, no
 // dereference — and allocates nothing; the cost of a pass is that of the
-// changes it finds (see bench/bench_test.go).
+// changes it finds (see bench/bench_test.go). ComputePorts looks up the
+// ports it is given by name and walks nothing (BenchmarkComputeOnePort).
 package diff

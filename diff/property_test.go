@@ -83,31 +83,40 @@ func genState(t *rapid.T, label string, observed bool) state.State {
 		s.DHCP[name] = d
 	}
 	for i, name := range genPorts {
-		if !rapid.Bool().Draw(t, label+" has "+name) {
-			continue
+		if p := genPort(t, label, i, observed); p != nil {
+			s.Ports[name] = p
 		}
-		p := &state.Port{Name: name}
-		owned := !observed || rapid.Float64Range(0, 1).Draw(t, label+" "+name+" owned") < 0.7
-		if !observed && rapid.Float64Range(0, 1).Draw(t, label+" "+name+" ownerless") < 0.05 {
-			owned = false
-		}
-		addrs := [][]string{nil, {"a1"}, {"a2"}, {"a1", "a2"}}
-		p.Addresses = rapid.SampledFrom(addrs).Draw(t, label+" "+name+" addr")
-		p.PortSecurity = rapid.SampledFrom(addrs).Draw(t, label+" "+name+" ps")
-		if owned {
-			p.Owner = genValue(t, label+" "+name+" owner", "Pod/ns/x", "VirtualMachine/ns/x")
-			p.Network = genValue(t, label+" "+name+" network", "", "default", "ns/n")
-			p.Switch = genValue(t, label+" "+name+" switch", append([]string{""}, genSwitches...)...)
-			p.RequestedChassis = genValue(t, label+" "+name+" chassis", "", "n1", "n1,n2")
-			p.ActivationStrategy = genValue(t, label+" "+name+" activation", "", "rarp")
-			p.DHCPv4 = genValue(t, label+" "+name+" dhcpv4", append([]string{""}, genDHCP...)...)
-		}
-		if observed {
-			p.UUID = fmt.Sprintf("lsp-%d", i)
-		}
-		s.Ports[name] = p
 	}
 	return s
+}
+
+// genPort draws port genPorts[i] of a state genState draws, or nil when
+// the state does not hold it.
+func genPort(t *rapid.T, label string, i int, observed bool) *state.Port {
+	name := genPorts[i]
+	if !rapid.Bool().Draw(t, label+" has "+name) {
+		return nil
+	}
+	p := &state.Port{Name: name}
+	owned := !observed || rapid.Float64Range(0, 1).Draw(t, label+" "+name+" owned") < 0.7
+	if !observed && rapid.Float64Range(0, 1).Draw(t, label+" "+name+" ownerless") < 0.05 {
+		owned = false
+	}
+	addrs := [][]string{nil, {"a1"}, {"a2"}, {"a1", "a2"}}
+	p.Addresses = rapid.SampledFrom(addrs).Draw(t, label+" "+name+" addr")
+	p.PortSecurity = rapid.SampledFrom(addrs).Draw(t, label+" "+name+" ps")
+	if owned {
+		p.Owner = genValue(t, label+" "+name+" owner", "Pod/ns/x", "VirtualMachine/ns/x")
+		p.Network = genValue(t, label+" "+name+" network", "", "default", "ns/n")
+		p.Switch = genValue(t, label+" "+name+" switch", append([]string{""}, genSwitches...)...)
+		p.RequestedChassis = genValue(t, label+" "+name+" chassis", "", "n1", "n1,n2")
+		p.ActivationStrategy = genValue(t, label+" "+name+" activation", "", "rarp")
+		p.DHCPv4 = genValue(t, label+" "+name+" dhcpv4", append([]string{""}, genDHCP...)...)
+	}
+	if observed {
+		p.UUID = fmt.Sprintf("lsp-%d", i)
+	}
+	return p
 }
 
 // phase is a change's position in the order apply runs a plan in.

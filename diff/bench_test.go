@@ -1,0 +1,60 @@
+package diff_test
+
+import (
+	"fmt"
+	"reflect"
+	"testing"
+
+	"github.com/ovn-sync/ovn-sync/bench"
+	"github.com/ovn-sync/ovn-sync/desired"
+	"github.com/ovn-sync/ovn-sync/diff"
+	"github.com/ovn-sync/ovn-sync/state"
+)
+
+// BenchmarkComputeOnePort is the diff of an incremental pass for one new
+// pod: Compute walks every port, ComputePorts looks at the one named.
+func BenchmarkComputeOnePort(b *testing.B) {
+	sizes := []int{1000, 10000, 100000}
+	if testing.Short() {
+		sizes = sizes[:1]
+	}
+	for _, n := range sizes {
+		r := desired.Build(bench.Cluster(n), bench.Config(), state.New(0))
+		have := bench.Observe(r.Want)
+		want := r.Want.Clone()
+		var some *state.Port
+		for _, p := range want.Ports {
+			some = p
+			break
+		}
+		p := *some
+		p.Name, p.Owner = "new.ns", "Pod/ns/new"
+		want.Ports[p.Name] = &p
+		want.Index = state.IndexPorts(want.Ports)
+		ref := diff.Compute(want, have, diff.Policy{})
+		if c := ref.Counts(); c.Add != 1 || len(ref.Changes) != 1 {
+			b.Fatalf("Compute = %s, want one create", ref)
+		}
+		for _, scoped := range []bool{false, true} {
+			name := "full"
+			if scoped {
+				name = "scoped"
+			}
+			b.Run(fmt.Sprintf("%s/ports=%d", name, n), func(b *testing.B) {
+				var plan diff.Plan
+				b.ReportAllocs()
+				for range b.N {
+					if scoped {
+						plan = diff.ComputePorts(want, have, diff.Policy{}, []string{p.Name})
+					} else {
+						plan = diff.Compute(want, have, diff.Policy{})
+					}
+				}
+				b.StopTimer()
+				if !reflect.DeepEqual(plan, ref) {
+					b.Fatalf("plan = %s, want %s", plan, ref)
+				}
+			})
+		}
+	}
+}
