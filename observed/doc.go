@@ -7,5 +7,7 @@
 // cache), then State for a snapshot of what is there now. State is cheap to
 // call repeatedly: it reads again only the rows the cache reported changed
 // since the previous call, and copies the snapshot's port map and index
-// rather than change those of a snapshot already handed out.
+// rather than change those of a snapshot already handed out. StateVersion
+// numbers the snapshots, and ChangedPorts names the ports that changed
+// between two of them, while that is known.
 package observed

@@ -49,6 +49,7 @@ func TestStateVersionIncremental(t *testing.T) {
 		v       uint64
 	}
 	var history []handedOut
+	known := 0 // comparisons of two snapshots ChangedPorts knew of
 	const batches = 300
 	var backup []byte
 	for batch := range batches {
@@ -91,6 +92,21 @@ func TestStateVersionIncremental(t *testing.T) {
 				t.Fatalf("batch %d: StateVersion() returned another snapshot under version %d", batch, v)
 			}
 		}
+		// Every port that differs from an earlier snapshot is named, when
+		// ChangedPorts knows.
+		for i := max(0, len(history)-5); i < len(history); i++ {
+			h := history[i]
+			names, ok := nb.ChangedPorts(h.v, v)
+			if !ok {
+				continue
+			}
+			known++
+			for _, name := range changedPorts(h.s, got) {
+				if !slices.Contains(names, name) {
+					t.Fatalf("batch %d (seed %d): port %s changed since version %d, and ChangedPorts(%d, %d) = %q does not name it", batch, seed, name, h.v, h.v, v, names)
+				}
+			}
+		}
 		history = append(history, handedOut{s: got, copy: deepCopy(got), v: v})
 		// The snapshots of the last batches now, every one at the end.
 		for i := max(0, len(history)-3); i < len(history); i++ {
@@ -115,6 +131,25 @@ func TestStateVersionIncremental(t *testing.T) {
 	if rebuilds > batches/5 {
 		t.Errorf("%d of %d snapshots read every row", rebuilds, batches)
 	}
+	if known < 3*batches {
+		t.Errorf("ChangedPorts knew %d of about %d comparisons", known, 5*batches)
+	}
+}
+
+// changedPorts returns the names of the ports a and b do not hold alike.
+func changedPorts(a, b state.State) []string {
+	var names []string
+	for name, p := range a.Ports {
+		if q := b.Ports[name]; q == nil || !reflect.DeepEqual(*p, *q) {
+			names = append(names, name)
+		}
+	}
+	for name := range b.Ports {
+		if a.Ports[name] == nil {
+			names = append(names, name)
+		}
+	}
+	return names
 }
 
 // TestStateVersionReconnect: a port inserted after a backup is gone once

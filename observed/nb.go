@@ -89,6 +89,13 @@ type NB struct {
 	version uint64
 	// rebuilds counts the snapshots built by reading every row.
 	rebuilds uint64
+	// changedAt[i] names the ports the snapshot of version knownFrom+1+i
+	// read again (their names before and after); the snapshot of version
+	// knownFrom read every row, or is the oldest whose successors are
+	// kept. changedNames counts the names held. See ChangedPorts.
+	knownFrom    uint64
+	changedAt    [][]string
+	changedNames int
 
 	// ports and switches are the rows last holds, converted, by row UUID;
 	// refs holds the UUIDs of the ports whose rows refer to a
@@ -407,17 +414,59 @@ func (nb *NB) stateOf(t tables) (state.State, uint64) {
 	nb.mu.Lock()
 	defer nb.mu.Unlock()
 	ch := nb.changed.take()
-	switch {
-	case ch.all || t != nb.read:
-		nb.read = t
-		nb.rebuild(t)
-	case len(ch.ports) == 0 && len(ch.switches) == 0 && !ch.dhcp:
+	if !ch.all && t == nb.read && len(ch.ports) == 0 && len(ch.switches) == 0 && !ch.dhcp {
 		return nb.last, nb.version
-	case !nb.update(t, ch):
-		nb.rebuild(t)
 	}
 	nb.version++
+	var names []string
+	ok := false
+	if !ch.all && t == nb.read {
+		names, ok = nb.update(t, ch)
+	}
+	if !ok {
+		nb.read = t
+		nb.rebuild(t)
+		nb.knownFrom, nb.changedAt, nb.changedNames = nb.version, nil, 0
+		return nb.last, nb.version
+	}
+	nb.changedAt = append(nb.changedAt, names)
+	nb.changedNames += len(names)
+	for len(nb.changedAt) > maxChangedVersions || nb.changedNames > maxChangedNames {
+		nb.changedNames -= len(nb.changedAt[0])
+		nb.changedAt[0] = nil
+		nb.changedAt = nb.changedAt[1:]
+		nb.knownFrom++
+	}
 	return nb.last, nb.version
+}
+
+// ChangedPorts kept: the names of the last maxChangedVersions snapshots,
+// at most maxChangedNames in all (a pass asks about the last few).
+const (
+	maxChangedVersions = 1024
+	maxChangedNames    = 1 << 16
+)
+
+// ChangedPorts returns the names of the ports whose rows changed between
+// the snapshots StateVersion handed out as versions from and to: every
+// port the snapshot of to holds otherwise than that of from holds it
+// (added, changed or gone, renamed under either name) is named, and a
+// name may come more than once. ok is false when that is not known: a
+// snapshot after from read every row (the first, after a reconnect or a
+// dropped event, when many rows changed), from is older than the changes
+// kept, or to is not a version handed out yet. A caller diffing against
+// the snapshot of to uses it to look only at what changed since it diffed
+// the snapshot of from.
+func (nb *NB) ChangedPorts(from, to uint64) (names []string, ok bool) {
+	nb.mu.Lock()
+	defer nb.mu.Unlock()
+	if from > to || from < nb.knownFrom || to > nb.version {
+		return nil, false
+	}
+	for v := from + 1; v <= to; v++ {
+		names = append(names, nb.changedAt[v-nb.knownFrom-1]...)
+	}
+	return names, true
 }
 
 // rebuild sets nb.last to a snapshot of every row of t. Rows whose
@@ -464,16 +513,17 @@ func (nb *NB) rebuild(t tables) {
 }
 
 // update sets nb.last to the previous snapshot with the rows in ch read
-// again from t; ch.all is not set. The maps and Index of the previous
+// again from t, and returns the names of the ports it read again (before
+// and after); ch.all is not set. The maps and Index of the previous
 // snapshot, which callers may hold, are replaced, not changed. It returns
 // false, and nb.last is not set, when so many ports changed that rebuild is
 // cheaper, and when the ports have fewer names than rows (an update that
 // renames one port and gives its name to another, read half applied): only
 // rebuild gives the snapshot it would then. The conversions update made
 // are current, and rebuild reuses what it can of them.
-func (nb *NB) update(t tables, ch changes) bool {
+func (nb *NB) update(t tables, ch changes) ([]string, bool) {
 	if len(ch.ports) > 1024 && 4*len(ch.ports) > len(nb.ports) {
-		return false
+		return nil, false
 	}
 	s := nb.last
 	if ch.dhcp {
@@ -494,6 +544,7 @@ func (nb *NB) update(t tables, ch changes) bool {
 	}
 	cloned := false
 	var del, ins []state.Entry
+	var names []string
 	for uuid := range ch.ports {
 		// Row returns a copy of the row, or nil once it is deleted.
 		r, _ := t.ports.Row(uuid).(*nbdb.LogicalSwitchPort)
@@ -511,6 +562,7 @@ func (nb *NB) update(t tables, ch changes) bool {
 			if p := m.entry.Port; s.Ports[p.Name] == p {
 				delete(s.Ports, p.Name)
 			}
+			names = append(names, m.entry.Port.Name)
 			del = append(del, m.entry)
 			delete(nb.ports, uuid)
 			delete(nb.refs, uuid)
@@ -523,6 +575,9 @@ func (nb *NB) update(t tables, ch changes) bool {
 			}
 			s.Ports[m.entry.Port.Name] = m.entry.Port
 			ins = append(ins, m.entry)
+			if !had || r.Name != names[len(names)-1] {
+				names = append(names, r.Name)
+			}
 		}
 	}
 	if cloned {
@@ -532,7 +587,7 @@ func (nb *NB) update(t tables, ch changes) bool {
 		// entries as there are rows only when no two rows share a name,
 		// and then it is what rebuild makes.
 		if len(s.Ports) != len(nb.ports) {
-			return false
+			return nil, false
 		}
 	}
 	if len(ch.switches) > 0 {
@@ -547,7 +602,7 @@ func (nb *NB) update(t tables, ch changes) bool {
 		s.Switches = switchesByName(nb.switches)
 	}
 	nb.last = s
-	return true
+	return names, true
 }
 
 // convertPort converts r with the DHCP_Options names nb holds now.
