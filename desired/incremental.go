@@ -56,6 +56,8 @@ type base struct {
 	unsettled map[string]bool
 	// held indexes the addresses of want's ports.
 	held *heldIndex
+	// note is what the caller noted of want (Note); nil until it does.
+	note *Note
 	// launchers, vmiVM and migVMI relate KubeVirt objects by name, as the
 	// last inputs had them, so that a deleted object still finds its VM:
 	// a launcher pod's VMI, a VMI's VM (when named otherwise), a
@@ -76,6 +78,44 @@ func (x *Incremental) Want() (state.State, bool) {
 
 // Reset forgets the last result: the next call must be Full.
 func (x *Incremental) Reset() { x.b = nil }
+
+// Note is what a caller records of the last result once it has diffed it
+// against the NB, and gets back with the next incremental result
+// (Spliced), so that it can diff only what may have changed since.
+type Note struct {
+	// Version is the version of the NB snapshot the result was diffed
+	// against.
+	Version uint64
+	// Ports names the ports the plan changed or reported on.
+	Ports []string
+}
+
+// Note records n of the last result, for the next Update to hand back.
+func (x *Incremental) Note(n Note) {
+	if x.b != nil {
+		x.b.note = &n
+	}
+}
+
+// Spliced is how an incremental result came from the last one.
+type Spliced struct {
+	// Ports names the ports of the owners rebuilt: those the last result
+	// held and those this one holds. Every other port is the last
+	// result's.
+	Ports []string
+	// Noted is what the caller noted of the last result.
+	Noted Note
+}
+
+// Spliced returns how r came from the last result, when r is an
+// incremental result and the caller noted the last one; ok is false for
+// a full Build.
+func (r *Result) Spliced() (s Spliced, ok bool) {
+	if r.spliced == nil {
+		return Spliced{}, false
+	}
+	return *r.spliced, true
+}
 
 // Full builds from scratch, as Build, and keeps the result for Update.
 func (x *Incremental) Full(in Inputs, cfg Config, have state.State) Result {
@@ -337,7 +377,9 @@ func join(objs Objects, groups map[nsName]bool) {
 func (b *base) splice(r Result, owners map[string]bool) Result {
 	ports := maps.Clone(b.want.Ports)
 	removed := map[*state.Port]bool{}
+	var names []string
 	for id := range owners {
+		names = append(names, b.byOwner[id]...)
 		for _, name := range b.byOwner[id] {
 			p := ports[name]
 			removed[p] = true
@@ -348,6 +390,7 @@ func (b *base) splice(r Result, owners map[string]bool) Result {
 		delete(b.byOwner, id)
 	}
 	for name, p := range r.Want.Ports {
+		names = append(names, name)
 		ports[name] = p
 		b.byOwner[p.Owner] = append(b.byOwner[p.Owner], name)
 		b.count(p, 1)
@@ -409,6 +452,10 @@ func (b *base) splice(r Result, owners map[string]bool) Result {
 		specs:    r.specs,
 		raw:      raw,
 		rebuilt:  owners,
+	}
+	if b.note != nil {
+		out.spliced = &Spliced{Ports: names, Noted: *b.note}
+		b.note = nil
 	}
 	b.set(out)
 	return out

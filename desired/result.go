@@ -29,8 +29,10 @@ type Result struct {
 	specs []*portSpec
 	// raw are the problems before compacting, each with its owner.
 	raw []ownedProblem
-	// rebuilt, for an incremental result, are the owners rebuilt.
+	// rebuilt, for an incremental result, are the owners rebuilt;
+	// spliced how it came from the last one (Spliced).
 	rebuilt map[string]bool
+	spliced *Spliced
 }
 
 // Source says where one of a port's addresses came from.

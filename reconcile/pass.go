@@ -3,6 +3,10 @@ package reconcile
 import (
 	"context"
 	"errors"
+	"fmt"
+	"reflect"
+	"slices"
+	"strings"
 	"time"
 
 	"github.com/ovn-sync/ovn-sync/apply"
@@ -18,6 +22,14 @@ type NB interface {
 	// StateVersion returns the NB as observed now, and a version that
 	// changes whenever the state may have.
 	StateVersion() (state.State, uint64)
+}
+
+// PortLog is an NB that tells which ports changed between two of its
+// versions (see observed.NB.ChangedPorts). *observed.NB is one. An
+// incremental pass over such an NB diffs only the ports that may have
+// changed since the last plan.
+type PortLog interface {
+	ChangedPorts(from, to uint64) (names []string, ok bool)
 }
 
 // Options configures a pass. The zero value plans with an empty Config,
@@ -43,7 +55,11 @@ type Options struct {
 	// owners those objects touch (desired.Incremental.Update), falling back
 	// to a full Build when it cannot; without, it builds in full. Only a
 	// pass's first computation is incremental: one computed again (after
-	// apply.ErrStale or Result.Again) builds in full.
+	// apply.ErrStale or Result.Again) builds in full. An incremental
+	// computation over an NB that is a PortLog diffs only the ports of the
+	// owners rebuilt, those the last plan named and those whose rows
+	// changed since it was computed (diff.ComputePorts); anything else
+	// diffs every port.
 	Incremental *desired.Incremental
 	Changed     *[]desired.ObjectRef
 	// Objects is where Update looks up the objects it reads; without, a
@@ -56,7 +72,8 @@ type Options struct {
 	// SelfCheck, on a full pass, first computes what Incremental would
 	// have given for Changed and reports in Outcome.Mismatch how it
 	// differs from the full Build. Verify does the same on an incremental
-	// pass (a full Build beside it: for tests).
+	// pass (a full Build beside it: for tests), and diffs every port beside
+	// a diff of some (a difference is a Mismatch too).
 	SelfCheck, Verify bool
 	// BeforeApply, when set, sees every desired state right before its plan
 	// is sent (run mode records it to tell its own NB changes from someone
@@ -92,12 +109,16 @@ type Outcome struct {
 	Earlier []diff.Plan
 	// Rebuilt is false when the Memo answered. Incremental is set when the
 	// first computation rebuilt only the owners a change touched; Full
-	// says, when it was meant to and did not, why.
+	// says, when it was meant to and did not, why. Scoped is set when
+	// its plan was computed over the ports that may have changed alone
+	// (see Options.Incremental).
 	Rebuilt     bool
 	Incremental bool
 	Full        string
+	Scoped      bool
 	// Checked is set when a self-check or verification compared an
-	// incremental result with a full Build, Mismatch to how they differ.
+	// incremental result with a full Build, or a plan over some ports with
+	// one over all, Mismatch to how they differ.
 	// Behind is set when they differ only by deletions the incremental
 	// state was not told of yet (desired.Behind): not a fault.
 	Checked  bool
@@ -163,12 +184,80 @@ func (out *Outcome) compute(nb NB, inp *desired.Inputs, opts *Options) state.Sta
 		out.Result = desired.Build(*inp, opts.Config, have)
 	}
 	t2 := time.Now()
-	out.Plan = diff.Compute(out.Result.Want, have, opts.Policy)
+	out.diff(nb, have, haveVersion, opts)
 	out.Owned = have.OwnedPorts()
 	t3 := time.Now()
 	out.Timings.Observe, out.Timings.Build, out.Timings.Diff = t1.Sub(t0), t2.Sub(t1), t3.Sub(t2)
 	out.Attempts++
 	return have
+}
+
+// diff computes out.Plan for out.Result: over the ports that may have
+// changed when the result is incremental and the NB tells which of its
+// ports changed since the last plan, else over every port. The plan is
+// noted for the next.
+func (out *Outcome) diff(nb NB, have state.State, version uint64, opts Options) {
+	want := out.Result.Want
+	if ports, ok := out.scope(nb, version); ok {
+		out.Plan, out.Scoped = diff.ComputePorts(want, have, opts.Policy, ports), true
+		if opts.Verify {
+			full := diff.Compute(want, have, opts.Policy)
+			out.Checked = true
+			if d := planMismatch(out.Plan, full); d != "" {
+				out.Mismatch = strings.TrimPrefix(out.Mismatch+"; "+d, "; ")
+				out.Plan, out.Scoped = full, false
+			}
+		}
+	} else {
+		out.Plan = diff.Compute(want, have, opts.Policy)
+	}
+	// A delete withheld is not named in the plan: after such a plan,
+	// nothing is noted, and the next diffs every port.
+	if x := opts.Incremental; x != nil && out.Plan.Withheld == 0 {
+		x.Note(desired.Note{Version: version, Ports: out.Plan.PortNames()})
+	}
+}
+
+// scope returns the ports that may differ between out.Result.Want and the
+// NB's snapshot of version, when they are known: the result is
+// incremental, the last one was noted and the NB tells what changed since
+// (see diff.ComputePorts for why these are all).
+func (out *Outcome) scope(nb NB, version uint64) ([]string, bool) {
+	log, ok := nb.(PortLog)
+	if !ok || !out.Incremental {
+		return nil, false
+	}
+	sp, ok := out.Result.Spliced()
+	if !ok {
+		return nil, false
+	}
+	changed, ok := log.ChangedPorts(sp.Noted.Version, version)
+	if !ok {
+		return nil, false
+	}
+	return slices.Concat(sp.Ports, sp.Noted.Ports, changed), true
+}
+
+// planMismatch returns how a plan over some ports differs from full, the
+// plan over all: "" when not at all.
+func planMismatch(scoped, full diff.Plan) string {
+	if reflect.DeepEqual(scoped, full) {
+		return ""
+	}
+	for i := range max(len(scoped.Changes), len(full.Changes)) {
+		if i >= len(scoped.Changes) || i >= len(full.Changes) || !reflect.DeepEqual(scoped.Changes[i], full.Changes[i]) {
+			name := func(p diff.Plan) string {
+				if i >= len(p.Changes) {
+					return "none"
+				}
+				c := &p.Changes[i]
+				return string(c.Action) + " " + c.Kind.String() + " " + c.Name
+			}
+			return fmt.Sprintf("plan over some ports: change %d is %s, over all %s", i, name(scoped), name(full))
+		}
+	}
+	return fmt.Sprintf("plan over some ports: notices %v, withheld %d; over all: notices %v, withheld %d",
+		scoped.Notices, scoped.Withheld, full.Notices, full.Withheld)
 }
 
 // build computes out.Result through x (see Options.Incremental).
