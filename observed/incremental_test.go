@@ -196,7 +196,8 @@ func sameSnapshot(a, b state.State) bool {
 
 // deepCopy returns s with every map, slice and row of its own.
 func deepCopy(s state.State) state.State {
-	c := state.State{Switches: map[string]*state.Switch{}, Ports: map[string]*state.Port{}, DHCP: map[string]*state.DHCPOptions{}}
+	c := s // and what else it records
+	c.Switches, c.Ports, c.DHCP = map[string]*state.Switch{}, map[string]*state.Port{}, map[string]*state.DHCPOptions{}
 	for k, v := range s.Switches {
 		sw := *v
 		c.Switches[k] = &sw
@@ -257,8 +258,11 @@ func stateDiff(got, want state.State) string {
 			}
 		}
 	}
+	if g, w := got.OwnedPorts(), want.OwnedPorts(); g != w {
+		out = append(out, fmt.Sprintf("%d ports of ours, want %d", g, w))
+	}
 	if len(out) == 0 {
-		return "equal"
+		return "equal but for what else the snapshots record"
 	}
 	if len(out) > 10 {
 		out = append(out[:10], "...")

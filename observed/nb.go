@@ -99,7 +99,8 @@ type NB struct {
 
 	// ports and switches are the rows last holds, converted, by row UUID;
 	// refs holds the UUIDs of the ports whose rows refer to a
-	// DHCP_Options row.
+	// DHCP_Options row; owned counts the ports of ours among ports.
+	owned    int
 	ports    map[string]memoPort
 	refs     map[string]struct{}
 	switches map[string]memoSwitch
@@ -483,6 +484,7 @@ func (nb *NB) rebuild(t tables) {
 	ports := make(map[string]memoPort, len(portRows))
 	refs := map[string]struct{}{}
 	s.Index = make(state.Index, 0, len(portRows))
+	owned := 0
 	for uuid, row := range portRows {
 		m, ok := nb.ports[uuid]
 		if !ok || m.row != row || m.refs && m.gen != nb.dhcpGen {
@@ -494,8 +496,11 @@ func (nb *NB) rebuild(t tables) {
 		}
 		s.Ports[m.entry.Port.Name] = m.entry.Port
 		s.Index = append(s.Index, m.entry)
+		if m.entry.Owned {
+			owned++
+		}
 	}
-	nb.ports, nb.refs = ports, refs
+	nb.ports, nb.refs, nb.owned = ports, refs, owned
 	// Logical_Switch_Port.name is a unique index in the NB schema, so every
 	// row has its own entry in s.Ports and s.Index lists each once.
 	s.Index.Sort()
@@ -509,6 +514,11 @@ func (nb *NB) rebuild(t tables) {
 	}
 	nb.switches = switches
 	s.Switches = switchesByName(switches)
+	// While two rows share a name (an update read half applied), the
+	// count of rows is not that of s.Ports: OwnedPorts counts then.
+	if len(s.Ports) == len(ports) {
+		s = s.WithOwnedCount(owned)
+	}
 	nb.last = s
 }
 
@@ -564,11 +574,17 @@ func (nb *NB) update(t tables, ch changes) ([]string, bool) {
 			}
 			names = append(names, m.entry.Port.Name)
 			del = append(del, m.entry)
+			if m.entry.Owned {
+				nb.owned--
+			}
 			delete(nb.ports, uuid)
 			delete(nb.refs, uuid)
 		}
 		if r != nil {
 			m := nb.convertPort(r)
+			if m.entry.Owned {
+				nb.owned++
+			}
 			nb.ports[uuid] = m
 			if m.refs {
 				nb.refs[uuid] = struct{}{}
@@ -601,7 +617,7 @@ func (nb *NB) update(t tables, ch changes) ([]string, bool) {
 		// Switches are few (one per network): their map is built anew.
 		s.Switches = switchesByName(nb.switches)
 	}
-	nb.last = s
+	nb.last = s.WithOwnedCount(nb.owned)
 	return names, true
 }
 
