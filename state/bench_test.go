@@ -2,6 +2,7 @@ package state
 
 import (
 	"fmt"
+	"maps"
 	"testing"
 )
 
@@ -55,4 +56,35 @@ func BenchmarkOwnedPorts(b *testing.B) {
 			s.OwnedPorts()
 		}
 	})
+}
+
+// BenchmarkSnapshotCopy is what a snapshot of the NB copies when one port
+// changed (observed.NB.StateVersion): its Ports map, and its Index
+// patched.
+func BenchmarkSnapshotCopy(b *testing.B) {
+	for _, n := range []int{10_000, 100_000} {
+		s := New(n)
+		for i := range n {
+			p := *benchPort()
+			p.Name = fmt.Sprint("vm-", i, ".ns-1")
+			s.Ports[p.Name] = &p
+		}
+		s.Index = IndexPorts(s.Ports)
+		old := s.Index[n/2]
+		q := *old.Port
+		q.RequestedChassis = "node-3"
+		b.Run(fmt.Sprintf("map/ports=%d", n), func(b *testing.B) {
+			b.ReportAllocs()
+			for range b.N {
+				c := maps.Clone(s.Ports)
+				c[q.Name] = &q
+			}
+		})
+		b.Run(fmt.Sprintf("index/ports=%d", n), func(b *testing.B) {
+			b.ReportAllocs()
+			for range b.N {
+				s.Index.Patch([]Entry{old}, []Entry{EntryOf(&q)})
+			}
+		})
+	}
 }
