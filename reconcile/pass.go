@@ -221,7 +221,10 @@ func (out *Outcome) diff(nb NB, have state.State, version uint64, opts Options) 
 // scope returns the ports that may differ between out.Result.Want and the
 // NB's snapshot of version, when they are known: the result is
 // incremental, the last one was noted and the NB tells what changed since
-// (see diff.ComputePorts for why these are all).
+// (see diff.ComputePorts for why these are all). So many that a walk of
+// every port costs less count as not known: a port looked up by name
+// costs some hundred times one walked in step (BenchmarkComputeOnePort),
+// and a plan that created every port names them all.
 func (out *Outcome) scope(nb NB, version uint64) ([]string, bool) {
 	log, ok := nb.(PortLog)
 	if !ok || !out.Incremental {
@@ -235,7 +238,11 @@ func (out *Outcome) scope(nb NB, version uint64) ([]string, bool) {
 	if !ok {
 		return nil, false
 	}
-	return slices.Concat(sp.Ports, sp.Noted.Ports, changed), true
+	ports := slices.Concat(sp.Ports, sp.Noted.Ports, changed)
+	if len(ports) > max(64, len(out.Result.Want.Ports)/512) {
+		return nil, false
+	}
+	return ports, true
 }
 
 // planMismatch returns how a plan over some ports differs from full, the
