@@ -212,19 +212,24 @@ func (out *Outcome) diff(nb NB, have state.State, version uint64, opts Options) 
 		out.Plan = diff.Compute(want, have, opts.Policy)
 	}
 	// A delete withheld is not named in the plan: after such a plan,
-	// nothing is noted, and the next diffs every port.
-	if x := opts.Incremental; x != nil && out.Plan.Withheld == 0 {
-		x.Note(desired.Note{Version: version, Ports: out.Plan.PortNames()})
+	// nothing is noted, and the next diffs every port; so it does after a
+	// plan that names more ports than it would look up.
+	p := &out.Plan
+	if x := opts.Incremental; x != nil && p.Withheld == 0 && len(p.Changes)+len(p.Notices) <= maxScope(want) {
+		x.Note(desired.Note{Version: version, Ports: p.PortNames()})
 	}
 }
+
+// maxScope is the most ports a pass diffs by name in want; more, and it
+// walks every port, which then costs less: a port looked up by name costs
+// some hundred times one walked in step (BenchmarkComputeOnePort).
+func maxScope(want state.State) int { return max(64, len(want.Ports)/512) }
 
 // scope returns the ports that may differ between out.Result.Want and the
 // NB's snapshot of version, when they are known: the result is
 // incremental, the last one was noted and the NB tells what changed since
-// (see diff.ComputePorts for why these are all). So many that a walk of
-// every port costs less count as not known: a port looked up by name
-// costs some hundred times one walked in step (BenchmarkComputeOnePort),
-// and a plan that created every port names them all.
+// (see diff.ComputePorts for why these are all). More than maxScope
+// count as not known.
 func (out *Outcome) scope(nb NB, version uint64) ([]string, bool) {
 	log, ok := nb.(PortLog)
 	if !ok || !out.Incremental {
@@ -239,7 +244,7 @@ func (out *Outcome) scope(nb NB, version uint64) ([]string, bool) {
 		return nil, false
 	}
 	ports := slices.Concat(sp.Ports, sp.Noted.Ports, changed)
-	if len(ports) > max(64, len(out.Result.Want.Ports)/512) {
+	if len(ports) > maxScope(out.Result.Want) {
 		return nil, false
 	}
 	return ports, true
