@@ -356,7 +356,13 @@ func TestIncrementalMatchesBuild(t *testing.T) {
 				full = false
 			} else {
 				var why string
+				last, _ := x.Want()
+				note := Note{Version: uint64(step), Ports: []string{"noted"}}
+				x.Note(note)
 				r, why = x.Update(ObjectsOf(in), changed, c.cfg, have)
+				if why == "" {
+					checkSpliced(t, step, last, r, note)
+				}
 				if why != "" {
 					whys[strings.SplitN(why, " (", 2)[0]]++
 					fulls++
@@ -415,4 +421,22 @@ func pickPort(t *rapid.T, have state.State) *state.Port {
 	}
 	slices.Sort(names)
 	return have.Ports[rapid.SampledFrom(names).Draw(t, "port")]
+}
+
+// checkSpliced fails t unless r, an incremental result spliced from last,
+// hands back note and names every port it does not share with last.
+func checkSpliced(t *rapid.T, step int, last state.State, r Result, note Note) {
+	sp, ok := r.Spliced()
+	if !ok || sp.Noted.Version != note.Version || !slices.Equal(sp.Noted.Ports, note.Ports) {
+		t.Fatalf("step %d: Spliced() = %+v, %v; want the note %+v", step, sp, ok, note)
+	}
+	named := map[string]bool{}
+	for _, name := range sp.Ports {
+		named[name] = true
+	}
+	for _, name := range unionKeys(last.Ports, r.Want.Ports) {
+		if !named[name] && last.Ports[name] != r.Want.Ports[name] {
+			t.Fatalf("step %d: port %s differs from the last result's, and Spliced().Ports does not name it", step, name)
+		}
+	}
 }
