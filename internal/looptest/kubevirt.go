@@ -71,9 +71,18 @@ func Migration(vm, name, source, target string) *kubevirtv1.VirtualMachineInstan
 // Unstructured is o as the fake dynamic client holds it.
 func Unstructured(t testing.TB, o any) *unstructured.Unstructured {
 	t.Helper()
-	m, err := runtime.DefaultUnstructuredConverter.ToUnstructured(o)
+	u, err := ToUnstructured(o)
 	if err != nil {
 		t.Fatal(err)
 	}
-	return &unstructured.Unstructured{Object: m}
+	return u
+}
+
+// ToUnstructured is Unstructured for a caller that is not a test.
+func ToUnstructured(o any) (*unstructured.Unstructured, error) {
+	m, err := runtime.DefaultUnstructuredConverter.ToUnstructured(o)
+	if err != nil {
+		return nil, err
+	}
+	return &unstructured.Unstructured{Object: m}, nil
 }

@@ -76,7 +76,8 @@ type Runner struct {
 	Config desired.Config
 
 	ctx      context.Context
-	stopLead func() // ends the running Lead and waits for it
+	stopLead func()       // ends the running Lead and waits for it
+	close    func() error // ends everything Start began
 }
 
 // KubeVirtResources is what discovery serves by default: KubeVirt's kinds.
@@ -91,10 +92,35 @@ var MultusResources = &metav1.APIResourceList{GroupVersion: "k8s.cni.cncf.io/v1"
 	{Name: "network-attachment-definitions", Kind: "NetworkAttachmentDefinition", Namespaced: true},
 }}
 
-// Start runs the loop, leading, until the test ends.
+// Start runs the loop, leading, until the test ends, and fails the test
+// if an incremental pass differed from a full Build.
 func Start(t testing.TB, o Options) *Runner {
 	t.Helper()
+	r, err := New(o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if err := r.Close(); err != nil {
+			t.Error(err)
+		}
+	})
+	return r
+}
+
+// New runs the loop, leading, until Close: Start for a caller that is not
+// a test, such as a benchmark harness.
+func New(o Options) (*Runner, error) {
 	ctx, cancel := context.WithCancel(context.Background())
+	r, err := start(ctx, cancel, o)
+	if err != nil {
+		cancel()
+		return nil, err
+	}
+	return r, nil
+}
+
+func start(ctx context.Context, cancel context.CancelFunc, o Options) (*Runner, error) {
 	kube := kubefake.NewClientset(o.KubeObjs...)
 	dyn := dynamicfake.NewSimpleDynamicClientWithCustomListKinds(runtime.NewScheme(), sources.ListKinds, o.DynObjs...)
 	kube.Resources = KubeVirtResources
@@ -103,7 +129,7 @@ func Start(t testing.TB, o Options) *Runner {
 	}
 	for _, u := range o.NADs {
 		if _, err := dyn.Resource(sources.GVRNetworkAttachmentDefinition).Namespace(u.GetNamespace()).Create(ctx, u, metav1.CreateOptions{}); err != nil {
-			t.Fatal(err)
+			return nil, err
 		}
 	}
 	if o.BeforeStart != nil {
@@ -130,26 +156,28 @@ func Start(t testing.TB, o Options) *Runner {
 	}
 	nb, closeNB, err := dial(ctx)
 	if err != nil {
-		t.Fatal(err)
+		return nil, err
 	}
 	cfg := o.Config
 	if cfg == nil {
 		c, err := desired.NewConfig("ovn-default", []string{"10.16.0.0/12"}, []string{"10.16.0.1"})
 		if err != nil {
-			t.Fatal(err)
+			closeNB()
+			return nil, err
 		}
 		cfg = &c
 	}
 	m := reconcile.NewMetrics()
-	var mismatches logged
+	mismatches := new(logged)
 	src := sources.NewInformers(sources.InformerOptions{Kube: kube, Dynamic: dyn, Logger: logr.Discard()})
 	if err := src.Start(ctx); err != nil {
-		t.Fatal(err)
+		closeNB()
+		return nil, err
 	}
 	opts := reconcile.LoopOptions{
 		Pass: reconcile.Options{Config: *cfg, MaxDeleteFraction: 0.5,
 			Apply: apply.Options{MaxOpsPerTxn: apply.DefaultMaxOpsPerTxn, InFlight: apply.DefaultInFlight}},
-		Resync: 5 * time.Minute, Coalesce: 5 * time.Millisecond, Log: mismatchLog(&mismatches), Metrics: m,
+		Resync: 5 * time.Minute, Coalesce: 5 * time.Millisecond, Log: mismatchLog(mismatches), Metrics: m,
 		FullPasses: FullPasses(), VerifyIncremental: true,
 	}
 	switch o.Passes {
@@ -176,18 +204,23 @@ func Start(t testing.TB, o Options) *Runner {
 	go func() { defer close(watched); loop.Watch(ctx) }()
 	r := &Runner{Loop: loop, Src: src, Kube: kube, Dyn: dyn, NB: nb, Metrics: m, Config: *cfg, ctx: ctx}
 	r.Lead()
-	t.Cleanup(func() {
+	r.close = func() error {
 		cancel()
 		<-watched
 		r.StepDown()
 		closeNB()
 		if n := m.Mismatches(); n > 0 {
-			t.Errorf("%d incremental passes differed from a full Build (see ovn_sync_incremental_mismatches_total):\n%s",
+			return fmt.Errorf("%d incremental passes differed from a full Build (see ovn_sync_incremental_mismatches_total):\n%s",
 				n, strings.Join(mismatches.get(), "\n"))
 		}
-	})
-	return r
+		return nil
+	}
+	return r, nil
 }
+
+// Close ends the loop and the informers and disconnects from the NB. It
+// reports an error if an incremental pass differed from a full Build.
+func (r *Runner) Close() error { return r.close() }
 
 // FullPasses reports whether loops run by tests build in full on every
 // pass: set OVN_SYNC_FULL_PASSES=1 to run a package's loop tests that way.
