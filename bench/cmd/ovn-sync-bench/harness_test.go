@@ -4,27 +4,32 @@ import (
 	"context"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/ovn-sync/ovn-sync/bench/eventlat"
 	"github.com/ovn-sync/ovn-sync/internal/nbtest"
 )
 
 // TestHarness runs the whole harness at 200 ports, in process, with the
 // per-object pattern measured fully (names monitor) and extrapolated (the
-// full-monitor client, given no budget), so that it cannot rot.
+// full-monitor client, given no budget), the event latency (g) at 20 and
+// 200 pods and run mode's memory at 200 ports, so that it cannot rot.
 func TestHarness(t *testing.T) {
 	nbtest.Require(t)
 	dir := t.TempDir()
 	opts := options{
 		sizes:   []int{200},
 		results: filepath.Join(dir, "RESULTS.md"), chart: filepath.Join(dir, "results.svg"),
+		latencyChart:    filepath.Join(dir, "latency.svg"),
 		perObjectBudget: time.Minute, sample: 50,
 		fullMonitor: true, fullMonitorBudget: time.Nanosecond, fullMonitorSample: 50,
 		noopPasses: 3, inProcess: true,
+		latencySizes: []int{20, 200}, latencyRounds: 3, memorySize: 200,
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
 	defer cancel()
 	r, err := measureOne(ctx, opts, 200)
 	if err != nil {
@@ -60,20 +65,45 @@ func TestHarness(t *testing.T) {
 	}
 
 	rep := report{Command: "test", Machine: machineInfo(ctx), Date: time.Now(), Results: []sizeResult{r}}
-	if err := os.WriteFile(opts.results, []byte(rep.markdown(opts.chart, opts.results)), 0o644); err != nil {
-		t.Fatal(err)
+	for _, n := range opts.latencySizes {
+		rs, err := measureLatency(ctx, opts, n)
+		if err != nil {
+			t.Fatalf("measureLatency(%d): %v", n, err)
+		}
+		if len(rs) != len(eventlat.Passes) {
+			t.Fatalf("measureLatency(%d): %d results, want one per kind of pass", n, len(rs))
+		}
+		for _, l := range rs {
+			for _, ev := range eventlat.Events {
+				if got := l.Samples[ev]; len(got) != opts.latencyRounds || slices.Min(got) <= 0 {
+					t.Errorf("(g) %d %s: %s latencies %v; want %d, each above 0", n, l.Passes, ev, got, opts.latencyRounds)
+				}
+			}
+		}
+		rep.Latency = append(rep.Latency, rs...)
 	}
-	if err := writeChart(opts.chart, rep.Results); err != nil {
-		t.Fatalf("writeChart: %v", err)
+	if rep.RunMemory, err = measureRunMemory(ctx, opts, opts.memorySize); err != nil {
+		t.Fatalf("measureRunMemory: %v", err)
+	}
+	if m := rep.RunMemory; m.Ports < opts.memorySize || m.PeakRSS == 0 || m.SteadyRSS == 0 || m.Heap == 0 || len(m.Parts) != 4 {
+		t.Errorf("run mode's memory: %+v", m)
+	}
+
+	if err := rep.write(opts); err != nil {
+		t.Fatalf("write: %v", err)
 	}
 	md, _ := os.ReadFile(opts.results)
-	for _, want := range []string{"| (a) ovn-sync cold start, wall |", "extrapolated", "## Targets", "(results.svg)"} {
+	for _, want := range []string{"| (a) ovn-sync cold start, wall |", "extrapolated", "## Targets", "(results.svg)",
+		"## (g) Run mode's event latency", "| migration |", "(g) p99 at 200 ≤ 1.5× p99 at 20", "(latency.svg)",
+		"client RSS ≤ 300 MB, run mode", "informer inputs (stores", "sum of the parts |"} {
 		if !strings.Contains(string(md), want) {
 			t.Errorf("RESULTS.md lacks %q:\n%s", want, md)
 		}
 	}
-	if fi, err := os.Stat(opts.chart); err != nil || fi.Size() == 0 {
-		t.Errorf("chart: %v", err)
+	for _, chart := range []string{opts.chart, opts.latencyChart} {
+		if fi, err := os.Stat(chart); err != nil || fi.Size() == 0 {
+			t.Errorf("chart %s: %v", chart, err)
+		}
 	}
 }
 

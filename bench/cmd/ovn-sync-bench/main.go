@@ -20,6 +20,18 @@
 //	(e) ovsdb-server's CPU time over (a), the floor for any client;
 //	(f) the client's peak RSS and live heap per port after (a).
 //
+// Then:
+//
+//	(g) run mode's latency from a Kubernetes event to its port committed,
+//	    as another NB client sees it (package bench/eventlat), with each of
+//	    -latency-sizes pods already there (default 1k, 10k and 100k; empty
+//	    skips it): a pod created, a VM started and stopped, a migration
+//	    started, -latency-rounds times each, with incremental passes and
+//	    with full passes, each size in a child process of its own;
+//	(f) run mode's memory at -memory-size ports (default 100k, 0 skips
+//	    it): peak and steady RSS of the loop after its cold start, and the
+//	    live heap of each part of its state.
+//
 // Then, once (-oneshot pods, default 30000; 0 skips it):
 //
 //	(h) the ovn-sync binary as a whole process: `ovn-sync apply -f
@@ -31,7 +43,7 @@
 //
 // Each size runs in a child process of its own, so that peaks are per
 // size. The results are printed as a table and written to -results
-// (Markdown) and -chart (SVG or PNG, by extension).
+// (Markdown), -chart and -latency-chart (SVG or PNG, by extension).
 //
 // Usage:
 //
@@ -45,7 +57,6 @@ import (
 	"flag"
 	"fmt"
 	"os"
-	"os/exec"
 	"os/signal"
 	"path/filepath"
 	"strconv"
@@ -80,9 +91,18 @@ type options struct {
 	oneShotPods, oneShotRuns int
 	oneShotOnly              bool
 	binary, baseline         string
+	// latencySizes are the sizes of (g), none to skip it;
+	// latencyRounds the events of each kind per size and kind of pass.
+	latencySizes  []int
+	latencyRounds int
+	latencyChart  string
+	// memorySize is the size of run mode's memory measurement, 0 for none.
+	memorySize int
 	// childOut, set only by the parent, makes this process a child that
-	// measures its one size and writes the sizeResult there as JSON.
-	childOut string
+	// measures its one size and writes the sizeResult there as JSON; with
+	// childLatency or childMemory, (g) or run mode's memory at that size.
+	childOut                  string
+	childLatency, childMemory int
 }
 
 func parseFlags(args []string) (options, error) {
@@ -109,7 +129,13 @@ func parseFlags(args []string) (options, error) {
 	fs.BoolVar(&o.oneShotOnly, "oneshot-only", false, "measure (h) alone and replace its section of -results")
 	fs.StringVar(&o.binary, "ovn-sync", "", "ovn-sync `binary` (h) runs; empty: go build ./cmd/ovn-sync")
 	fs.StringVar(&o.baseline, "oneshot-baseline", "", "another ovn-sync `binary` to measure in (h) beside the first, e.g. built from an older commit")
+	latencySizes := fs.String("latency-sizes", "1000,10000,100000", "comma-separated existing pods of the event latency measurement (g); empty skips it")
+	fs.IntVar(&o.latencyRounds, "latency-rounds", 50, "events of each kind (g) times per size and kind of pass")
+	fs.StringVar(&o.latencyChart, "latency-chart", filepath.Join("bench", "latency.svg"), "chart `file` of (g) (.svg or .png); empty: none")
+	fs.IntVar(&o.memorySize, "memory-size", 100000, "`ports` of run mode's memory measurement; 0 skips it")
 	fs.StringVar(&o.childOut, "child-out", "", "internal: measure the one size and write JSON to this file")
+	fs.IntVar(&o.childLatency, "child-latency", 0, "internal: with -child-out, measure (g) at this size")
+	fs.IntVar(&o.childMemory, "child-memory", 0, "internal: with -child-out, measure run mode's memory at this size")
 	if err := fs.Parse(args); err != nil {
 		return o, err
 	}
@@ -123,19 +149,31 @@ func parseFlags(args []string) (options, error) {
 		}
 		o.sizes = append(o.sizes, n)
 	}
+	if strings.TrimSpace(*latencySizes) != "" {
+		for _, s := range strings.Split(*latencySizes, ",") {
+			n, err := strconv.Atoi(strings.TrimSpace(s))
+			if err != nil || n < 1 {
+				return o, fmt.Errorf("-latency-sizes: %q is not a positive number of pods", s)
+			}
+			o.latencySizes = append(o.latencySizes, n)
+		}
+	}
+	if o.latencyRounds < 1 {
+		return o, errors.New("-latency-rounds must be at least 1")
+	}
 	if o.oneShotOnly && o.oneShotPods <= 0 {
 		return o, errors.New("-oneshot-only needs -oneshot above 0")
 	}
-	if o.childOut != "" && len(o.sizes) != 1 {
+	if o.childOut != "" && o.childLatency == 0 && o.childMemory == 0 && len(o.sizes) != 1 {
 		return o, errors.New("-child-out takes exactly one size")
 	}
 	return o, nil
 }
 
 // childArgs are the flags a child measuring size gets.
-func (o options) childArgs(size int, out string) []string {
+func (o options) childArgs(size int) []string {
 	return []string{
-		"-sizes", strconv.Itoa(size), "-child-out", out,
+		"-sizes", strconv.Itoa(size),
 		"-per-object-budget", o.perObjectBudget.String(), "-sample", strconv.Itoa(o.sample),
 		"-full-monitor=" + strconv.FormatBool(o.fullMonitor),
 		"-full-monitor-budget", o.fullMonitorBudget.String(), "-full-monitor-sample", strconv.Itoa(o.fullMonitorSample),
@@ -157,6 +195,10 @@ func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	switch {
+	case opts.childOut != "" && opts.childLatency > 0:
+		err = runLatencyChild(ctx, opts)
+	case opts.childOut != "" && opts.childMemory > 0:
+		err = runMemoryChild(ctx, opts)
 	case opts.childOut != "":
 		err = runChild(ctx, opts)
 	case opts.render != "":
@@ -193,6 +235,23 @@ func run(ctx context.Context, opts options, command string) error {
 		}
 		rep.Results = append(rep.Results, r)
 		logf("%d: done: cold %s, per-object %s, no-op %s", size, seconds(r.Cold.Wall), seconds(r.PerObject.Estimate), millis(r.Noop.steady().Wall))
+	}
+	for _, size := range opts.latencySizes {
+		if opts.oneShotOnly {
+			break
+		}
+		rs, err := measureLatency(ctx, opts, size)
+		if err != nil {
+			return fmt.Errorf("(g) at %d: %w", size, err)
+		}
+		rep.Latency = append(rep.Latency, rs...)
+	}
+	if opts.memorySize > 0 && !opts.oneShotOnly {
+		r, err := measureRunMemory(ctx, opts, opts.memorySize)
+		if err != nil {
+			return fmt.Errorf("run mode's memory at %d: %w", opts.memorySize, err)
+		}
+		rep.RunMemory = r
 	}
 	if opts.oneShotPods > 0 {
 		r, err := measureOneShot(ctx, opts)
@@ -243,13 +302,18 @@ func (rep report) write(opts options) error {
 		return os.WriteFile(opts.results, []byte(replaceOneShotSection(string(old), rep.oneShotSection())), 0o644)
 	}
 	if opts.results != "" {
-		if err := os.WriteFile(opts.results, []byte(rep.markdown(opts.chart, opts.results)), 0o644); err != nil {
+		if err := os.WriteFile(opts.results, []byte(rep.markdown(opts.chart, opts.latencyChart, opts.results)), 0o644); err != nil {
 			return err
 		}
 	}
 	if opts.chart != "" {
 		if err := writeChart(opts.chart, rep.Results); err != nil {
 			return fmt.Errorf("chart: %w", err)
+		}
+	}
+	if opts.latencyChart != "" && len(rep.Latency) > 0 {
+		if err := writeLatencyChart(opts.latencyChart, rep.Latency); err != nil {
+			return fmt.Errorf("latency chart: %w", err)
 		}
 	}
 	return nil
@@ -261,26 +325,8 @@ func measureOne(ctx context.Context, opts options, size int) (sizeResult, error)
 		return measureSize(ctx, opts, size)
 	}
 	var r sizeResult
-	self, err := os.Executable()
-	if err != nil {
-		return r, err
-	}
-	out, err := os.CreateTemp("", "ovn-sync-bench-*.json")
-	if err != nil {
-		return r, err
-	}
-	out.Close()
-	defer os.Remove(out.Name())
-	cmd := exec.CommandContext(ctx, self, opts.childArgs(size, out.Name())...)
-	cmd.Stdout, cmd.Stderr = os.Stderr, os.Stderr // stdout is for the table
-	if err := cmd.Run(); err != nil {
-		return r, fmt.Errorf("child: %w", err)
-	}
-	b, err := os.ReadFile(out.Name())
-	if err != nil {
-		return r, err
-	}
-	return r, json.Unmarshal(b, &r)
+	err := inChild(ctx, opts.childArgs(size), &r)
+	return r, err
 }
 
 // runChild measures the one size of opts and writes its result.
@@ -289,11 +335,7 @@ func runChild(ctx context.Context, opts options) error {
 	if err != nil {
 		return err
 	}
-	b, err := json.Marshal(r)
-	if err != nil {
-		return err
-	}
-	return os.WriteFile(opts.childOut, b, 0o644)
+	return writeJSON(opts.childOut, r)
 }
 
 // logf reports progress on stderr, one line per step.

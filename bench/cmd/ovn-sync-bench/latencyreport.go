@@ -1,0 +1,322 @@
+package main
+
+import (
+	"fmt"
+	"image/color"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"time"
+
+	"gonum.org/v1/plot"
+	"gonum.org/v1/plot/plotter"
+	"gonum.org/v1/plot/vg"
+	"gonum.org/v1/plot/vg/draw"
+
+	"github.com/ovn-sync/ovn-sync/bench/eventlat"
+)
+
+// latencySizes returns the sizes of (g) in the order measured, each once.
+func (rep report) latencySizes() []int {
+	var sizes []int
+	for _, r := range rep.Latency {
+		if !slices.Contains(sizes, r.Existing) {
+			sizes = append(sizes, r.Existing)
+		}
+	}
+	return sizes
+}
+
+// latencyOf returns (g) at size for passes, nil if not measured.
+func (rep report) latencyOf(size int, passes string) *latencyResult {
+	for i, r := range rep.Latency {
+		if r.Existing == size && r.Passes == passes {
+			return &rep.Latency[i]
+		}
+	}
+	return nil
+}
+
+// latencyRows is the table of (g): p50 / p99 of each event kind, a column
+// per size and kind of pass.
+func (rep report) latencyRows() [][]string {
+	header := []string{"(g) event to commit, p50 / p99"}
+	for _, r := range rep.Latency {
+		header = append(header, fmt.Sprintf("%d %s", r.Existing, r.Passes))
+	}
+	rows := [][]string{header}
+	add := func(label string, cell func(r latencyResult) string) {
+		row := []string{label}
+		for _, r := range rep.Latency {
+			row = append(row, cell(r))
+		}
+		rows = append(rows, row)
+	}
+	for _, ev := range eventlat.Events {
+		add(string(ev), func(r latencyResult) string {
+			return fmt.Sprintf("%s / %s", millis(r.percentile(ev, 0.5)), millis(r.percentile(ev, 0.99)))
+		})
+	}
+	add("events of each kind", func(r latencyResult) string { return fmt.Sprint(len(r.Samples[eventlat.PodAdd])) })
+	add("loop's cold start (existing ports committed)", func(r latencyResult) string { return seconds(r.Ready) })
+	add("load average (1 min) before / after", func(r latencyResult) string {
+		return strings.Fields(r.LoadBefore + " -")[0] + " / " + strings.Fields(r.LoadAfter + " -")[0]
+	})
+	return rows
+}
+
+// latencyRatioRows are ratios of (g) figures measured in the same run:
+// full over incremental passes at each size, and how incremental passes
+// grow from the smallest size.
+func (rep report) latencyRatioRows() [][]string {
+	sizes := rep.latencySizes()
+	if len(sizes) == 0 {
+		return nil
+	}
+	header := []string{"(g) ratios, same run"}
+	for _, n := range sizes {
+		header = append(header, fmt.Sprintf("full ÷ incremental at %d, p50; p99", n))
+	}
+	for _, n := range sizes[1:] {
+		header = append(header, fmt.Sprintf("incremental at %d ÷ at %d, p50; p99", n, sizes[0]))
+	}
+	rows := [][]string{header}
+	for _, ev := range eventlat.Events {
+		row := []string{string(ev)}
+		pair := func(a, b *latencyResult) string {
+			if a == nil || b == nil {
+				return "-"
+			}
+			return ratio(a.percentile(ev, 0.5), b.percentile(ev, 0.5)) + "; " + ratio(a.percentile(ev, 0.99), b.percentile(ev, 0.99))
+		}
+		for _, n := range sizes {
+			row = append(row, pair(rep.latencyOf(n, "full"), rep.latencyOf(n, "incremental")))
+		}
+		for _, n := range sizes[1:] {
+			row = append(row, pair(rep.latencyOf(n, "incremental"), rep.latencyOf(sizes[0], "incremental")))
+		}
+		rows = append(rows, row)
+	}
+	return rows
+}
+
+// latencyTargets are the targets of (g), judged on incremental passes (run
+// mode's) at the largest size against the smallest. Nothing when (g) has
+// fewer than two sizes.
+func (rep report) latencyTargets(target func(name, got string, ok bool)) {
+	sizes := rep.latencySizes()
+	if len(sizes) < 2 {
+		return
+	}
+	small, large := rep.latencyOf(sizes[0], "incremental"), rep.latencyOf(sizes[len(sizes)-1], "incremental")
+	if small == nil || large == nil {
+		return
+	}
+	var abs, growth []string
+	absOK, growthOK := true, true
+	for _, ev := range eventlat.Events {
+		p99, base := large.percentile(ev, 0.99), small.percentile(ev, 0.99)
+		abs = append(abs, fmt.Sprintf("%s %s", ev, millis(p99)))
+		absOK = absOK && p99 <= 10*time.Millisecond
+		growth = append(growth, fmt.Sprintf("%s %s (%s vs %s)", ev, ratio(p99, base), millis(p99), millis(base)))
+		growthOK = growthOK && base > 0 && float64(p99) <= 1.5*float64(base)
+	}
+	target(fmt.Sprintf("(g) event to commit, p99 ≤ 10 ms at %d existing (incremental passes)", large.Existing), strings.Join(abs, "; "), absOK)
+	target(fmt.Sprintf("(g) p99 at %d ≤ 1.5× p99 at %d (incremental passes)", large.Existing, small.Existing), strings.Join(growth, "; "), growthOK)
+}
+
+// latencySection is the (g) part of RESULTS.md.
+func (rep report) latencySection(chart, results string) string {
+	if len(rep.Latency) == 0 {
+		return ""
+	}
+	var b strings.Builder
+	b.WriteString("\n## (g) Run mode's event latency\n\n")
+	b.WriteString("p50 / p99 from a Kubernetes change to its port committed in the NB, as another NB client sees it, with N pods\n")
+	b.WriteString("already there (and two VMs); columns are N and the kind of pass: `incremental` is run mode, `full` is\n")
+	b.WriteString("`--full-passes`.\n\n")
+	writeTable(&b, rep.latencyRows())
+	b.WriteString("\n")
+	writeTable(&b, rep.latencyRatioRows())
+	if chart != "" {
+		fmt.Fprintf(&b, "\n![event latency vs N](%s)\n", relLink(chart, results))
+	}
+	b.WriteString(latencyNotes)
+	return b.String()
+}
+
+const latencyNotes = `
+- The loop runs in-process (package ` + "`bench/eventlat`" + `, which ` + "`BenchmarkEventToCommit`" + ` in cmd/ovn-sync runs too):
+  ` + "`reconcile.Loop`" + ` with a coalescing window of 20 ms, on client-go fake clientsets read through the real
+  informers of ` + "`sources`" + `, against a fresh standalone ovsdb-server per size and kind of pass; publishing
+  is off. A real API server adds its own watch latency.
+- Events, in turn, one at a time: ` + "`pod-add`" + ` creates a pod (done when its port is inserted); ` + "`vm-start`" + ` creates a
+  stopped VM's VMI and launcher pod (done when its port's requested-chassis names the node); ` + "`vm-stop`" + `
+  deletes them (done when requested-chassis is cleared); ` + "`migration`" + ` creates a migration and the target's
+  launcher pod (done when requested-chassis names both nodes), then undoes it, untimed.
+- Latency is from the fake client's create or delete call until a second NB client's cache reports the
+  port's insert or update. p99 is the sample at rank ⌊0.99·n⌋ of n: with fewer than 100 events of a kind,
+  the largest.
+- Each size runs in a child process of its own, incremental passes first, then full ones. The machine is
+  shared: the load average is given per column; compare the ratios, measured minutes apart in one run.
+`
+
+// memorySection is run mode's memory in RESULTS.md.
+func (rep report) memorySection() string {
+	m := rep.RunMemory
+	if m == nil {
+		return ""
+	}
+	var b strings.Builder
+	fmt.Fprintf(&b, "\n## (f) Run mode's memory at %d ports\n\n", m.Ports)
+	writeTable(&b, m.rows())
+	b.WriteString(memoryNotes)
+	return b.String()
+}
+
+func (m *runMemResult) rows() [][]string {
+	per := func(n int64) string { return perPortBytes(uint64(max(n, 0)), m.Ports) }
+	mb := func(n int64) string { return fmt.Sprintf("%.1f MB", float64(n)/(1<<20)) }
+	rows := [][]string{
+		{"run mode, " + fmt.Sprint(m.Ports) + " ports", "total", "per port", "dropped again"},
+		{"client peak RSS (VmHWM, through the cold start)", megabytes(m.PeakRSS), per(int64(m.PeakRSS)), ""},
+		{"client steady RSS (VmRSS after the cold start and 5 passes)", megabytes(m.SteadyRSS), per(int64(m.SteadyRSS)), ""},
+		{"Go live heap of the running loop", megabytes(m.Heap), per(int64(m.Heap)), ""},
+	}
+	var sum int64
+	for _, p := range m.Parts {
+		dropped := mb(p.Dropped)
+		if p.DroppedWith != "" {
+			dropped = "with the " + strings.SplitN(p.DroppedWith, " (", 2)[0]
+		} else if i := slices.IndexFunc(m.Parts, func(q memPart) bool { return q.DroppedWith == p.Name }); i >= 0 {
+			dropped += " (with the " + strings.SplitN(m.Parts[i].Name, " (", 2)[0] + ")"
+		}
+		rows = append(rows, []string{"    " + p.Name, mb(p.Added), per(p.Added), dropped})
+		sum += p.Added
+	}
+	rows = append(rows, []string{"    sum of the parts", mb(sum), per(sum), ""})
+	return rows
+}
+
+const memoryNotes = `
+- The reconcile loop runs in-process as in (g), with incremental passes, over the cluster of (a) (informers
+  fed by fake clients that serve each kind's list once from a copy made for it, so that only the
+  informers hold the objects, as in a deployment), writing every port into an empty NB; then 5 pods are
+  created, one pass each. Peak RSS is VmHWM then, steady RSS VmRSS then, both from /proc/self/status.
+- The parts are measured apart once the loop has ended, over the NB it filled: the live heap after a GC
+  (` + "`runtime.ReadMemStats`" + `, HeapAlloc) as each is added — informers started and synced, ` + "`observed.Dial`" + `
+  (the monitor's initial rows), ` + "`NB.State`" + `, ` + "`desired.Incremental.Full`" + ` — and as each is dropped in reverse.
+  Closing the NB client drops its cache and the observed state together. The running loop also holds
+  what a pass keeps between passes (the last plan and outcome), so its heap need not equal the sum.
+- Default GOGC, no GOMEMLIMIT (deploy/ sets one from the container's limit). The peak includes the
+  objects the fake clients hand the informers' first lists, as an API server's list responses are.
+`
+
+// writeTable writes rows as a Markdown table, the first row the header.
+func writeTable(b *strings.Builder, rows [][]string) {
+	for i, row := range rows {
+		fmt.Fprintf(b, "| %s |\n", strings.Join(escapeCells(row), " | "))
+		if i == 0 {
+			fmt.Fprintf(b, "|%s\n", strings.Repeat(" --- |", len(row)))
+		}
+	}
+}
+
+// relLink is path relative to the directory of results, for a link in it.
+func relLink(path, results string) string {
+	rel, err := filepath.Rel(filepath.Dir(results), path)
+	if err != nil {
+		rel = path
+	}
+	return filepath.ToSlash(rel)
+}
+
+// Colors of the latency chart's event kinds.
+var eventColors = map[eventlat.Event]color.Color{
+	eventlat.PodAdd:    colorOvnSync,
+	eventlat.VMStart:   color.RGBA{R: 0x2c, G: 0xa0, B: 0x2c, A: 0xff},
+	eventlat.VMStop:    colorFull,
+	eventlat.Migration: color.RGBA{R: 0x94, G: 0x67, B: 0xbd, A: 0xff},
+}
+
+// writeLatencyChart plots (g) against N, log-log, in two panels, p50 and
+// p99: a line per event kind, solid for incremental passes and dashed for
+// full ones. The file's extension picks the format.
+func writeLatencyChart(path string, rs []latencyResult) error {
+	const w, h = 11 * vg.Inch, 5 * vg.Inch
+	format := strings.TrimPrefix(filepath.Ext(path), ".")
+	c, err := draw.NewFormattedCanvas(w, h, format)
+	if err != nil {
+		return err
+	}
+	var panels []*plot.Plot
+	for _, q := range []struct {
+		name string
+		p    float64
+	}{{"p50", 0.5}, {"p99", 0.99}} {
+		p := plot.New()
+		p.Title.Text = "Event to port committed, " + q.name
+		p.X.Label.Text = "pods already there (N)"
+		p.Y.Label.Text = "milliseconds"
+		p.X.Scale, p.Y.Scale = plot.LogScale{}, plot.LogScale{}
+		p.X.Tick.Marker, p.Y.Tick.Marker = plot.LogTicks{Prec: -1}, plot.LogTicks{Prec: -1}
+		p.Legend.Top, p.Legend.Left = true, true
+		p.Add(plotter.NewGrid())
+		for _, passes := range eventlat.Passes {
+			for _, ev := range eventlat.Events {
+				var xys plotter.XYs
+				for _, r := range rs {
+					if r.Passes == passes && len(r.Samples[ev]) > 0 {
+						xys = append(xys, plotter.XY{X: float64(r.Existing), Y: r.percentile(ev, q.p).Seconds() * 1000})
+					}
+				}
+				if len(xys) == 0 {
+					continue
+				}
+				l, s, err := plotter.NewLinePoints(xys)
+				if err != nil {
+					return err
+				}
+				col := eventColors[ev]
+				l.Color, l.Width = col, vg.Points(1.5)
+				s.Color, s.Shape, s.Radius = col, draw.CircleGlyph{}, vg.Points(3)
+				if passes == "full" {
+					l.Dashes = []vg.Length{vg.Points(5), vg.Points(3)}
+					s.Shape = draw.TriangleGlyph{}
+				}
+				p.Add(l, s)
+				p.Legend.Add(fmt.Sprintf("%s, %s", ev, passes), l, s)
+			}
+		}
+		if q.name == "p99" && len(rs) > 0 {
+			// The target: 10 ms at any N.
+			xs := []float64{p.X.Min, p.X.Max}
+			t, err := plotter.NewLine(plotter.XYs{{X: xs[0], Y: 10}, {X: xs[1], Y: 10}})
+			if err != nil {
+				return err
+			}
+			t.Color, t.Width, t.Dashes = colorServer, vg.Points(1), []vg.Length{vg.Points(2), vg.Points(2)}
+			p.Add(t)
+			p.Legend.Add("target, 10 ms", t)
+		}
+		// Head room for the legend above the series.
+		p.Y.Max *= 30
+		panels = append(panels, p)
+	}
+	dc := draw.New(c)
+	tiles := draw.Tiles{Rows: 1, Cols: len(panels), PadX: vg.Millimeter * 6, PadTop: vg.Millimeter * 2, PadBottom: vg.Millimeter * 2, PadLeft: vg.Millimeter * 2, PadRight: vg.Millimeter * 2}
+	canvases := plot.Align([][]*plot.Plot{panels}, tiles, dc)
+	for i, p := range panels {
+		p.Draw(canvases[0][i])
+	}
+	f, err := os.Create(path)
+	if err != nil {
+		return err
+	}
+	if _, err := c.WriteTo(f); err != nil {
+		f.Close()
+		return err
+	}
+	return f.Close()
+}
