@@ -181,8 +181,10 @@ func (m *runMemResult) rows() [][]string {
 	rows := [][]string{
 		{"run mode, " + fmt.Sprint(m.Ports) + " ports", "total", "per port", "dropped again"},
 		{"client peak RSS (VmHWM, through the cold start)", megabytes(m.PeakRSS), per(int64(m.PeakRSS)), ""},
-		{"client steady RSS (VmRSS after the cold start and 5 passes)", megabytes(m.SteadyRSS), per(int64(m.SteadyRSS)), ""},
+		{fmt.Sprintf("client steady RSS (VmRSS after the cold start, 5 passes and %s idle)", m.Idle), megabytes(m.SteadyRSS), per(int64(m.SteadyRSS)), ""},
+		{"    then after debug.FreeOSMemory", megabytes(m.FreedRSS), per(int64(m.FreedRSS)), ""},
 		{"Go live heap of the running loop", megabytes(m.Heap), per(int64(m.Heap)), ""},
+		{"    left once the loop ended (the parts start from it)", mb(m.HeapLeft), "", ""},
 	}
 	var sum int64
 	for _, p := range m.Parts {
@@ -203,8 +205,11 @@ const memoryNotes = `
 - The reconcile loop runs in-process as in (g), with incremental passes, over the cluster of (a) (informers
   fed by fake clients that serve each kind's list once from a copy made for it, so that only the
   informers hold the objects, as in a deployment), writing every port into an empty NB; then 5 pods are
-  created, one pass each. Peak RSS is VmHWM then, steady RSS VmRSS then, both from /proc/self/status.
-- The parts are measured apart once the loop has ended, over the NB it filled: the live heap after a GC
+  created, one pass each. Peak RSS is VmHWM then; steady RSS is VmRSS after the process idled (the Go
+  runtime returns freed pages to the system in the background), and again once
+  ` + "`debug.FreeOSMemory`" + ` returned them all; both from /proc/self/status.
+- The parts are measured apart once the loop has ended and its goroutines let go of what they held (the
+  live heap no longer falling), over the NB it filled: the live heap after a GC
   (` + "`runtime.ReadMemStats`" + `, HeapAlloc) as each is added — informers started and synced, ` + "`observed.Dial`" + `
   (the monitor's initial rows), ` + "`NB.State`" + `, ` + "`desired.Incremental.Full`" + ` — and as each is dropped in reverse.
   Closing the NB client drops its cache and the observed state together. The running loop also holds

@@ -96,8 +96,10 @@ type options struct {
 	latencySizes  []int
 	latencyRounds int
 	latencyChart  string
-	// memorySize is the size of run mode's memory measurement, 0 for none.
+	// memorySize is the size of run mode's memory measurement, 0 for none;
+	// memoryIdle how long the loop idles before its steady RSS is read.
 	memorySize int
+	memoryIdle time.Duration
 	// childOut, set only by the parent, makes this process a child that
 	// measures its one size and writes the sizeResult there as JSON; with
 	// childLatency or childMemory, (g) or run mode's memory at that size.
@@ -133,6 +135,7 @@ func parseFlags(args []string) (options, error) {
 	fs.IntVar(&o.latencyRounds, "latency-rounds", 50, "events of each kind (g) times per size and kind of pass")
 	fs.StringVar(&o.latencyChart, "latency-chart", filepath.Join("bench", "latency.svg"), "chart `file` of (g) (.svg or .png); empty: none")
 	fs.IntVar(&o.memorySize, "memory-size", 100000, "`ports` of run mode's memory measurement; 0 skips it")
+	fs.DurationVar(&o.memoryIdle, "memory-idle", 30*time.Second, "how long run mode idles before its steady RSS is read")
 	fs.StringVar(&o.childOut, "child-out", "", "internal: measure the one size and write JSON to this file")
 	fs.IntVar(&o.childLatency, "child-latency", 0, "internal: with -child-out, measure (g) at this size")
 	fs.IntVar(&o.childMemory, "child-memory", 0, "internal: with -child-out, measure run mode's memory at this size")

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"runtime/debug"
 	"strconv"
 	"sync"
 	"time"
@@ -34,11 +35,15 @@ type runMemResult struct {
 	// Cold is the loop's cold start, until the NB held every port.
 	Cold time.Duration `json:"cold_ns"`
 	// PeakRSS is VmHWM after the cold start and the passes after it;
-	// SteadyRSS is VmRSS then.
-	PeakRSS, SteadyRSS uint64
+	// SteadyRSS is VmRSS after idling for Idle then; FreedRSS VmRSS
+	// once debug.FreeOSMemory has returned every free page.
+	PeakRSS, SteadyRSS, FreedRSS uint64
+	Idle                         time.Duration
 	// Heap is the live heap of the running loop after those passes, less
-	// the process's own before the cluster was generated.
-	Heap uint64
+	// the process's own before the cluster was generated; HeapLeft what
+	// remained of it once the loop had ended, where the parts start.
+	Heap     uint64
+	HeapLeft int64
 	// Parts are the live heap of each part of the state, as added and as
 	// dropped, in the order added.
 	Parts []memPart
@@ -65,17 +70,17 @@ const (
 // process of its own unless opts.inProcess.
 func measureRunMemory(ctx context.Context, opts options, size int) (*runMemResult, error) {
 	if opts.inProcess {
-		return runMemory(ctx, size)
+		return runMemory(ctx, size, opts.memoryIdle)
 	}
 	var r runMemResult
-	if err := inChild(ctx, []string{"-child-memory", strconv.Itoa(size)}, &r); err != nil {
+	if err := inChild(ctx, []string{"-child-memory", strconv.Itoa(size), "-memory-idle", opts.memoryIdle.String()}, &r); err != nil {
 		return nil, err
 	}
 	return &r, nil
 }
 
 func runMemoryChild(ctx context.Context, opts options) error {
-	r, err := runMemory(ctx, opts.childMemory)
+	r, err := runMemory(ctx, opts.childMemory, opts.memoryIdle)
 	if err != nil {
 		return err
 	}
@@ -89,8 +94,8 @@ func runMemoryChild(ctx context.Context, opts options) error {
 // informers keep what they hold), so that nothing but the informers holds
 // the objects: the process holds what a deployment's would, and not the
 // objects of a fake API server.
-func runMemory(ctx context.Context, size int) (*runMemResult, error) {
-	r := &runMemResult{Size: size}
+func runMemory(ctx context.Context, size int, idle time.Duration) (*runMemResult, error) {
+	r := &runMemResult{Size: size, Idle: idle}
 	base := liveHeap()
 	cfg := bench.Config()
 	srv, err := startServer(ctx)
@@ -125,6 +130,9 @@ func runMemory(ctx context.Context, size int) (*runMemResult, error) {
 			return nil, err
 		}
 	}
+	// Steady: idle for a while, as the runtime returns freed pages to the
+	// system in the background.
+	time.Sleep(idle)
 	if r.SteadyRSS, err = statusField("VmRSS"); err != nil {
 		return nil, err
 	}
@@ -132,16 +140,23 @@ func runMemory(ctx context.Context, size int) (*runMemResult, error) {
 		return nil, err
 	}
 	r.Heap = liveHeap() - base
-	logf("memory %d: %d ports after %s; peak RSS %s, steady RSS %s, live heap %s", size, r.Ports, seconds(r.Cold), megabytes(r.PeakRSS), megabytes(r.SteadyRSS), megabytes(r.Heap))
+	debug.FreeOSMemory()
+	if r.FreedRSS, err = statusField("VmRSS"); err != nil {
+		return nil, err
+	}
+	logf("memory %d: %d ports after %s; peak RSS %s, steady RSS %s (%s once freed), live heap %s", size, r.Ports, seconds(r.Cold),
+		megabytes(r.PeakRSS), megabytes(r.SteadyRSS), megabytes(r.FreedRSS), megabytes(r.Heap))
 	err = loop.Close()
 	loop = nil
 	if err != nil {
 		return nil, err
 	}
 
-	// The parts, one at a time, over the NB the loop filled.
+	// The parts, one at a time, over the NB the loop filled, from the heap
+	// the ended loop leaves once its goroutines are gone.
 	heap := func() int64 { return int64(liveHeap()) }
-	h0 := heap()
+	h0 := settledHeap()
+	r.HeapLeft = h0 - int64(base)
 	ictx, stopInformers := context.WithCancel(ctx)
 	defer stopInformers()
 	kube, dyn := kubefake.NewClientset(), dynamicfake.NewSimpleDynamicClientWithCustomListKinds(runtime.NewScheme(), sources.ListKinds)
@@ -171,11 +186,9 @@ func runMemory(ctx context.Context, size int) (*runMemResult, error) {
 	inc.Reset()
 	h5 := heap()
 	nb.Close()
-	time.Sleep(time.Second) // the client's goroutines end after Close returns
-	h6 := heap()
+	h6 := settledHeap() // the client's goroutines end after Close returns
 	stopInformers()
-	time.Sleep(time.Second)
-	h7 := heap()
+	h7 := settledHeap()
 	r.Parts = []memPart{
 		{Name: partInputs, Added: h1 - h0, Dropped: h6 - h7},
 		// Closing the NB client drops its cache and the observed state at once.
@@ -185,6 +198,22 @@ func runMemory(ctx context.Context, size int) (*runMemResult, error) {
 	}
 	logf("memory %d: parts %+v", size, r.Parts)
 	return r, nil
+}
+
+// settledHeap returns the live heap once it has stopped falling: the
+// goroutines of a client or an informer that was stopped end, and let go
+// of what they hold, after the call that stops them returns.
+func settledHeap() int64 {
+	h := int64(liveHeap())
+	for range 20 {
+		time.Sleep(250 * time.Millisecond)
+		next := int64(liveHeap())
+		if next > h-h/100 {
+			return min(h, next)
+		}
+		h = next
+	}
+	return h
 }
 
 // waitSettled waits until the NB holds at least want ports of ours and
