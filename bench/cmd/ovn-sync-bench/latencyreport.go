@@ -214,8 +214,10 @@ const memoryNotes = `
   (the monitor's initial rows), ` + "`NB.State`" + `, ` + "`desired.Incremental.Full`" + ` — and as each is dropped in reverse.
   Closing the NB client drops its cache and the observed state together. The running loop also holds
   what a pass keeps between passes (the last plan and outcome), so its heap need not equal the sum.
-- Default GOGC, no GOMEMLIMIT (deploy/ sets one from the container's limit). The peak includes the
-  objects the fake clients hand the informers' first lists, as an API server's list responses are.
+- Default GOGC, no GOMEMLIMIT (deploy/ sets one from the container's limit). The runtime then keeps
+  freed pages up to about its heap goal, twice the live heap, so the steady RSS stays near the peak;
+  the figure after ` + "`debug.FreeOSMemory`" + ` is what the pages in use take. The peak includes the objects the
+  fake clients hand the informers' first lists, as an API server's list responses are.
 `
 
 // writeTable writes rows as a Markdown table, the first row the header.
