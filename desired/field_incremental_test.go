@@ -62,7 +62,7 @@ func TestIncrementalFieldManifests(t *testing.T) {
 			in := c.inputs()
 			in.Subnets, in.Namespaces, in.StatefulSets, in.IPs = all.Subnets, all.Namespaces, all.StatefulSets, all.IPs
 			want := Build(in, cfg, have)
-			r, why := x.Update(in, changed, cfg, have)
+			r, why := x.Update(ObjectsOf(in), changed, cfg, have)
 			if why != "" {
 				whys[strings.SplitN(why, " (", 2)[0]]++
 				fulls++

@@ -196,7 +196,7 @@ func (out *Outcome) compute(nb NB, inp *desired.Inputs, opts *Options) state.Sta
 // changed when the result is incremental and the NB tells which of its
 // ports changed since the last plan, else over every port. The plan is
 // noted for the next.
-func (out *Outcome) diff(nb NB, have state.State, version uint64, opts Options) {
+func (out *Outcome) diff(nb NB, have state.State, version uint64, opts *Options) {
 	want := out.Result.Want
 	if ports, ok := out.scope(nb, version); ok {
 		out.Plan, out.Scoped = diff.ComputePorts(want, have, opts.Policy, ports), true
