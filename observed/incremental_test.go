@@ -648,3 +648,29 @@ func TestStateVersionNamePassed(t *testing.T) {
 		}
 	}
 }
+
+// TestStateShowsOwnTransaction: a snapshot taken as soon as a transaction
+// of ours returns shows it, though the cache's event handler reports its
+// rows later: a pass right after the last one's apply must not plan the
+// same rows again. Random batches of every kind of change, none waited for.
+func TestStateShowsOwnTransaction(t *testing.T) {
+	srv := nbtest.Start(t)
+	nb := dial(t, srv.Addr(), true)
+	seed := uint64(time.Now().UnixNano())
+	t.Logf("seed %d", seed)
+	w := &writer{t: t, nb: nb, rng: rand.New(rand.NewPCG(seed, 0))}
+	w.watchSentinel()
+	w.send(w.createSwitch("sentinel"))
+	w.sync()
+	for range 3 {
+		w.send(w.createSwitch(w.switchName()))
+	}
+	nb.StateVersion()
+	for batch := range 200 {
+		w.send(w.randomBatch())
+		got, _ := nb.StateVersion()
+		if want := fromScratch(tablesOf(nb.client.Cache())); !reflect.DeepEqual(got, want) {
+			t.Fatalf("batch %d (seed %d): the snapshot right after our transaction differs from the cache: %s", batch, seed, stateDiff(got, want))
+		}
+	}
+}
