@@ -3,6 +3,7 @@ package desired
 import (
 	"encoding/binary"
 	"fmt"
+	"math/bits"
 	"net/netip"
 	"slices"
 	"strings"
@@ -39,8 +40,11 @@ func newPool(f *family) *pool {
 }
 
 // take returns the lowest address from the cursor on that is not excluded
-// and not taken, and moves the cursor past it.
-func (p *pool) take(taken func(netip.Addr) bool) (netip.Addr, bool) {
+// and not taken, and moves the cursor past it. skip, if set, returns the
+// first address from a on that may be free: every address it passes over
+// must be taken. It lets the cursor pass a run of held addresses a word
+// of a window at a time, where taken would be asked of each.
+func (p *pool) take(taken func(netip.Addr) bool, skip func(netip.Addr) netip.Addr) (netip.Addr, bool) {
 	for !p.done {
 		a := p.next
 		if p.ei < len(p.excl) && !a.Less(p.excl[p.ei].From) {
@@ -52,6 +56,19 @@ func (p *pool) take(taken func(netip.Addr) bool) (netip.Addr, bool) {
 			}
 			p.next = end.Next()
 			continue
+		}
+		if skip != nil {
+			if b := skip(a); b != a {
+				if !b.IsValid() || p.last.Less(b) {
+					p.done = true
+					break
+				}
+				p.next = b
+				for p.ei < len(p.excl) && p.excl[p.ei].To.Less(b) {
+					p.ei++
+				}
+				continue
+			}
 		}
 		if a == p.last {
 			p.done = true
@@ -184,6 +201,51 @@ func (w *window) clear(hi, lo uint64) {
 	if off, ok := w.offset(hi, lo); ok {
 		w.bits[off/64] &^= 1 << (off % 64)
 	}
+}
+
+// nextFree returns the first address from a on that the window does not
+// hold: a when it is free or the window does not cover it, the first
+// address past the window when the window holds every one from a on. The
+// invalid Addr stands for an address past the last of its family.
+func (w *window) nextFree(a netip.Addr) netip.Addr {
+	hi, lo := ipWords(a)
+	off, ok := w.offset(hi, lo)
+	if !ok {
+		return a
+	}
+	i := off / 64
+	word := w.bits[i] | (1<<(off%64) - 1) // those below a count as held
+	for word == ^uint64(0) {
+		if i++; i == uint64(len(w.bits)) {
+			break
+		}
+		word = w.bits[i]
+	}
+	next := i*64 + uint64(bits.TrailingZeros64(^word))
+	if i == uint64(len(w.bits)) {
+		next = i * 64
+	}
+	if next == off {
+		return a
+	}
+	lo = w.base[1] + next
+	if lo < w.base[1] || a.Is4() && lo > 1<<32-1 {
+		return netip.Addr{}
+	}
+	return wordsAddr(a.Is4(), hi, lo)
+}
+
+// wordsAddr is the inverse of ipWords.
+func wordsAddr(is4 bool, hi, lo uint64) netip.Addr {
+	if is4 {
+		var b [4]byte
+		binary.BigEndian.PutUint32(b[:], uint32(lo))
+		return netip.AddrFrom4(b)
+	}
+	var b [16]byte
+	binary.BigEndian.PutUint64(b[:8], hi)
+	binary.BigEndian.PutUint64(b[8:], lo)
+	return netip.AddrFrom16(b)
 }
 
 // held reports whether the address is held, and whether the window knows.
@@ -606,6 +668,30 @@ func (m *ipam) holdersOf(k heldKey, sw uint32) []holderID {
 	return out
 }
 
+// nextFree returns the first address from a on that isHeld may find free,
+// reading the windows as isHeld does: w where it covers an address, else
+// the index's window in an incremental Build. Every address it passes
+// over isHeld finds held.
+func (m *ipam) nextFree(n *network, w *window, comp int, a netip.Addr) netip.Addr {
+	for a.IsValid() {
+		b := a
+		if hi, lo := ipWords(a); w != nil {
+			if _, ok := w.offset(hi, lo); ok {
+				b = w.nextFree(a)
+			} else if m.idx != nil {
+				b = m.idx.windowOf(n, comp).nextFree(a)
+			}
+		} else if m.idx != nil {
+			b = m.idx.windowOf(n, comp).nextFree(a)
+		}
+		if b == a {
+			return a
+		}
+		a = b
+	}
+	return a
+}
+
 // isHeld reports whether the address k names is held on n's switch; w is
 // n's window for k's component, if any.
 func (m *ipam) isHeld(n *network, w *window, k heldKey) bool {
@@ -943,7 +1029,8 @@ func (b *builder) allocateFresh(m *ipam, s *portSpec) {
 			fam.pool = newPool(fam)
 		}
 		w := m.window(n, f)
-		a, ok := fam.pool.take(func(a netip.Addr) bool { return m.isHeld(n, w, ipKey(0, a)) })
+		a, ok := fam.pool.take(func(a netip.Addr) bool { return m.isHeld(n, w, ipKey(0, a)) },
+			func(a netip.Addr) netip.Addr { return m.nextFree(n, w, f, a) })
 		if !ok {
 			b.ownerProblem(s.o, "SubnetExhausted",
 				fmt.Sprintf("network %s: no free %s address in %s for port %q", n.key, familyName[f], fam.prefix, s.name))
