@@ -327,9 +327,14 @@ func (b *base) rebuildOf(objs Objects, changed []ObjectRef) (rebuild, string) {
 	in := &sel.in
 	*in = objs.Networks()
 	vmis := map[nsName]*kubevirtv1.VirtualMachineInstance{}
+	// What the lookups find is remembered as the changed objects are: an
+	// object may be found here before a take names it, and be gone when
+	// one does (created and deleted since), its group then known by this.
 	for g := range groups {
 		for _, p := range objs.Launchers(g.ns, g.name) {
-			selected[nsName{p.Namespace, p.Name}] = p
+			k := nsName{p.Namespace, p.Name}
+			selected[k] = p
+			b.launchers[k] = g.name
 		}
 		if vm := objs.VirtualMachine(g.ns, g.name); vm != nil {
 			in.VirtualMachines = append(in.VirtualMachines, vm)
@@ -338,9 +343,16 @@ func (b *base) rebuildOf(objs Objects, changed []ObjectRef) (rebuild, string) {
 			vmis[g] = vmi
 		}
 		for _, vmi := range objs.OwnedVMIs(g.ns, g.name) {
-			vmis[nsName{vmi.Namespace, vmi.Name}] = vmi
+			k := nsName{vmi.Namespace, vmi.Name}
+			vmis[k] = vmi
+			if vmi.Name != g.name {
+				b.vmiVM[k] = g.name
+			}
 		}
-		in.Migrations = append(in.Migrations, objs.Migrations(g.ns, g.name)...)
+		for _, m := range objs.Migrations(g.ns, g.name) {
+			b.migVMI[nsName{m.Namespace, m.Name}] = g.name
+			in.Migrations = append(in.Migrations, m)
+		}
 	}
 	in.Pods = slices.Collect(maps.Values(selected))
 	in.VirtualMachineInstances = slices.Collect(maps.Values(vmis))
