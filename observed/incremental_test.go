@@ -33,16 +33,7 @@ import (
 // from scratch, its version moved if the snapshot did, and every snapshot
 // handed out before is as it was.
 func TestStateVersionIncremental(t *testing.T) {
-	srv := nbtest.Start(t)
-	nb := dial(t, srv.Addr(), true)
-	seed := uint64(time.Now().UnixNano())
-	t.Logf("seed %d", seed)
-	w := &writer{t: t, nb: nb, rng: rand.New(rand.NewPCG(seed, 0))}
-	w.watchSentinel()
-	w.send(w.createSwitch("sentinel"))
-	for range 3 {
-		w.send(w.createSwitch(w.switchName()))
-	}
+	srv, nb, w, seed := startWriter(t)
 
 	type handedOut struct {
 		s, copy state.State
@@ -654,17 +645,8 @@ func TestStateVersionNamePassed(t *testing.T) {
 // rows later: a pass right after the last one's apply must not plan the
 // same rows again. Random batches of every kind of change, none waited for.
 func TestStateShowsOwnTransaction(t *testing.T) {
-	srv := nbtest.Start(t)
-	nb := dial(t, srv.Addr(), true)
-	seed := uint64(time.Now().UnixNano())
-	t.Logf("seed %d", seed)
-	w := &writer{t: t, nb: nb, rng: rand.New(rand.NewPCG(seed, 0))}
-	w.watchSentinel()
-	w.send(w.createSwitch("sentinel"))
+	_, nb, w, seed := startWriter(t)
 	w.sync()
-	for range 3 {
-		w.send(w.createSwitch(w.switchName()))
-	}
 	nb.StateVersion()
 	for batch := range 200 {
 		w.send(w.randomBatch())
@@ -673,4 +655,21 @@ func TestStateShowsOwnTransaction(t *testing.T) {
 			t.Fatalf("batch %d (seed %d): the snapshot right after our transaction differs from the cache: %s", batch, seed, stateDiff(got, want))
 		}
 	}
+}
+
+// startWriter starts an NB, dials it and returns a writer of random
+// changes seeded from the clock, with a sentinel switch (for sync) and
+// three switches written.
+func startWriter(t *testing.T) (*nbtest.Server, *NB, *writer, uint64) {
+	srv := nbtest.Start(t)
+	nb := dial(t, srv.Addr(), true)
+	seed := uint64(time.Now().UnixNano())
+	t.Logf("seed %d", seed)
+	w := &writer{t: t, nb: nb, rng: rand.New(rand.NewPCG(seed, 0))}
+	w.watchSentinel()
+	w.send(w.createSwitch("sentinel"))
+	for range 3 {
+		w.send(w.createSwitch(w.switchName()))
+	}
+	return srv, nb, w, seed
 }
