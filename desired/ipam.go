@@ -203,6 +203,15 @@ func (w *window) clear(hi, lo uint64) {
 	}
 }
 
+// covers reports whether w, which may be nil, knows whether a is held.
+func (w *window) covers(a netip.Addr) bool {
+	if w == nil {
+		return false
+	}
+	_, ok := w.offset(ipWords(a))
+	return ok
+}
+
 // nextFree returns the first address from a on that the window does not
 // hold: a when it is free or the window does not cover it, the first
 // address past the window when the window holds every one from a on. The
@@ -675,13 +684,10 @@ func (m *ipam) holdersOf(k heldKey, sw uint32) []holderID {
 func (m *ipam) nextFree(n *network, w *window, comp int, a netip.Addr) netip.Addr {
 	for a.IsValid() {
 		b := a
-		if hi, lo := ipWords(a); w != nil {
-			if _, ok := w.offset(hi, lo); ok {
-				b = w.nextFree(a)
-			} else if m.idx != nil {
-				b = m.idx.windowOf(n, comp).nextFree(a)
-			}
-		} else if m.idx != nil {
+		switch {
+		case w.covers(a):
+			b = w.nextFree(a)
+		case m.idx != nil:
 			b = m.idx.windowOf(n, comp).nextFree(a)
 		}
 		if b == a {
