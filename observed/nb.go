@@ -191,6 +191,7 @@ func (l *changeLog) sent(ops []ovsdb.Operation, res []ovsdb.OperationResult, swi
 	if l.c.all {
 		return
 	}
+	everySwitch := false
 	for i, op := range ops {
 		var set *map[string]struct{}
 		switch op.Table {
@@ -225,15 +226,16 @@ func (l *changeLog) sent(ops []ovsdb.Operation, res []ovsdb.OperationResult, swi
 			l.c = changes{all: true}
 			return
 		}
-		if !byUUID {
-			for _, u := range switches() {
-				l.c.switches = addUUID(l.c.switches, u)
-			}
-		}
+		everySwitch = everySwitch || !byUUID
 		for _, m := range op.Mutations {
 			if m.Column == "ports" {
 				eachUUID(m.Value, func(u string) { l.c.ports = addUUID(l.c.ports, u) })
 			}
+		}
+	}
+	if everySwitch {
+		for _, u := range switches() {
+			l.c.switches = addUUID(l.c.switches, u)
 		}
 	}
 }
