@@ -150,15 +150,17 @@ func (m *ipam) resolve(b *builder, name string) holderID {
 
 // indexed returns the holders the index lists for k on switch sw (every
 // switch when sw is 0), in name order, but for ports whose NB row differs
-// from the index's, which the list holds.
-func (m *ipam) indexed(b *builder, k addrKey, sw uint32) []held {
+// from the index's, which the list holds. For a claim (kept), such a port
+// of an owner not rebuilt is a holder too: the result keeps it as the
+// last result has it, whatever the NB shows until that result is applied.
+func (m *ipam) indexed(b *builder, k addrKey, sw uint32, kept bool) []held {
 	hs := m.idx.by[k]
 	if len(hs) == 0 {
 		return nil
 	}
 	var out []held
 	for _, h := range hs {
-		if m.differ[h.name] && b.have.Ports[h.name] != nil {
+		if m.differ[h.name] && b.have.Ports[h.name] != nil && !(kept && !b.scoped.owners[b.scoped.prior.Ports[h.name].Owner]) {
 			// The NB's row of that name is listed: it is the holder. (The
 			// index still counts the address as held: isHeld.)
 			continue
@@ -191,7 +193,7 @@ func (m *ipam) scopedDuplicates(b *builder) [][]held {
 	}
 	var out [][]held
 	for k := range groups {
-		if g := append(slices.Clone(byAddr[k]), m.indexed(b, k, 0)...); conflicting(g) {
+		if g := append(slices.Clone(byAddr[k]), m.indexed(b, k, 0, false)...); conflicting(g) {
 			out = append(out, g)
 		}
 	}

@@ -512,3 +512,65 @@ func TestIncrementalLauncherSeenBeforeNamed(t *testing.T) {
 		t.Fatalf("after the target went: requested-chassis %q, want node-1", got)
 	}
 }
+
+// TestIncrementalClaimOverLaggingNB: a pass readdresses a port (its pod
+// asks for another address) and the NB cache does not show it yet when
+// the next pass starts. Another pod's request for the new address must
+// fail: the result keeps the first pod's port as the last one had it,
+// whatever the NB row still says. (The incremental Build took the NB's
+// row for the holder and handed the address out twice.)
+func TestIncrementalClaimOverLaggingNB(t *testing.T) {
+	cfg, err := NewConfig("ovn-default", []string{"10.16.0.0/24"}, []string{"10.16.0.1"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := &cluster{cfg: cfg, objects: map[ObjectRef]any{}}
+	pod := func(name string, created int, ip string) *corev1.Pod {
+		p := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: name,
+			CreationTimestamp: metav1.NewTime(time.Date(2026, 1, 1, created, 0, 0, 0, time.UTC))},
+			Spec: corev1.PodSpec{NodeName: "node-1"}, Status: corev1.PodStatus{Phase: corev1.PodRunning}}
+		if ip != "" {
+			p.Annotations = map[string]string{"ovn.kubernetes.io/ip_address": ip}
+		}
+		return p
+	}
+	c.put(pod("a", 0, ""))
+	var x Incremental
+	have := state.New(0)
+	r := x.Full(c.inputs(), cfg, have)
+	have = applied(have, r.Want)
+	if got := r.Want.Ports["a.default"].Addresses; !slices.Equal(got, []string{"0a:58:0a:10:00:02 10.16.0.2"}) {
+		t.Fatalf("a's port holds %q", got)
+	}
+	update := func(changed ObjectRef) Result {
+		t.Helper()
+		r, why := x.Update(ObjectsOf(c.inputs()), []ObjectRef{changed}, cfg, have)
+		if why != "" {
+			t.Fatalf("Update gave up: %s", why)
+		}
+		for _, err := range invariants(have, r) {
+			t.Error(err)
+		}
+		return r
+	}
+	// a asks for 10.16.0.9: the pass readdresses its port, and the NB
+	// cache still shows 10.16.0.2 when b, asking for 10.16.0.9 too, comes.
+	r = update(c.put(pod("a", 0, "10.16.0.9")))
+	if got := r.Want.Ports["a.default"].Addresses; !slices.Equal(got, []string{"0a:58:0a:10:00:02 10.16.0.9"}) {
+		t.Fatalf("a's port holds %q after its request, want 10.16.0.9 (and its MAC)", got)
+	}
+	r = update(c.put(pod("b", 1, "10.16.0.9")))
+	if p := r.Want.Ports["b.default"]; p != nil {
+		t.Errorf("b's port %q: 10.16.0.9 is a's in the result", p.Addresses)
+	}
+	if !slices.ContainsFunc(r.Problems, func(p Problem) bool {
+		return p.Name == "b" && strings.Contains(p.Message, `held by port "a.default"`)
+	}) {
+		t.Errorf("no problem says b's request is held by a.default: %v", r.Problems)
+	}
+	// Once the NB shows the result, a full Build agrees.
+	have = applied(have, r.Want)
+	if d := Mismatch(update(c.put(pod("b", 1, "10.16.0.9"))), Build(c.inputs(), cfg, have)); d != "" {
+		t.Errorf("with the NB caught up, incremental and full Build differ: %s", d)
+	}
+}

@@ -664,7 +664,7 @@ func (m *ipam) holdersOf(k heldKey, sw uint32) []holderID {
 		// In an incremental Build, the last result's ports on the switch
 		// too, unless a claim of this pass overrides them.
 		if m.idx != nil && s != 0 && !(len(ids) == 1 && ids[0] < 0) {
-			for _, e := range m.indexed(m.b, k.addrKey, s) {
+			for _, e := range m.indexed(m.b, k.addrKey, s, true) {
 				ids = append(ids, e.id)
 			}
 		}
