@@ -86,6 +86,7 @@ func TestRunConcurrentWriter(t *testing.T) {
 		wg.Wait()
 		stop()
 		t.Logf("round %d: %d edits by the other writer", round, edits)
+		caughtUp(t, s, tr, fmt.Sprintf("hammer-done-%d", round))
 		waitConverged(t, tr)
 
 		// A foreign port takes the lowest free address; pods created once
@@ -217,6 +218,24 @@ func foreignRow(t *testing.T, s *nbtest.Server, name string) string {
 	t.Helper()
 	return s.NBCtl("--columns=_uuid,name,type,addresses,port_security,dynamic_addresses,options,external_ids,enabled,tag",
 		"list", "Logical_Switch_Port", name)
+}
+
+// caughtUp waits until ovn-sync's NB cache holds every transaction the
+// server committed before the call. ovn-nbctl returns once the server has
+// committed, but the monitor update to ovn-sync's client may still be on
+// its way: the cache could show a row as it was before the writer's last
+// edit, and a check of it pass. A switch named name, added now, comes
+// after them on the client's connection, so once the cache has it, it
+// has them.
+func caughtUp(t *testing.T, s *nbtest.Server, tr *looptest.Runner, name string) {
+	t.Helper()
+	s.NBCtl("ls-add", name)
+	looptest.WaitFor(t, 10*time.Second, "the NB cache caught up with the server", func() error {
+		if tr.NB.State().Switches[name] == nil {
+			return fmt.Errorf("switch %s not in the cache yet", name)
+		}
+		return nil
+	})
 }
 
 // waitConverged waits until the runner's informers hold every pod and a
