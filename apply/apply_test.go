@@ -163,7 +163,7 @@ func testApply(t *testing.T, c client.Client) {
 		// The migration ends: activation-strategy goes, our keys only.
 		a3 := *a2
 		a3.RequestedChassis, a3.ActivationStrategy = "n2", ""
-		want.Ports[a3.Name] = &a3
+		want.Ports.Set(a3.Name, &a3)
 		if _, _, err := converge(t, c, want, Options{}); err != nil {
 			t.Fatal(err)
 		}
@@ -176,7 +176,7 @@ func testApply(t *testing.T, c client.Client) {
 	t.Run("delete, move, and delete the emptied switch", func(t *testing.T) {
 		before := dump(t, c)
 		moved := port("c.ns.net1.ns.ovn", "ovn-default", "Pod/ns/c", "0a:58:0a:01:00:02 10.1.0.2", "n2")
-		a3 := before.state().Ports["a.default"]
+		a3 := before.state().Ports.Get("a.default")
 		sw := *defaultSw
 		sw.IPv6Prefix = "fd00:10:16::/64"
 		want := st([]*state.Switch{&sw, admin}, a3, moved, d)
@@ -211,7 +211,7 @@ func testApply(t *testing.T, c client.Client) {
 				Mutations: []ovsdb.Mutation{{Column: colPorts, Mutator: ovsdb.MutateOperationInsert, Value: uuidSet([]string{"p"})}}},
 		)
 		want := dump(t, c).state()
-		delete(want.Ports, "stray")
+		want.Ports.Delete("stray")
 		plan, res, err := converge(t, c, want, Options{})
 		if err != nil || res.Deleted != 1 {
 			t.Fatalf("Apply(%s) = %+v, %v; want the stray port deleted", plan, res, err)
@@ -234,7 +234,7 @@ func testApply(t *testing.T, c client.Client) {
 
 		want = base.Clone()
 		e := port("e.default", "ovn-default", "Pod/default/e", "0a:58:0a:10:00:05 10.16.0.5", "n1")
-		want.Ports[e.Name] = e
+		want.Ports.Set(e.Name, e)
 		for _, s := range base.Switches {
 			if !s.Owned() {
 				want.Switches[s.Name] = s
@@ -267,7 +267,7 @@ func testApplyBatchLimit(t *testing.T, c client.Client) {
 	want := st([]*state.Switch{sw})
 	for i := range 95 {
 		p := port(fmt.Sprintf("p%02d", i), "big", "Pod/ns/p", fmt.Sprintf("addr %d", i), "n1")
-		want.Ports[p.Name] = p
+		want.Ports.Set(p.Name, p)
 	}
 	opts := Options{MaxOpsPerTxn: 10}
 	plan, res, err := converge(t, c, want, opts)

@@ -206,7 +206,7 @@ func st(switches []*state.Switch, ports ...*state.Port) state.State {
 		s.Switches[sw.Name] = sw
 	}
 	for _, p := range ports {
-		s.Ports[p.Name] = p
+		s.Ports.Set(p.Name, p)
 	}
 	return s
 }
@@ -237,16 +237,18 @@ func TestBatches(t *testing.T) {
 				o := withUUID(p, fmt.Sprint("LSP", i))
 				switch i % 5 {
 				case 0:
-					want.Ports[name], have.Ports[name] = p, o
+					want.Ports.Set(name, p)
+					have.Ports.Set(name, o)
 				case 1:
-					want.Ports[name], have.Ports[name] = port(name, sw, "Pod/ns/"+name, fmt.Sprint("addr", i), "n2"), o
+					want.Ports.Set(name, port(name, sw, "Pod/ns/"+name, fmt.Sprint("addr", i), "n2"))
+					have.Ports.Set(name, o)
 				case 2:
-					have.Ports[name] = o
+					have.Ports.Set(name, o)
 				case 3:
-					want.Ports[name] = p
+					want.Ports.Set(name, p)
 				case 4:
-					want.Ports[name] = p
-					have.Ports[name] = withUUID(port(name, fmt.Sprint("sw", (i+1)%3), "Pod/ns/"+name, "x", ""), fmt.Sprint("LSP", i))
+					want.Ports.Set(name, p)
+					have.Ports.Set(name, withUUID(port(name, fmt.Sprint("sw", (i+1)%3), "Pod/ns/"+name, "x", ""), fmt.Sprint("LSP", i)))
 				}
 			}
 			plan := diff.Compute(want, have, diff.Policy{})

@@ -124,11 +124,11 @@ func testApplyPipelined(t *testing.T, c client.Client, inFlight int) {
 	want := st([]*state.Switch{two, admin})
 	for i := range 50 {
 		p := port(fmt.Sprintf("p%02d", i), "two", "Pod/ns/p", fmt.Sprintf("addr %d", i), "n2")
-		want.Ports[p.Name] = p
+		want.Ports.Set(p.Name, p)
 	}
 	for i := range 30 {
 		p := port(fmt.Sprintf("q%02d", i), "two", "Pod/ns/q", fmt.Sprintf("addr q%d", i), "n2")
-		want.Ports[p.Name] = p
+		want.Ports.Set(p.Name, p)
 	}
 	plan := diff.Compute(want, old.state(), diff.Policy{})
 	if n := plan.Counts(); n.Add != 81 || n.Destroy != 61 {
@@ -257,7 +257,7 @@ func testApplyPipelinedStale(t *testing.T, c client.Client) {
 	want := st([]*state.Switch{sw})
 	for i := range 50 {
 		p := port(fmt.Sprintf("p%02d", i), "sw", "Pod/ns/p", fmt.Sprintf("addr %d", i), "n1")
-		want.Ports[p.Name] = p
+		want.Ports.Set(p.Name, p)
 	}
 	plan := diff.Compute(want, dump(t, c).state(), diff.Policy{})
 	addForeignPort(t, c, "sw", "p15") // in the second transaction

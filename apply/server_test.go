@@ -125,7 +125,7 @@ func (r nbRows) state() state.State {
 			p.Owner, p.Network, p.Switch = owner, lsp.ExternalIDs[state.KeyNetwork], lsp.ExternalIDs[state.KeySwitch]
 			p.RequestedChassis, p.ActivationStrategy = lsp.Options[state.OptRequestedChassis], lsp.Options[state.OptActivationStrategy]
 		}
-		s.Ports[name] = p
+		s.Ports.Set(name, p)
 	}
 	return s
 }

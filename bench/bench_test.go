@@ -90,7 +90,7 @@ func BenchmarkCompute(b *testing.B) {
 				for range b.N {
 					plan = diff.Compute(s.want, have, diff.Policy{})
 				}
-				m.stop(len(s.want.Ports))
+				m.stop(s.want.Ports.Len())
 				if c.name == "noop" && !plan.Empty() {
 					b.Fatalf("Compute(want, observe(want)) is not empty:\n%s", plan)
 				}
@@ -108,7 +108,7 @@ func BenchmarkBuild(b *testing.B) {
 			for range b.N {
 				desired.Build(s.in, Config(), s.have)
 			}
-			m.stop(len(s.want.Ports))
+			m.stop(s.want.Ports.Len())
 			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/float64(owners), "ns/owner")
 		})
 	}

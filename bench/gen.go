@@ -142,7 +142,7 @@ func launcher(vm, ns string, vmiUID types.UID, node string, n int) *corev1.Pod {
 // Observe returns want as observed would read it back from the NB: the same
 // values with UUIDs, indexed.
 func Observe(want state.State) state.State {
-	have := state.State{Switches: make(map[string]*state.Switch, len(want.Switches)), Ports: make(map[string]*state.Port, len(want.Ports))}
+	have := state.State{Switches: make(map[string]*state.Switch, len(want.Switches)), Ports: state.NewPorts(want.Ports.Len())}
 	i := 0
 	for name, sw := range want.Switches {
 		c := *sw
@@ -150,11 +150,11 @@ func Observe(want state.State) state.State {
 		i++
 		have.Switches[name] = &c
 	}
-	for name, p := range want.Ports {
+	for name, p := range want.Ports.All() {
 		c := *p
 		c.UUID = fmt.Sprintf("00000000-0000-4000-9000-%012x", i)
 		i++
-		have.Ports[name] = &c
+		have.Ports.Set(name, &c)
 	}
 	have.Index = state.IndexPorts(have.Ports) // as observed.NB.State does
 	return have
@@ -166,30 +166,30 @@ func Observe(want state.State) state.State {
 // ports of ours whose owners are gone.
 func Churn(have state.State) state.State {
 	c := have.Clone()
-	names := make([]string, 0, len(have.Ports))
-	for name := range have.Ports {
+	names := make([]string, 0, have.Ports.Len())
+	for name := range have.Ports.All() {
 		names = append(names, name)
 	}
 	slices.Sort(names) // deterministic: every 100th port by name
 	for k, i := 0, 0; i < len(names); k, i = k+1, i+100 {
-		p := have.Ports[names[i]]
+		p := have.Ports.Get(names[i])
 		switch k % 4 {
 		case 0:
-			delete(c.Ports, p.Name)
+			c.Ports.Delete(p.Name)
 		case 1:
 			q := *p
 			q.Addresses = []string{"0a:58:ff:ff:ff:ff 10.255.255.254"}
 			q.PortSecurity = q.Addresses
-			c.Ports[p.Name] = &q
+			c.Ports.Set(p.Name, &q)
 		case 2:
 			q := *p
 			q.RequestedChassis = "node-elsewhere"
-			c.Ports[p.Name] = &q
+			c.Ports.Set(p.Name, &q)
 		case 3:
 			q := *p
 			q.Name = "gone-" + p.Name
 			q.UUID = "gone-" + p.UUID
-			c.Ports[q.Name] = &q
+			c.Ports.Set(q.Name, &q)
 		}
 	}
 	c.Index = state.IndexPorts(c.Ports)

@@ -125,8 +125,8 @@ type builder struct {
 // builds every owner, whose ports are about as many as have's.
 func newBuilder(in Inputs, have state.State, full bool) *builder {
 	n := len(in.Pods) + len(in.VirtualMachines) + len(in.VirtualMachineInstances)
-	if full && len(have.Ports) > n {
-		n = len(have.Ports)
+	if full && have.Ports.Len() > n {
+		n = have.Ports.Len()
 	}
 	b := &builder{
 		have:        have,
@@ -406,12 +406,12 @@ func (b *builder) add(s *portSpec) {
 	// One map operation in the common case: insert, and see whether the map
 	// grew. If it did not, the name was taken; the clash code puts back
 	// whichever spec wins.
-	if b.scoped != nil && b.scoped.outside(s.name, b.have.Ports[s.name], s.o) {
+	if b.scoped != nil && b.scoped.outside(s.name, b.have.Ports.Get(s.name), s.o) {
 		return
 	}
-	n := len(b.want.Ports)
-	b.want.Ports[s.name] = &s.port
-	if len(b.want.Ports) > n {
+	n := b.want.Ports.Len()
+	b.want.Ports.Set(s.name, &s.port)
+	if b.want.Ports.Len() > n {
 		b.specs = append(b.specs, s)
 		if b.byName != nil {
 			b.byName[s.name] = s
@@ -421,7 +421,7 @@ func (b *builder) add(s *portSpec) {
 	other := b.specNamed(s.name)
 	winner, loser := other, s
 	if other.o != s.o {
-		if hp := b.have.Ports[s.name]; hp != nil && hp.Owner == s.o.id && hp.Owner != other.o.id {
+		if hp := b.have.Ports.Get(s.name); hp != nil && hp.Owner == s.o.id && hp.Owner != other.o.id {
 			winner, loser = s, other
 		} else if hp == nil || hp.Owner != other.o.id {
 			if comparePriority(s, other) < 0 {
@@ -429,7 +429,7 @@ func (b *builder) add(s *portSpec) {
 			}
 		}
 	}
-	b.want.Ports[s.name] = &winner.port
+	b.want.Ports.Set(s.name, &winner.port)
 	if winner == s {
 		b.byName[s.name] = s
 		b.specs = append(b.specs, s)
@@ -441,7 +441,7 @@ func (b *builder) add(s *portSpec) {
 
 // ownedHave returns our have port called name if o owns it.
 func (b *builder) ownedHave(o *owner, name string) *state.Port {
-	if hp := b.have.Ports[name]; hp != nil && hp.Owner == o.id {
+	if hp := b.have.Ports.Get(name); hp != nil && hp.Owner == o.id {
 		return hp
 	}
 	return nil
@@ -477,7 +477,7 @@ func (b *builder) indexHaveOwners() {
 		return
 	}
 	b.haveByOwner = map[string][]*state.Port{}
-	for _, p := range b.have.Ports {
+	for _, p := range b.have.Ports.All() {
 		if p != nil && p.Owned() {
 			b.haveByOwner[p.Owner] = append(b.haveByOwner[p.Owner], p)
 		}
@@ -496,11 +496,11 @@ func (b *builder) resolve() {
 		if s.state != specBuild {
 			continue
 		}
-		hp := b.have.Ports[s.name]
+		hp := b.have.Ports.Get(s.name)
 		if hp != nil && !hp.Owned() {
 			if !b.adoptable(s, hp) {
 				s.state = specDropped
-				delete(b.want.Ports, s.name)
+				b.want.Ports.Delete(s.name)
 				continue
 			}
 			hp = b.adoptPort(s, hp)
@@ -599,18 +599,19 @@ func (s *portSpec) startRequests(h lsp) {
 // index sets want.Index, walking the specs in the order they were allocated
 // (so memory is read in order) and hashing each port while it is at hand.
 func (b *builder) index() {
-	idx := make(state.Index, 0, len(b.want.Ports))
+	idx := make(state.Entries, 0, b.want.Ports.Len())
 	for _, s := range b.specs {
 		// The specs finish put in want: built, or kept from have.
 		if s.state == specBuild || s.kept() && s.have != nil {
 			idx = append(idx, state.EntryOf(&s.port))
 		}
 	}
-	if len(idx) != len(b.want.Ports) {
-		idx = state.IndexPorts(b.want.Ports) // a port that no spec holds
+	if len(idx) != b.want.Ports.Len() {
+		b.want.Index = state.IndexPorts(b.want.Ports) // a port that no spec holds
+		return
 	}
 	idx.Sort()
-	b.want.Index = idx
+	b.want.Index = state.IndexOf(idx)
 }
 
 // finish writes want and sorts the problems.
@@ -629,7 +630,7 @@ func (b *builder) finish() Result {
 			s.state = specEvicted
 			fallthrough
 		case s.state == specEvicted || s.kept() && s.have == nil:
-			delete(b.want.Ports, s.name)
+			b.want.Ports.Delete(s.name)
 			continue
 		case s.kept():
 			s.port = *s.have

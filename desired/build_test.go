@@ -29,7 +29,7 @@ func TestBuildUnusableConfig(t *testing.T) {
 	have.Switches["ovn-default"] = &state.Switch{Name: "ovn-default", UUID: "u1", Owner: "ovn-sync", Network: "default", Subnet: "10.16.0.0/16"}
 	kept := &state.Port{Name: "a.default", UUID: "u2", Switch: "ovn-default", Owner: "Pod/default/a", Network: "default",
 		Addresses: []string{"0a:58:0a:10:00:02 10.16.0.2"}, PortSecurity: []string{"0a:58:0a:10:00:02 10.16.0.2"}, RequestedChassis: "node-9"}
-	have.Ports[kept.Name] = kept
+	have.Ports.Set(kept.Name, kept)
 	in := Inputs{Pods: []*corev1.Pod{pod("default", "a", nil), pod("default", "b", nil)}}
 
 	for _, tc := range []struct {
@@ -46,7 +46,7 @@ func TestBuildUnusableConfig(t *testing.T) {
 		if len(problems) != 1 || problems[0].Kind != "Config" || problems[0].Reason != "InvalidConfig" || !strings.Contains(problems[0].Message, tc.msg) {
 			t.Errorf("%s: Build problems = %v, want one InvalidConfig %q", tc.name, problems, tc.msg)
 		}
-		if len(want.Ports) != 1 || !want.Ports["a.default"].Equal(kept) || want.Ports["a.default"].UUID != "" {
+		if want.Ports.Len() != 1 || !want.Ports.Get("a.default").Equal(kept) || want.Ports.Get("a.default").UUID != "" {
 			t.Errorf("%s: Build ports = %v, want only a.default kept unchanged, without its UUID", tc.name, want.Ports)
 		}
 		if s := want.Switches["ovn-default"]; s == nil || !s.Equal(have.Switches["ovn-default"]) || s.UUID != "" {
@@ -70,8 +70,8 @@ func TestBuildLeavesHaveAlone(t *testing.T) {
 	if after := statetext.Print(have); after != before {
 		t.Errorf("Build modified have:\n%s\nwas\n%s", after, before)
 	}
-	for name, p := range again.Ports {
-		if &p.Addresses[0] != &have.Ports[name].Addresses[0] {
+	for name, p := range again.Ports.All() {
+		if &p.Addresses[0] != &have.Ports.Get(name).Addresses[0] {
 			t.Errorf("Build(%s) copied unchanged addresses", name)
 		}
 	}

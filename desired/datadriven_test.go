@@ -187,20 +187,20 @@ func invariants(have state.State, r Result) []error {
 		kept[f.Port.Name] = f.Kept
 	}
 	var errs []error
-	if !slices.Equal(want.Index, state.IndexPorts(want.Ports)) {
-		errs = append(errs, fmt.Errorf("want.Index (%d entries) is not IndexPorts(want.Ports) (%d ports)", len(want.Index), len(want.Ports)))
+	if !want.Index.Equal(state.IndexPorts(want.Ports)) {
+		errs = append(errs, fmt.Errorf("want.Index (%d entries) is not IndexPorts(want.Ports) (%d ports)", want.Index.Len(), want.Ports.Len()))
 	}
 	type key struct {
 		sw, a string
 	}
 	holders := map[key]string{}
 	unchanged := func(name string) bool {
-		hp, wp := have.Ports[name], want.Ports[name]
+		hp, wp := have.Ports.Get(name), want.Ports.Get(name)
 		return hp != nil && wp != nil && hp.Equal(wp)
 	}
 	stuck := func(a, b string) bool { return unchanged(a) && unchanged(b) && (kept[a] || kept[b]) }
-	for _, name := range sortedKeys(want.Ports) {
-		p := want.Ports[name]
+	for _, name := range slices.Sorted(want.Ports.Names()) {
+		p := want.Ports.Get(name)
 		if p.Name != name {
 			errs = append(errs, fmt.Errorf("port %q is keyed %q", p.Name, name))
 		}
@@ -211,7 +211,7 @@ func invariants(have state.State, r Result) []error {
 			errs = append(errs, fmt.Errorf("port %q: addresses %q but port_security %q", name, p.Addresses, p.PortSecurity))
 		}
 		for _, ref := range []string{p.DHCPv4, p.DHCPv6} {
-			hp := have.Ports[name]
+			hp := have.Ports.Get(name)
 			foreign := hp != nil && (hp.DHCPv4 == ref || hp.DHCPv6 == ref) && have.DHCP[ref] == nil
 			if ref != "" && want.DHCP[ref] == nil && !foreign {
 				errs = append(errs, fmt.Errorf("port %q refers to DHCP_Options %q, which is neither in want nor a row not ours it held", name, ref))
@@ -230,9 +230,9 @@ func invariants(have state.State, r Result) []error {
 			}
 		}
 	}
-	for _, name := range sortedKeys(have.Ports) {
-		hp := have.Ports[name]
-		if hp.Owned() || want.Ports[name] != nil && want.Ports[name].Adopt == hp.Vendor {
+	for _, name := range slices.Sorted(have.Ports.Names()) {
+		hp := have.Ports.Get(name)
+		if hp.Owned() || want.Ports.Get(name) != nil && want.Ports.Get(name).Adopt == hp.Vendor {
 			continue // ours, or adopted: its addresses are its own
 		}
 		for _, e := range append(slices.Clone(hp.Addresses), hp.DynamicAddresses) {
@@ -255,29 +255,29 @@ func invariants(have state.State, r Result) []error {
 // the rows of have that are not ours, which are never deleted. Our rows
 // missing from want are gone. An adopted row keeps its vendor's keys.
 func applied(have, want state.State) state.State {
-	s := state.New(len(want.Ports))
+	s := state.New(want.Ports.Len())
 	for k, v := range want.Switches {
 		s.Switches[k] = v
 	}
 	for k, v := range want.DHCP {
 		s.DHCP[k] = v
 	}
-	for k, v := range want.Ports {
-		if hp := have.Ports[k]; hp != nil && (v.Adopt != "" || hp.Vendor != "") {
+	for k, v := range want.Ports.All() {
+		if hp := have.Ports.Get(k); hp != nil && (v.Adopt != "" || hp.Vendor != "") {
 			p := *v
 			p.Adopt, p.Vendor, p.VendorSwitch = "", hp.Vendor, hp.VendorSwitch
 			v = &p
 		}
-		s.Ports[k] = v
+		s.Ports.Set(k, v)
 	}
 	for k, v := range have.Switches {
 		if _, ok := s.Switches[k]; !ok && !v.Owned() {
 			s.Switches[k] = v
 		}
 	}
-	for k, v := range have.Ports {
-		if _, ok := s.Ports[k]; !ok && !v.Owned() {
-			s.Ports[k] = v
+	for k, v := range have.Ports.All() {
+		if _, ok := s.Ports.Lookup(k); !ok && !v.Owned() {
+			s.Ports.Set(k, v)
 		}
 	}
 	return s
@@ -486,11 +486,11 @@ func deleteObject(in *Inputs, kind, ns, name string) bool {
 
 func withoutAdopt(s state.State) state.State {
 	c := s.Clone()
-	for k, p := range c.Ports {
+	for k, p := range c.Ports.All() {
 		if p.Adopt != "" {
 			q := *p
 			q.Adopt = ""
-			c.Ports[k] = &q
+			c.Ports.Set(k, &q)
 		}
 	}
 	return c

@@ -105,7 +105,7 @@ func checkField(t *testing.T, in Inputs, cfg Config) {
 	t.Helper()
 	have := state.New(0)
 	r := Build(in, cfg, have)
-	if len(r.Want.Ports) == 0 {
+	if r.Want.Ports.Len() == 0 {
 		t.Errorf("Build gives no ports")
 	}
 	for _, err := range invariants(have, r) {
@@ -141,12 +141,12 @@ func checkField(t *testing.T, in Inputs, cfg Config) {
 	for _, err := range invariants(next, off) {
 		t.Errorf("stopped: %v", err)
 	}
-	for _, name := range sortedKeys(r.Want.Ports) {
-		p := r.Want.Ports[name]
+	for _, name := range slices.Sorted(r.Want.Ports.Names()) {
+		p := r.Want.Ports.Get(name)
 		if !strings.HasPrefix(p.Owner, kindVirtualMachine+"/") {
 			continue
 		}
-		if q := off.Want.Ports[name]; q == nil || !slices.Equal(q.Addresses, p.Addresses) {
+		if q := off.Want.Ports.Get(name); q == nil || !slices.Equal(q.Addresses, p.Addresses) {
 			t.Errorf("VM port %q: %q while running, %v once stopped", name, p.Addresses, q)
 		}
 	}
@@ -156,8 +156,8 @@ func checkField(t *testing.T, in Inputs, cfg Config) {
 // the subnets its switch records.
 func withinSubnets(want state.State) []error {
 	var errs []error
-	for _, name := range sortedKeys(want.Ports) {
-		p := want.Ports[name]
+	for _, name := range slices.Sorted(want.Ports.Names()) {
+		p := want.Ports.Get(name)
 		sw := want.Switches[p.Switch]
 		if sw == nil {
 			continue // invariants reports it

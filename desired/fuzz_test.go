@@ -50,21 +50,21 @@ func FuzzBuildHostileInput(f *testing.F) {
 		}
 		in := Inputs{Pods: []*corev1.Pod{good}, NetworkAttachmentDefinitions: []*nadv1.NetworkAttachmentDefinition{nad}}
 		first, _ := wantProblems(Build(in, cfg, state.New(0)))
-		goodPort := first.Ports["good.tenant"]
+		goodPort := first.Ports.Get("good.tenant")
 		if goodPort == nil {
 			t.Fatalf("good pod has no port before the hostile one arrives")
 		}
-		have := state.State{Switches: first.Switches, Ports: map[string]*state.Port{}}
-		for n, p := range first.Ports {
+		have := state.State{Switches: first.Switches, Ports: state.PortsOf(map[string]*state.Port{})}
+		for n, p := range first.Ports.All() {
 			q := *p
 			q.UUID = "uuid-" + n
-			have.Ports[n] = &q
+			have.Ports.Set(n, &q)
 		}
 
 		in.Pods = append(in.Pods, hostile)
 		r := Build(in, cfg, have)
 		want := r.Want
-		if got := want.Ports["good.tenant"]; got == nil || !got.Equal(goodPort) {
+		if got := want.Ports.Get("good.tenant"); got == nil || !got.Equal(goodPort) {
 			t.Fatalf("hostile input changed the good port:\nbefore %+v\nafter  %+v", goodPort, got)
 		}
 		for _, err := range invariants(have, r) {

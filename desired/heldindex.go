@@ -30,9 +30,9 @@ type windowKey struct {
 // heldBy is a port holding an address on its switch.
 type heldBy struct{ sw, name string }
 
-func newHeldIndex(ports map[string]*state.Port) *heldIndex {
-	x := &heldIndex{by: make(map[addrKey][]heldBy, 2*len(ports)), dups: map[addrKey]bool{}}
-	for _, p := range ports {
+func newHeldIndex(ports state.Ports) *heldIndex {
+	x := &heldIndex{by: make(map[addrKey][]heldBy, 2*ports.Len()), dups: map[addrKey]bool{}}
+	for _, p := range ports.All() {
 		x.add(p)
 	}
 	return x
@@ -138,9 +138,9 @@ func (m *ipam) resolve(b *builder, name string) holderID {
 	if id, ok := m.resolved[name]; ok {
 		return id
 	}
-	p := b.have.Ports[name]
+	p := b.have.Ports.Get(name)
 	if p == nil || m.differ[name] {
-		p = b.scoped.prior.Ports[name]
+		p = b.scoped.prior.Ports.Get(name)
 	}
 	id := holderID(len(m.ports))
 	m.ports = append(m.ports, p)
@@ -160,7 +160,7 @@ func (m *ipam) indexed(b *builder, k addrKey, sw uint32, kept bool) []held {
 	}
 	var out []held
 	for _, h := range hs {
-		if m.differ[h.name] && b.have.Ports[h.name] != nil && !(kept && !b.scoped.owners[b.scoped.prior.Ports[h.name].Owner]) {
+		if m.differ[h.name] && b.have.Ports.Get(h.name) != nil && !(kept && !b.scoped.owners[b.scoped.prior.Ports.Get(h.name).Owner]) {
 			// The NB's row of that name is listed: it is the holder. (The
 			// index still counts the address as held: isHeld.)
 			continue
@@ -205,6 +205,13 @@ func (m *ipam) scopedDuplicates(b *builder) [][]held {
 // and calls nb with each entry of have that is not exactly, and ours, an
 // entry of want, and missing with each entry of want that have lacks.
 func eachDiffering(have, want state.Index, nb, missing func(*state.Entry)) {
+	for sh := range state.NumShards {
+		eachDifferingIn(have.Shard(sh), want.Shard(sh), nb, missing)
+	}
+}
+
+// eachDifferingIn is eachDiffering over one shard of each index.
+func eachDifferingIn(have, want state.Entries, nb, missing func(*state.Entry)) {
 	i, j := 0, 0
 	for i < len(have) || j < len(want) {
 		switch {

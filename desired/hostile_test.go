@@ -107,15 +107,15 @@ func exampleCluster(t *testing.T) (Inputs, Config) {
 // (with their addresses) and those in prev but not in next.
 func portChanges(prev, next state.State) string {
 	var out strings.Builder
-	names := sortedKeys(next.Ports)
-	for _, name := range sortedKeys(prev.Ports) {
-		if _, ok := next.Ports[name]; !ok {
+	names := slices.Sorted(next.Ports.Names())
+	for _, name := range slices.Sorted(prev.Ports.Names()) {
+		if _, ok := next.Ports.Lookup(name); !ok {
 			names = append(names, name)
 		}
 	}
 	slices.Sort(names)
 	for _, name := range slices.Compact(names) {
-		p, q := prev.Ports[name], next.Ports[name]
+		p, q := prev.Ports.Get(name), next.Ports.Get(name)
 		switch {
 		case p == nil:
 			fmt.Fprintf(&out, "+ port %s %s\n", name, strings.Join(q.Addresses, ","))
@@ -130,9 +130,9 @@ func portChanges(prev, next state.State) string {
 // with a different value.
 func untouched(prev, next state.State) []error {
 	var errs []error
-	for _, name := range sortedKeys(prev.Ports) {
-		if q := next.Ports[name]; q == nil || !q.Equal(prev.Ports[name]) {
-			errs = append(errs, fmt.Errorf("port %s was %+v, is %+v", name, prev.Ports[name], q))
+	for _, name := range slices.Sorted(prev.Ports.Names()) {
+		if q := next.Ports.Get(name); q == nil || !q.Equal(prev.Ports.Get(name)) {
+			errs = append(errs, fmt.Errorf("port %s was %+v, is %+v", name, prev.Ports.Get(name), q))
 		}
 	}
 	for _, name := range sortedKeys(prev.Switches) {

@@ -139,9 +139,9 @@ func (x *Incremental) Full(in Inputs, cfg Config, have state.State) Result {
 		}
 	}
 	b.held = newHeldIndex(r.Want.Ports)
-	b.byOwner = make(map[string][]string, len(r.Want.Ports))
+	b.byOwner = make(map[string][]string, r.Want.Ports.Len())
 	b.switchRefs, b.dhcpRefs = map[string]int{}, map[string]int{}
-	for name, p := range r.Want.Ports {
+	for name, p := range r.Want.Ports.All() {
 		b.byOwner[p.Owner] = append(b.byOwner[p.Owner], name)
 		b.count(p, 1)
 	}
@@ -215,7 +215,7 @@ func (x *Incremental) Update(objs Objects, changed []ObjectRef, cfg Config, have
 	sc := &scope{owners: sel.owners, prior: &b.want, held: b.held, objs: objs}
 	r = buildScoped(sel.in, cfg, have, sc)
 	if sc.why == "" {
-		for _, p := range r.Want.Ports {
+		for _, p := range r.Want.Ports.All() {
 			if !sc.owners[p.Owner] {
 				sc.abort("a port of " + p.Owner + ", which was not rebuilt")
 				break
@@ -387,23 +387,23 @@ func join(objs Objects, groups map[nsName]bool) {
 // b, and returns the whole result. Maps of the last result are copied, not
 // changed: callers may still hold it.
 func (b *base) splice(r Result, owners map[string]bool) Result {
-	ports := maps.Clone(b.want.Ports)
-	removed := map[*state.Port]bool{}
+	ports := b.want.Ports.Clone()
+	var removed []state.Entry
 	var names []string
 	for id := range owners {
 		names = append(names, b.byOwner[id]...)
 		for _, name := range b.byOwner[id] {
-			p := ports[name]
-			removed[p] = true
+			p := ports.Get(name)
+			removed = append(removed, state.EntryOf(p))
 			b.count(p, -1)
 			b.held.remove(p)
-			delete(ports, name)
+			ports.Delete(name)
 		}
 		delete(b.byOwner, id)
 	}
-	for name, p := range r.Want.Ports {
+	for name, p := range r.Want.Ports.All() {
 		names = append(names, name)
-		ports[name] = p
+		ports.Set(name, p)
 		b.byOwner[p.Owner] = append(b.byOwner[p.Owner], name)
 		b.count(p, 1)
 		b.held.add(p)
@@ -422,23 +422,8 @@ func (b *base) splice(r Result, owners map[string]bool) Result {
 			dhcp[name] = d
 		}
 	}
-	// The index: the last one without the ports removed, merged with r's
-	// (both sorted by name hash).
-	idx := make(state.Index, 0, len(ports))
-	old, add := b.want.Index, r.Want.Index
-	for i, j := 0, 0; i < len(old) || j < len(add); {
-		if i < len(old) && removed[old[i].Port] {
-			i++
-			continue
-		}
-		if j == len(add) || i < len(old) && old[i].NameHash <= add[j].NameHash {
-			idx = append(idx, old[i])
-			i++
-		} else {
-			idx = append(idx, add[j])
-			j++
-		}
-	}
+	// The index: the last one without the ports removed, with r's.
+	idx := b.want.Index.Patch(removed, r.Want.Index.Entries())
 
 	raw := make([]ownedProblem, 0, len(b.raw)+len(r.raw))
 	for _, p := range b.raw {
@@ -502,7 +487,7 @@ func (sc *scope) abort(why string) {
 // is held in the NB or in the last result by an owner not rebuilt: who
 // gets the name is for a full Build to decide.
 func (sc *scope) outside(name string, hp *state.Port, o *owner) bool {
-	for _, p := range [2]*state.Port{hp, sc.prior.Ports[name]} {
+	for _, p := range [2]*state.Port{hp, sc.prior.Ports.Get(name)} {
 		if p != nil && p.Owned() && p.Owner != o.id && !sc.owners[p.Owner] {
 			sc.abort("port " + name + " is wanted by " + o.id + " and held by " + p.Owner)
 			return true
@@ -514,7 +499,7 @@ func (sc *scope) outside(name string, hp *state.Port, o *owner) bool {
 // keeps reports whether p, a port in the NB of an owner not rebuilt, keeps
 // its addresses: it does if the last result has it.
 func (sc *scope) keeps(p *state.Port) bool {
-	q := sc.prior.Ports[p.Name]
+	q := sc.prior.Ports.Get(p.Name)
 	return q != nil && q.Owner == p.Owner
 }
 
@@ -535,8 +520,8 @@ func Mismatch(inc, full Result) string {
 		}
 		return strings.Join(p.Addresses, ",") + " on " + p.Switch + " (" + p.Owner + ")"
 	}
-	for _, name := range unionKeys(inc.Want.Ports, full.Want.Ports) {
-		a, b := inc.Want.Ports[name], full.Want.Ports[name]
+	for _, name := range unionKeys(inc.Want.Ports.Map(), full.Want.Ports.Map()) {
+		a, b := inc.Want.Ports.Get(name), full.Want.Ports.Get(name)
 		if a == nil || b == nil || !reflect.DeepEqual(*a, *b) {
 			if !add("port " + name + ": incremental " + port(a) + ", full " + port(b)) {
 				break
@@ -555,7 +540,7 @@ func Mismatch(inc, full Result) string {
 			add("DHCP_Options " + name + " differs")
 		}
 	}
-	if len(inc.Want.Index) != len(inc.Want.Ports) {
+	if inc.Want.Index.Len() != inc.Want.Ports.Len() {
 		add("the incremental index does not list every port")
 	}
 	problems := func(what string, a, b []Problem) {
@@ -599,18 +584,18 @@ func unionKeys[V any](a, b map[string]V) []string {
 // the next pass is told, and removes the ports.
 func Behind(inc, full Result) bool {
 	owners := map[string]bool{}
-	for _, p := range full.Want.Ports {
+	for _, p := range full.Want.Ports.All() {
 		owners[p.Owner] = true
 	}
 	trimmed := inc
-	trimmed.Want.Ports = map[string]*state.Port{}
+	trimmed.Want.Ports = state.NewPorts(inc.Want.Ports.Len())
 	behind := false
-	for name, p := range inc.Want.Ports {
-		if _, ok := full.Want.Ports[name]; !ok && !owners[p.Owner] && !inc.rebuilt[p.Owner] {
+	for name, p := range inc.Want.Ports.All() {
+		if _, ok := full.Want.Ports.Lookup(name); !ok && !owners[p.Owner] && !inc.rebuilt[p.Owner] {
 			behind = true
 			continue
 		}
-		trimmed.Want.Ports[name] = p
+		trimmed.Want.Ports.Set(name, p)
 	}
 	trimmed.Want.Index = state.IndexPorts(trimmed.Want.Ports)
 	return behind && Mismatch(trimmed, full) == ""

@@ -326,12 +326,12 @@ func TestIncrementalMatchesBuild(t *testing.T) {
 			case 0: // an outside edit: a port of ours deleted, or an address taken
 				if p := pickPort(t, have); p != nil && rapid.Bool().Draw(t, "delete") {
 					have = have.Clone()
-					delete(have.Ports, p.Name)
+					have.Ports.Delete(p.Name)
 				} else {
 					i := rapid.IntRange(2, 16).Draw(t, "foreign ip")
 					have = have.Clone()
-					have.Ports[fmt.Sprintf("foreign%d", i)] = &state.Port{Name: fmt.Sprintf("foreign%d", i),
-						Addresses: []string{fmt.Sprintf("0a:00:00:00:00:%02x 10.16.0.%d", i, i)}}
+					have.Ports.Set(fmt.Sprintf("foreign%d", i), &state.Port{Name: fmt.Sprintf("foreign%d", i),
+						Addresses: []string{fmt.Sprintf("0a:00:00:00:00:%02x 10.16.0.%d", i, i)}})
 				}
 				full = true
 			case 1: // the pass fails: nothing applied, changes not kept
@@ -422,7 +422,7 @@ func TestIncrementalMatchesBuild(t *testing.T) {
 
 func pickPort(t *rapid.T, have state.State) *state.Port {
 	var names []string
-	for name, p := range have.Ports {
+	for name, p := range have.Ports.All() {
 		if p.Owned() {
 			names = append(names, name)
 		}
@@ -431,7 +431,7 @@ func pickPort(t *rapid.T, have state.State) *state.Port {
 		return nil
 	}
 	slices.Sort(names)
-	return have.Ports[rapid.SampledFrom(names).Draw(t, "port")]
+	return have.Ports.Get(rapid.SampledFrom(names).Draw(t, "port"))
 }
 
 // checkSpliced fails t unless r, an incremental result spliced from last,
@@ -445,8 +445,8 @@ func checkSpliced(t *rapid.T, step int, last state.State, r Result, note Note) {
 	for _, name := range sp.Ports {
 		named[name] = true
 	}
-	for _, name := range unionKeys(last.Ports, r.Want.Ports) {
-		if !named[name] && last.Ports[name] != r.Want.Ports[name] {
+	for _, name := range unionKeys(last.Ports.Map(), r.Want.Ports.Map()) {
+		if !named[name] && last.Ports.Get(name) != r.Want.Ports.Get(name) {
 			t.Fatalf("step %d: port %s differs from the last result's, and Spliced().Ports does not name it", step, name)
 		}
 	}
@@ -493,7 +493,7 @@ func TestIncrementalLauncherSeenBeforeNamed(t *testing.T) {
 			t.Fatalf("%s: incremental and full Build differ: %s", what, d)
 		}
 		have = applied(have, r.Want)
-		return r.Want.Ports["vm1.tenant"].RequestedChassis
+		return r.Want.Ports.Get("vm1.tenant").RequestedChassis
 	}
 	m := &kubevirtv1.VirtualMachineInstanceMigration{
 		ObjectMeta: metav1.ObjectMeta{Namespace: "tenant", Name: "mig"},
@@ -539,7 +539,7 @@ func TestIncrementalClaimOverLaggingNB(t *testing.T) {
 	have := state.New(0)
 	r := x.Full(c.inputs(), cfg, have)
 	have = applied(have, r.Want)
-	if got := r.Want.Ports["a.default"].Addresses; !slices.Equal(got, []string{"0a:58:0a:10:00:02 10.16.0.2"}) {
+	if got := r.Want.Ports.Get("a.default").Addresses; !slices.Equal(got, []string{"0a:58:0a:10:00:02 10.16.0.2"}) {
 		t.Fatalf("a's port holds %q", got)
 	}
 	update := func(changed ObjectRef) Result {
@@ -556,11 +556,11 @@ func TestIncrementalClaimOverLaggingNB(t *testing.T) {
 	// a asks for 10.16.0.9: the pass readdresses its port, and the NB
 	// cache still shows 10.16.0.2 when b, asking for 10.16.0.9 too, comes.
 	r = update(c.put(pod("a", 0, "10.16.0.9")))
-	if got := r.Want.Ports["a.default"].Addresses; !slices.Equal(got, []string{"0a:58:0a:10:00:02 10.16.0.9"}) {
+	if got := r.Want.Ports.Get("a.default").Addresses; !slices.Equal(got, []string{"0a:58:0a:10:00:02 10.16.0.9"}) {
 		t.Fatalf("a's port holds %q after its request, want 10.16.0.9 (and its MAC)", got)
 	}
 	r = update(c.put(pod("b", 1, "10.16.0.9")))
-	if p := r.Want.Ports["b.default"]; p != nil {
+	if p := r.Want.Ports.Get("b.default"); p != nil {
 		t.Errorf("b's port %q: 10.16.0.9 is a's in the result", p.Addresses)
 	}
 	if !slices.ContainsFunc(r.Problems, func(p Problem) bool {

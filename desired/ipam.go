@@ -283,7 +283,7 @@ func (b *builder) newIPAM() *ipam {
 	if b.scoped != nil {
 		return b.newScopedIPAM()
 	}
-	n := len(b.have.Ports)
+	n := b.have.Ports.Len()
 	m := &ipam{
 		ports: make([]*state.Port, 0, n),
 		// Room for an IPv4 address and a MAC per have port, and the claims.
@@ -302,7 +302,7 @@ func (b *builder) newIPAM() *ipam {
 			}
 		}
 	}
-	for _, p := range b.have.Ports {
+	for _, p := range b.have.Ports.All() {
 		if p == nil {
 			continue
 		}
@@ -525,15 +525,18 @@ func (b *builder) mayHoldTwice() bool {
 	var foreign map[addrKey]bool
 	each := func(yield func(*state.Port) bool) {
 		// The packed index, when have carries one, is quicker to walk.
-		if idx := b.have.Index; len(idx) == len(b.have.Ports) {
-			for i := range idx {
-				if !yield(idx[i].Port) {
-					return
+		if idx := b.have.Index; idx.Built() && idx.Len() == b.have.Ports.Len() {
+			for sh := range state.NumShards {
+				es := idx.Shard(sh)
+				for i := range es {
+					if !yield(es[i].Port) {
+						return
+					}
 				}
 			}
 			return
 		}
-		for _, p := range b.have.Ports {
+		for _, p := range b.have.Ports.All() {
 			if !yield(p) {
 				return
 			}

@@ -119,7 +119,7 @@ func (b *builder) pickPools() {
 		a  netip.Addr
 	}
 	taken := map[key]bool{}
-	for _, p := range b.have.Ports {
+	for _, p := range b.have.Ports.All() {
 		if p == nil {
 			continue
 		}

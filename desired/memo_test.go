@@ -45,11 +45,11 @@ func TestMemo(t *testing.T) {
 		}
 		got, gotProblems := wantProblems(m.Build(s.in, s.cfg, have, s.v))
 		want, wantProblems := wantProblems(Build(s.in, s.cfg, have))
-		if !reflect.DeepEqual(got, want) || !reflect.DeepEqual(gotProblems, wantProblems) {
+		if !state.DeepEqual(got, want) || !reflect.DeepEqual(gotProblems, wantProblems) {
 			t.Errorf("%s: Memo.Build = %v %v, want Build's %v %v", s.name, got.Ports, gotProblems, want.Ports, wantProblems)
 		}
 		// A hit hands back the very same value; a miss a new one.
-		same := prev.Ports != nil && reflect.ValueOf(got.Ports).UnsafePointer() == reflect.ValueOf(prev.Ports).UnsafePointer()
+		same := prev.Ports != (state.Ports{}) && got.Ports == prev.Ports
 		if same != s.hit {
 			t.Errorf("%s: result shared with the previous call = %v, want %v", s.name, same, s.hit)
 		}

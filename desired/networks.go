@@ -663,7 +663,7 @@ func (b *builder) indexHaveNetworks() {
 		return
 	}
 	b.haveNets = map[string][]*state.Port{}
-	for _, p := range b.have.Ports {
+	for _, p := range b.have.Ports.All() {
 		if p != nil && p.Owned() {
 			b.haveNets[p.Network] = append(b.haveNets[p.Network], p)
 		}

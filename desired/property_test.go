@@ -150,9 +150,9 @@ func genWorld(t *rapid.T) world {
 		l := fmt.Sprintf("foreign%d", i)
 		ip := fmt.Sprintf("10.16.0.%d", rapid.IntRange(0, 40).Draw(t, l))
 		if rapid.Bool().Draw(t, l+"dyn") {
-			w.have.Ports[l] = &state.Port{Name: l, Addresses: []string{"dynamic"}, DynamicAddresses: "0a:00:00:00:00:0" + fmt.Sprint(i) + " " + ip}
+			w.have.Ports.Set(l, &state.Port{Name: l, Addresses: []string{"dynamic"}, DynamicAddresses: "0a:00:00:00:00:0" + fmt.Sprint(i) + " " + ip})
 		} else {
-			w.have.Ports[l] = &state.Port{Name: l, Addresses: []string{"02:00:00:00:00:0" + fmt.Sprint(i) + " " + ip}}
+			w.have.Ports.Set(l, &state.Port{Name: l, Addresses: []string{"02:00:00:00:00:0" + fmt.Sprint(i) + " " + ip}})
 		}
 	}
 	return w
@@ -215,8 +215,8 @@ func TestBuildSticky(t *testing.T) {
 		for _, err := range invariants(have, nextR) {
 			t.Fatal(err)
 		}
-		for name, p := range next.Ports {
-			if old := want.Ports[name]; old != nil && old.Owner == p.Owner && !slices.Equal(old.Addresses, p.Addresses) {
+		for name, p := range next.Ports.All() {
+			if old := want.Ports.Get(name); old != nil && old.Owner == p.Owner && !slices.Equal(old.Addresses, p.Addresses) {
 				t.Fatalf("port %s moved from %q to %q", name, old.Addresses, p.Addresses)
 			}
 		}
@@ -237,7 +237,7 @@ func TestBuildSticky(t *testing.T) {
 }
 
 func checkSubnets(t *rapid.T, want state.State, subnets map[string][]netip.Prefix) {
-	for name, p := range want.Ports {
+	for name, p := range want.Ports.All() {
 		for _, e := range p.Addresses {
 			for _, w := range strings.Fields(e) {
 				a, err := netip.ParseAddr(w)
@@ -281,10 +281,10 @@ func TestBuildGarbage(t *testing.T) {
 		}, Status: kubevirtv1.VirtualMachineInstanceStatus{MigrationState: &kubevirtv1.VirtualMachineInstanceMigrationState{Completed: rapid.Bool().Draw(t, "done")}}}}
 		in.Migrations = []*kubevirtv1.VirtualMachineInstanceMigration{nil, {Spec: kubevirtv1.VirtualMachineInstanceMigrationSpec{VMIName: str.Draw(t, "vmim")}, Status: kubevirtv1.VirtualMachineInstanceMigrationStatus{Phase: kubevirtv1.MigrationRunning, MigrationState: &kubevirtv1.VirtualMachineInstanceMigrationState{}}}}
 		in.NetworkAttachmentDefinitions = []*nadv1.NetworkAttachmentDefinition{nil, {Spec: nadv1.NetworkAttachmentDefinitionSpec{Config: str.Draw(t, "nadcfg")}}}
-		have := state.State{Ports: map[string]*state.Port{
+		have := state.State{Ports: state.PortsOf(map[string]*state.Port{
 			"x": {Name: "x", Addresses: []string{str.Draw(t, "ha")}, Owner: str.Draw(t, "ho"), Switch: str.Draw(t, "hs")},
 			"y": {Name: "y", Addresses: nil, DynamicAddresses: str.Draw(t, "hd")},
-		}}
+		})}
 		cfg := Config{DefaultSwitch: str.Draw(t, "sw"), DefaultSubnets: rapid.SampledFrom([][]netip.Prefix{nil, {{}}, {netip.MustParsePrefix("10.16.0.0/30")}}).Draw(t, "subnets")}
 		Build(in, cfg, have)
 	})

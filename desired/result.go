@@ -115,7 +115,7 @@ type PortFacts struct {
 func (r Result) Ports() []PortFacts {
 	out := make([]PortFacts, 0, len(r.specs))
 	for _, s := range r.specs {
-		if r.Want.Ports[s.name] != &s.port {
+		if r.Want.Ports.Get(s.name) != &s.port {
 			continue
 		}
 		out = append(out, s.facts())

@@ -39,7 +39,7 @@ func (b *builder) keepStatefulSetPorts(in Inputs) {
 		}
 	}
 	sc := b.scoped
-	if len(sets) == 0 || len(b.have.Ports) == 0 && len(b.ips) == 0 && sc == nil {
+	if len(sets) == 0 || b.have.Ports.Len() == 0 && len(b.ips) == 0 && sc == nil {
 		return
 	}
 	var present func(ns, name string) bool
@@ -71,7 +71,7 @@ func (b *builder) keepStatefulSetPorts(in Inputs) {
 		}
 		return ord >= start && ord < start+replicas
 	}
-	if len(b.have.Ports) > 0 {
+	if b.have.Ports.Len() > 0 {
 		// The owners to keep ports of: every owner in have, or those
 		// rebuilt.
 		var ids []string
@@ -105,7 +105,7 @@ func (b *builder) keepStatefulSetPorts(in Inputs) {
 	}
 	names := make([]string, 0, len(ips))
 	for _, ip := range ips {
-		if b.have.Ports[ip.Name] == nil && ip.Spec.Namespace != "" && kept(ip.Spec.Namespace, ip.Spec.PodName) {
+		if b.have.Ports.Get(ip.Name) == nil && ip.Spec.Namespace != "" && kept(ip.Spec.Namespace, ip.Spec.PodName) {
 			names = append(names, ip.Name)
 		}
 	}

@@ -15,15 +15,15 @@ func (p Plan) ApplyTo(have state.State) state.State {
 		case KindPort:
 			switch c.Action {
 			case Create:
-				s.Ports[c.Name] = c.After
+				s.Ports.Set(c.Name, c.After)
 			case Delete:
-				delete(s.Ports, c.Name)
+				s.Ports.Delete(c.Name)
 			case Update:
-				u := *s.Ports[c.Name]
+				u := *s.Ports.Get(c.Name)
 				for f := range c.Fields.All() {
 					setPortField(&u, c.After, f)
 				}
-				s.Ports[c.Name] = &u
+				s.Ports.Set(c.Name, &u)
 			}
 		case KindDHCP:
 			switch c.Action {

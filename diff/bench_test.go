@@ -25,13 +25,13 @@ func BenchmarkComputeOnePort(b *testing.B) {
 		have := bench.Observe(r.Want)
 		want := r.Want.Clone()
 		var some *state.Port
-		for _, p := range want.Ports {
+		for _, p := range want.Ports.All() {
 			some = p
 			break
 		}
 		p := *some
 		p.Name, p.Owner = "new.ns", "Pod/ns/new"
-		want.Ports[p.Name] = &p
+		want.Ports.Set(p.Name, &p)
 		want.Index = state.IndexPorts(want.Ports)
 		ref := diff.Compute(want, have, diff.Policy{})
 		if c := ref.Counts(); c.Add != 1 || len(ref.Changes) != 1 {
@@ -40,7 +40,7 @@ func BenchmarkComputeOnePort(b *testing.B) {
 		// The new port, and as many unchanged ports again as a pass names
 		// at most (reconcile's scope): what a name costs.
 		many := []string{p.Name}
-		for name := range want.Ports {
+		for name := range want.Ports.All() {
 			if len(many) > max(64, n/512) {
 				break
 			}

@@ -151,7 +151,14 @@ func portFields(w, h *state.Port) Fields {
 // map lookup, no dereference, no allocation. Everything else is looked up by
 // name and decided by fromHave and fromWant.
 func (c *computer) ports() {
-	wi, hi := c.want.PortIndex(), c.have.PortIndex()
+	want, have := c.want.PortIndex(), c.have.PortIndex()
+	for sh := range state.NumShards {
+		c.walk(want.Shard(sh), have.Shard(sh))
+	}
+}
+
+// walk walks one shard of each index in step (see ports).
+func (c *computer) walk(wi, hi state.Entries) {
 	i, j := 0, 0
 	for i < len(wi) || j < len(hi) {
 		switch {
@@ -179,7 +186,7 @@ func (c *computer) ports() {
 // fromHave decides an owned observed port h that the index walk could not
 // match: it is updated, moved or deleted.
 func (c *computer) fromHave(h *state.Port) {
-	w, ok := c.want.Ports[h.Name]
+	w, ok := c.want.Ports.Lookup(h.Name)
 	switch {
 	case !ok && c.policy.WithholdDeletes:
 		c.withheld++
@@ -220,7 +227,7 @@ func (c *computer) fromWant(w *state.Port) {
 		c.notices = append(c.notices, Notice{Kind: KindPort, Name: w.Name, Reason: reasonNoOwner})
 		return
 	}
-	h, ok := c.have.Ports[w.Name]
+	h, ok := c.have.Ports.Lookup(w.Name)
 	switch {
 	case !ok:
 		c.create(w, reasonNewPort)
@@ -260,7 +267,7 @@ func (c *computer) keepUsedSwitches() {
 	for i := range c.switchDeletes {
 		used[c.switchDeletes[i].Name] = false
 	}
-	for _, w := range c.want.Ports {
+	for _, w := range c.want.Ports.All() {
 		if _, ok := used[w.Switch]; ok && w.Owned() {
 			used[w.Switch] = true
 		}
@@ -269,7 +276,7 @@ func (c *computer) keepUsedSwitches() {
 	for i := range c.portDeletes {
 		deleted[c.portDeletes[i].Name] = true
 	}
-	for name, h := range c.have.Ports {
+	for name, h := range c.have.Ports.All() {
 		if _, ok := used[h.Switch]; ok && h.Owned() && !deleted[name] {
 			used[h.Switch] = true
 		}

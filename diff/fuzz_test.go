@@ -151,7 +151,7 @@ func splitRowKey(key string) (Kind, string) {
 
 func rowExists(s state.State, k Kind, name string) bool {
 	if k == KindPort {
-		_, ok := s.Ports[name]
+		_, ok := s.Ports.Lookup(name)
 		return ok
 	}
 	_, ok := s.Switches[name]
@@ -160,7 +160,7 @@ func rowExists(s state.State, k Kind, name string) bool {
 
 func rowOwned(s state.State, k Kind, name string) bool {
 	if k == KindPort {
-		p, ok := s.Ports[name]
+		p, ok := s.Ports.Lookup(name)
 		return ok && p.Owned()
 	}
 	sw, ok := s.Switches[name]
@@ -270,7 +270,7 @@ func (d *draws) state(observed bool) (state.State, map[string]extra) {
 		if observed {
 			p.UUID = fmt.Sprintf("lsp-%d", i)
 		}
-		s.Ports[name] = p
+		s.Ports.Set(name, p)
 		foreign(rowKey(KindPort, name))
 	}
 	if d.n(2) == 0 {

@@ -53,7 +53,7 @@ func (p Plan) CheckDeletes(have state.State, maxFraction float64) error {
 		return nil
 	}
 	owned := map[string]int{}
-	for _, hp := range have.Ports {
+	for _, hp := range have.Ports.All() {
 		if hp.Owned() {
 			owned[hp.Network]++
 		}

@@ -84,7 +84,7 @@ func genState(t *rapid.T, label string, observed bool) state.State {
 	}
 	for i, name := range genPorts {
 		if p := genPort(t, label, i, observed); p != nil {
-			s.Ports[name] = p
+			s.Ports.Set(name, p)
 		}
 	}
 	return s
@@ -189,8 +189,8 @@ func checkApplied(want, have state.State, p Plan) string {
 	}
 
 	res := p.ApplyTo(have)
-	for name, h := range have.Ports {
-		if !h.Owned() && res.Ports[name] != h && !adopts(want.Ports[name], h) {
+	for name, h := range have.Ports.All() {
+		if !h.Owned() && res.Ports.Get(name) != h && !adopts(want.Ports.Get(name), h) {
 			return fmt.Sprintf("foreign port %q changed", name)
 		}
 	}
@@ -205,9 +205,9 @@ func checkApplied(want, have state.State, p Plan) string {
 	if p.Withheld > 0 {
 		return ""
 	}
-	for name, w := range want.Ports {
-		h, observed := have.Ports[name]
-		r := res.Ports[name]
+	for name, w := range want.Ports.All() {
+		h, observed := have.Ports.Lookup(name)
+		r := res.Ports.Get(name)
 		switch {
 		case !w.Owned() || observed && !h.Owned() && !adopts(w, h):
 			if r != h {
@@ -223,8 +223,8 @@ func checkApplied(want, have state.State, p Plan) string {
 			return fmt.Sprintf("port %q updated in place lost its UUID", name)
 		}
 	}
-	for name, r := range res.Ports {
-		if _, ok := want.Ports[name]; r.Owned() && !ok {
+	for name, r := range res.Ports.All() {
+		if _, ok := want.Ports.Lookup(name); r.Owned() && !ok {
 			return fmt.Sprintf("owned port %q not in want survived", name)
 		}
 	}
@@ -248,12 +248,12 @@ func checkApplied(want, have state.State, p Plan) string {
 		}
 	}
 	used := map[string]bool{}
-	for _, w := range want.Ports {
+	for _, w := range want.Ports.All() {
 		if w.Owned() {
 			used[w.Switch] = true
 		}
 	}
-	for _, r := range res.Ports {
+	for _, r := range res.Ports.All() {
 		if r.Owned() {
 			used[r.Switch] = true
 		}
@@ -319,7 +319,7 @@ func ownedPorts(n int, network string) state.State {
 	s := state.New(n)
 	for i := range n {
 		name := fmt.Sprint(network, i)
-		s.Ports[name] = &state.Port{Name: name, Owner: "Pod/default/" + name, Network: network}
+		s.Ports.Set(name, &state.Port{Name: name, Owner: "Pod/default/" + name, Network: network})
 	}
 	return s
 }
@@ -328,14 +328,14 @@ func ownedPorts(n int, network string) state.State {
 // is refused though it is a small part of all ports.
 func TestCheckDeletesPerNetwork(t *testing.T) {
 	have := ownedPorts(1000, "default")
-	for name, p := range ownedPorts(30, "tenant/blue").Ports {
-		have.Ports[name] = p
+	for name, p := range ownedPorts(30, "tenant/blue").Ports.All() {
+		have.Ports.Set(name, p)
 	}
 	del := func(network string, n int) Plan {
 		var p Plan
 		for i := range n {
 			name := fmt.Sprint(network, i)
-			p.Changes = append(p.Changes, Change{Action: Delete, Kind: KindPort, Name: name, Before: have.Ports[name]})
+			p.Changes = append(p.Changes, Change{Action: Delete, Kind: KindPort, Name: name, Before: have.Ports.Get(name)})
 		}
 		return p
 	}

@@ -33,7 +33,7 @@ func ComputePorts(want, have state.State, p Policy, ports []string) Plan {
 			continue
 		}
 		seen[name] = struct{}{}
-		c.port(want.Ports[name], have.Ports[name])
+		c.port(want.Ports.Get(name), have.Ports.Get(name))
 	}
 	c.keepUsedSwitches()
 	if p.WithholdDeletes {

@@ -85,16 +85,16 @@ func genSettled(t *rapid.T) (want, have state.State) {
 		if !rapid.Bool().Draw(t, name+" settled") {
 			continue
 		}
-		w := want.Ports[name]
+		w := want.Ports.Get(name)
 		if w == nil || !w.Owned() {
-			if h := have.Ports[name]; h != nil && h.Owned() {
-				delete(have.Ports, name)
+			if h := have.Ports.Get(name); h != nil && h.Owned() {
+				have.Ports.Delete(name)
 			}
 			continue
 		}
 		h := *w
 		h.UUID = fmt.Sprintf("lsp-%d", i)
-		have.Ports[name] = &h
+		have.Ports.Set(name, &h)
 	}
 	return want, have
 }
@@ -102,9 +102,9 @@ func genSettled(t *rapid.T) (want, have state.State) {
 // setPort sets s's port of name to p, or removes it when p is nil.
 func setPort(s state.State, name string, p *state.Port) {
 	if p == nil {
-		delete(s.Ports, name)
+		s.Ports.Delete(name)
 	} else {
-		s.Ports[name] = p
+		s.Ports.Set(name, p)
 	}
 }
 

@@ -66,7 +66,7 @@ func TestDHCPRows(t *testing.T) {
 	for i, r := range rows {
 		uuids[r.UUID] = res[i].UUID.GoUUID
 	}
-	have := waitFor(t, nb, "the rows", func(s state.State) bool { return len(s.DHCP) == 2 && len(s.Ports) == 2 })
+	have := waitFor(t, nb, "the rows", func(s state.State) bool { return len(s.DHCP) == 2 && s.Ports.Len() == 2 })
 	want := state.New(2)
 	want.Switches["sw"] = &state.Switch{Name: "sw"}
 	first, second := uuids["first"], uuids["second"]
@@ -79,7 +79,7 @@ func TestDHCPRows(t *testing.T) {
 	if d := have.DHCP["sw/ipv4#"+second]; d == nil {
 		t.Fatalf("DHCP = %v, want the second row as sw/ipv4#%s", have.DHCP, second)
 	}
-	a, b := have.Ports["a.ns"], have.Ports["b.ns"]
+	a, b := have.Ports.Get("a.ns"), have.Ports.Get("b.ns")
 	if a.DHCPv4 != uuids["theirs"] {
 		t.Errorf("a.ns's reference to a row that is not ours reads %q, want its UUID %s", a.DHCPv4, uuids["theirs"])
 	}
@@ -92,14 +92,14 @@ func TestDHCPRows(t *testing.T) {
 	for _, p := range []*state.Port{a, b} {
 		w := *p
 		w.UUID, w.DHCPv4 = "", "sw/ipv4"
-		want.Ports[w.Name] = &w
+		want.Ports.Set(w.Name, &w)
 	}
 	plan := diff.Compute(want, have, diff.Policy{})
 	if _, err := apply.Apply(ctx, nb, plan, apply.Options{}); err != nil {
 		t.Fatalf("Apply(%s): %v", plan, err)
 	}
 	got := waitFor(t, nb, "the plan applied", func(s state.State) bool {
-		return len(s.DHCP) == 1 && s.Ports["a.ns"].DHCPv4 == "sw/ipv4" && s.Ports["b.ns"].DHCPv4 == "sw/ipv4"
+		return len(s.DHCP) == 1 && s.Ports.Get("a.ns").DHCPv4 == "sw/ipv4" && s.Ports.Get("b.ns").DHCPv4 == "sw/ipv4"
 	})
 	if got.DHCP["sw/ipv4"].UUID != first {
 		t.Errorf("the row kept is %s, want %s", got.DHCP["sw/ipv4"].UUID, first)

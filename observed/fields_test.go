@@ -159,7 +159,7 @@ func testFieldsRoundTrip(t *testing.T, nb *NB) {
 	}
 	want := func() state.State {
 		return state.State{Switches: map[string]*state.Switch{"sw-a": switches["sw-a"], "sw-b": switches["sw-b"]},
-			Ports: map[string]*state.Port{name: port}, DHCP: dhcp}
+			Ports: state.PortsOf(map[string]*state.Port{name: port}), DHCP: dhcp}
 	}
 	// converge applies the plan from the NB to want() through rec, waits
 	// until the NB reads back as want(), and returns the plan and what the
@@ -174,7 +174,7 @@ func testFieldsRoundTrip(t *testing.T, nb *NB) {
 		var got state.State
 		for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(10 * time.Millisecond) {
 			got = nb.State()
-			p, a, b := got.Ports[name], got.Switches["sw-a"], got.Switches["sw-b"]
+			p, a, b := got.Ports.Get(name), got.Switches["sw-a"], got.Switches["sw-b"]
 			if p != nil && p.Equal(port) && a != nil && a.Equal(switches["sw-a"]) && b != nil && b.Equal(switches["sw-b"]) {
 				break
 			}
@@ -246,7 +246,7 @@ func testFieldsRoundTrip(t *testing.T, nb *NB) {
 					t.Errorf("Compute = %s (fields %v), want one update of a %s with fields %v", plan, changeFields(plan), kind, bit)
 				}
 				res := plan.ApplyTo(have)
-				if p := res.Ports[name]; p == nil || !p.Equal(port) {
+				if p := res.Ports.Get(name); p == nil || !p.Equal(port) {
 					t.Errorf("ApplyTo(have).Ports[%s] = %+v, want %+v", name, p, port)
 				}
 				if s := res.Switches["sw-a"]; s == nil || !s.Equal(switches["sw-a"]) {
@@ -280,7 +280,7 @@ func testFieldsRoundTrip(t *testing.T, nb *NB) {
 				if kind == diff.KindSwitch {
 					row = nb.Client().Cache().Table(table).Row(got.Switches["sw-a"].UUID)
 				} else {
-					row = nb.Client().Cache().Table(table).Row(got.Ports[name].UUID)
+					row = nb.Client().Cache().Table(table).Row(got.Ports.Get(name).UUID)
 				}
 				if row == nil || !holds(row, f, after, got) {
 					t.Errorf("the NB row %+v does not hold %q in %s", row, after, f.Name())

@@ -74,7 +74,7 @@ func TestStateVersionIncremental(t *testing.T) {
 
 		got, v := nb.StateVersion()
 		want := fromScratch(tablesOf(nb.client.Cache()))
-		if !reflect.DeepEqual(got, want) {
+		if !state.DeepEqual(got, want) {
 			t.Fatalf("batch %d (seed %d): StateVersion() differs from a snapshot read from scratch: %s", batch, seed, stateDiff(got, want))
 		}
 		if n := len(history); n > 0 {
@@ -101,13 +101,13 @@ func TestStateVersionIncremental(t *testing.T) {
 		history = append(history, handedOut{s: got, copy: deepCopy(got), v: v})
 		// The snapshots of the last batches now, every one at the end.
 		for i := max(0, len(history)-3); i < len(history); i++ {
-			if h := history[i]; !reflect.DeepEqual(h.s, h.copy) {
+			if h := history[i]; !state.DeepEqual(h.s, h.copy) {
 				t.Fatalf("batch %d (seed %d): the snapshot of batch %d changed since it was handed out: %s", batch, seed, i, stateDiff(h.s, h.copy))
 			}
 		}
 	}
 	for i, h := range history {
-		if !reflect.DeepEqual(h.s, h.copy) {
+		if !state.DeepEqual(h.s, h.copy) {
 			t.Fatalf("seed %d: the snapshot of batch %d changed since it was handed out: %s", seed, i, stateDiff(h.s, h.copy))
 		}
 	}
@@ -115,7 +115,7 @@ func TestStateVersionIncremental(t *testing.T) {
 	rebuilds := nb.rebuilds
 	nb.mu.Unlock()
 	t.Logf("%d of %d snapshots read every row; %d ports, %d switches, %d DHCP_Options rows at the end",
-		rebuilds, batches, len(history[batches-1].s.Ports), len(history[batches-1].s.Switches), len(history[batches-1].s.DHCP))
+		rebuilds, batches, history[batches-1].s.Ports.Len(), len(history[batches-1].s.Switches), len(history[batches-1].s.DHCP))
 	// The first snapshot, the big batches, the reconnects, and the few
 	// times a port's name passed to another row read everything; if many
 	// more did, the incremental path went untested.
@@ -130,13 +130,13 @@ func TestStateVersionIncremental(t *testing.T) {
 // changedPorts returns the names of the ports a and b do not hold alike.
 func changedPorts(a, b state.State) []string {
 	var names []string
-	for name, p := range a.Ports {
-		if q := b.Ports[name]; q == nil || !reflect.DeepEqual(*p, *q) {
+	for name, p := range a.Ports.All() {
+		if q := b.Ports.Get(name); q == nil || !reflect.DeepEqual(*p, *q) {
 			names = append(names, name)
 		}
 	}
-	for name := range b.Ports {
-		if a.Ports[name] == nil {
+	for name := range b.Ports.All() {
+		if a.Ports.Get(name) == nil {
 			names = append(names, name)
 		}
 	}
@@ -160,13 +160,13 @@ func TestStateVersionReconnect(t *testing.T) {
 	backup := srv.Backup()
 	w.send(w.addPort())
 	w.sync()
-	if s, _ := nb.StateVersion(); len(s.Ports) != 2 {
-		t.Fatalf("StateVersion() has %d ports, want 2", len(s.Ports))
+	if s, _ := nb.StateVersion(); s.Ports.Len() != 2 {
+		t.Fatalf("StateVersion() has %d ports, want 2", s.Ports.Len())
 	}
 	srv.Restore(backup)
 	w.sync()
 	got, _ := nb.StateVersion()
-	if want := fromScratch(tablesOf(nb.client.Cache())); len(got.Ports) != 1 || !reflect.DeepEqual(got, want) {
+	if want := fromScratch(tablesOf(nb.client.Cache())); got.Ports.Len() != 1 || !state.DeepEqual(got, want) {
 		t.Fatalf("after the server restarted from a backup of one port: %s", stateDiff(got, want))
 	}
 }
@@ -181,14 +181,14 @@ func fromScratch(t tables) state.State {
 // sameSnapshot reports whether a and b share their maps and Index.
 func sameSnapshot(a, b state.State) bool {
 	same := func(x, y any) bool { return reflect.ValueOf(x).UnsafePointer() == reflect.ValueOf(y).UnsafePointer() }
-	return same(a.Ports, b.Ports) && same(a.Switches, b.Switches) && same(a.DHCP, b.DHCP) &&
-		len(a.Index) == len(b.Index) && (len(a.Index) == 0 || &a.Index[0] == &b.Index[0])
+	return a.Ports == b.Ports && same(a.Switches, b.Switches) && same(a.DHCP, b.DHCP) &&
+		a.Index == b.Index
 }
 
 // deepCopy returns s with every map, slice and row of its own.
 func deepCopy(s state.State) state.State {
 	c := s // and what else it records
-	c.Switches, c.Ports, c.DHCP = map[string]*state.Switch{}, map[string]*state.Port{}, map[string]*state.DHCPOptions{}
+	c.Switches, c.Ports, c.DHCP = map[string]*state.Switch{}, state.NewPorts(s.Ports.Len()), map[string]*state.DHCPOptions{}
 	for k, v := range s.Switches {
 		sw := *v
 		c.Switches[k] = &sw
@@ -203,19 +203,20 @@ func deepCopy(s state.State) state.State {
 		ports[p] = &q
 		return &q
 	}
-	for k, v := range s.Ports {
-		c.Ports[k] = cp(v)
+	for k, v := range s.Ports.All() {
+		c.Ports.Set(k, cp(v))
 	}
 	for k, v := range s.DHCP {
 		d := *v
 		d.Options = maps.Clone(v.Options)
 		c.DHCP[k] = &d
 	}
-	c.Index = make(state.Index, len(s.Index))
-	for i, e := range s.Index {
+	es := s.Index.Entries()
+	for i, e := range es {
 		e.Port = cp(e.Port)
-		c.Index[i] = e
+		es[i] = e
 	}
+	c.Index = state.IndexOf(es)
 	return c
 }
 
@@ -225,7 +226,7 @@ func stateDiff(got, want state.State) string {
 	for _, kind := range []struct {
 		name      string
 		got, want any
-	}{{"switch", got.Switches, want.Switches}, {"port", got.Ports, want.Ports}, {"DHCP_Options", got.DHCP, want.DHCP}} {
+	}{{"switch", got.Switches, want.Switches}, {"port", got.Ports.Map(), want.Ports.Map()}, {"DHCP_Options", got.DHCP, want.DHCP}} {
 		g, w := reflect.ValueOf(kind.got), reflect.ValueOf(kind.want)
 		for _, k := range w.MapKeys() {
 			if gv := g.MapIndex(k); !gv.IsValid() {
@@ -240,10 +241,10 @@ func stateDiff(got, want state.State) string {
 			}
 		}
 	}
-	if !reflect.DeepEqual(got.Index, want.Index) {
-		out = append(out, fmt.Sprintf("Index of %d entries, want %d", len(got.Index), len(want.Index)))
-		for i := range min(len(got.Index), len(want.Index)) {
-			if g, w := got.Index[i], want.Index[i]; !reflect.DeepEqual(g, w) {
+	if gi, wi := got.Index.Entries(), want.Index.Entries(); !reflect.DeepEqual(gi, wi) {
+		out = append(out, fmt.Sprintf("Index of %d entries, want %d", len(gi), len(wi)))
+		for i := range min(len(gi), len(wi)) {
+			if g, w := gi[i], wi[i]; !reflect.DeepEqual(g, w) {
 				out = append(out, fmt.Sprintf("Index[%d] is %+v (port %+v), want %+v (port %+v)", i, g, *g.Port, w, *w.Port))
 				break
 			}
@@ -624,17 +625,17 @@ func TestStateVersionNamePassed(t *testing.T) {
 		uuid := func(i int) string { return fmt.Sprintf("%08x-0000-4000-8000-000000000000", i) }
 		apply(uuid(1), ovsdb.RowUpdate2{Insert: &ovsdb.Row{"name": "a"}})
 		apply(uuid(2), ovsdb.RowUpdate2{Insert: &ovsdb.Row{"name": "b"}})
-		if s, _ := nb.stateOf(tb); !reflect.DeepEqual(s, fromScratch(tb)) {
+		if s, _ := nb.stateOf(tb); !state.DeepEqual(s, fromScratch(tb)) {
 			t.Fatalf("two ports: %s", stateDiff(s, fromScratch(tb)))
 		}
 		apply(uuid(3), ovsdb.RowUpdate2{Insert: &ovsdb.Row{"name": "a"}})
 		rebuilds := nb.rebuilds
-		if s, _ := nb.stateOf(tb); nb.rebuilds != rebuilds+1 || len(s.Ports) != 2 || len(s.Index) != 3 {
+		if s, _ := nb.stateOf(tb); nb.rebuilds != rebuilds+1 || s.Ports.Len() != 2 || s.Index.Len() != 3 {
 			t.Fatalf("two ports named a: %d rebuilds, then %d; %d ports, %d index entries; want a rebuild, 2 and 3",
-				rebuilds, nb.rebuilds, len(s.Ports), len(s.Index))
+				rebuilds, nb.rebuilds, s.Ports.Len(), s.Index.Len())
 		}
 		apply(uuid(1), ovsdb.RowUpdate2{Delete: &ovsdb.Row{}})
-		if s, _ := nb.stateOf(tb); !reflect.DeepEqual(s, fromScratch(tb)) {
+		if s, _ := nb.stateOf(tb); !state.DeepEqual(s, fromScratch(tb)) {
 			t.Fatalf("the first port named a gone: %s", stateDiff(s, fromScratch(tb)))
 		}
 	}
@@ -651,7 +652,7 @@ func TestStateShowsOwnTransaction(t *testing.T) {
 	for batch := range 200 {
 		w.send(w.randomBatch())
 		got, _ := nb.StateVersion()
-		if want := fromScratch(tablesOf(nb.client.Cache())); !reflect.DeepEqual(got, want) {
+		if want := fromScratch(tablesOf(nb.client.Cache())); !state.DeepEqual(got, want) {
 			t.Fatalf("batch %d (seed %d): the snapshot right after our transaction differs from the cache: %s", batch, seed, stateDiff(got, want))
 		}
 	}

@@ -586,13 +586,13 @@ func (nb *NB) rebuild(t tables) {
 	portRows := t.ports.RowsShallow()
 	switchRows := t.switches.RowsShallow()
 
-	s := state.State{Ports: make(map[string]*state.Port, len(portRows))}
+	s := state.State{Ports: state.NewPorts(len(portRows))}
 	s.DHCP, _ = nb.readDHCP(t.dhcp)
 	// The cache replaces a row's model (it clones before updating), so an
 	// unchanged pointer means an unchanged row and its conversion is reused.
 	ports := make(map[string]memoPort, len(portRows))
 	refs := map[string]struct{}{}
-	s.Index = make(state.Index, 0, len(portRows))
+	idx := make(state.Entries, 0, len(portRows))
 	owned := 0
 	for uuid, row := range portRows {
 		m, ok := nb.ports[uuid]
@@ -603,8 +603,8 @@ func (nb *NB) rebuild(t tables) {
 		if m.refs {
 			refs[uuid] = struct{}{}
 		}
-		s.Ports[m.entry.Port.Name] = m.entry.Port
-		s.Index = append(s.Index, m.entry)
+		s.Ports.Set(m.entry.Port.Name, m.entry.Port)
+		idx = append(idx, m.entry)
 		if m.entry.Owned {
 			owned++
 		}
@@ -612,7 +612,8 @@ func (nb *NB) rebuild(t tables) {
 	nb.ports, nb.refs, nb.owned = ports, refs, owned
 	// Logical_Switch_Port.name is a unique index in the NB schema, so every
 	// row has its own entry in s.Ports and s.Index lists each once.
-	s.Index.Sort()
+	idx.Sort()
+	s.Index = state.IndexOf(idx)
 	switches := make(map[string]memoSwitch, len(switchRows))
 	for uuid, row := range switchRows {
 		m, ok := nb.switches[uuid]
@@ -625,7 +626,7 @@ func (nb *NB) rebuild(t tables) {
 	s.Switches = switchesByName(switches)
 	// While two rows share a name (an update read half applied), the
 	// count of rows is not that of s.Ports: OwnedPorts counts then.
-	if len(s.Ports) == len(ports) {
+	if s.Ports.Len() == len(ports) {
 		s = s.WithOwnedCount(owned)
 	}
 	nb.last = s
@@ -680,11 +681,11 @@ func (nb *NB) update(t tables, ch changes) ([]string, bool) {
 			continue // as converted: a snapshot read the row before its event came
 		}
 		if !cloned {
-			s.Ports, cloned = maps.Clone(s.Ports), true
+			s.Ports, cloned = s.Ports.Clone(), true
 		}
 		if had {
-			if p := m.entry.Port; s.Ports[p.Name] == p {
-				delete(s.Ports, p.Name)
+			if p := m.entry.Port; s.Ports.Get(p.Name) == p {
+				s.Ports.Delete(p.Name)
 			}
 			names = append(names, m.entry.Port.Name)
 			del = append(del, m.entry)
@@ -703,7 +704,7 @@ func (nb *NB) update(t tables, ch changes) ([]string, bool) {
 			if m.refs {
 				nb.refs[uuid] = struct{}{}
 			}
-			s.Ports[m.entry.Port.Name] = m.entry.Port
+			s.Ports.Set(m.entry.Port.Name, m.entry.Port)
 			ins = append(ins, m.entry)
 			if !had || r.Name != names[len(names)-1] {
 				names = append(names, r.Name)
@@ -716,7 +717,7 @@ func (nb *NB) update(t tables, ch changes) ([]string, bool) {
 		// port's, and each port is set under its name: s.Ports has as many
 		// entries as there are rows only when no two rows share a name,
 		// and then it is what rebuild makes.
-		if len(s.Ports) != len(nb.ports) {
+		if s.Ports.Len() != len(nb.ports) {
 			return nil, false
 		}
 	}

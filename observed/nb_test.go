@@ -2,7 +2,6 @@ package observed
 
 import (
 	"context"
-	"reflect"
 	"slices"
 	"testing"
 	"time"
@@ -53,7 +52,7 @@ func waitFor(t *testing.T, nb *NB, what string, cond func(state.State) bool) sta
 			return s
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s; state has %d switches, %d ports", what, len(s.Switches), len(s.Ports))
+			t.Fatalf("timed out waiting for %s; state has %d switches, %d ports", what, len(s.Switches), s.Ports.Len())
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
@@ -79,30 +78,30 @@ func TestStateFromRealNB(t *testing.T) {
 		"external_ids:vendor=kube-ovn", "external_ids:ls=ovn-default", "external_ids:pod=default/k")
 
 	nb := dial(t, srv.Addr(), true)
-	s := waitFor(t, nb, "three ports", func(s state.State) bool { return len(s.Ports) == 3 })
-	if k := s.Ports["k.default"]; k == nil || k.Owned() || k.Vendor != "kube-ovn" || k.VendorSwitch != "ovn-default" {
+	s := waitFor(t, nb, "three ports", func(s state.State) bool { return s.Ports.Len() == 3 })
+	if k := s.Ports.Get("k.default"); k == nil || k.Owned() || k.Vendor != "kube-ovn" || k.VendorSwitch != "ovn-default" {
 		t.Fatalf("State().Ports[k.default] = %+v, want kube-ovn's port on ovn-default, not ours", k)
 	}
-	if a := s.Ports["a.default"]; a == nil || a.Vendor != "" || a.VendorSwitch != "" {
+	if a := s.Ports.Get("a.default"); a == nil || a.Vendor != "" || a.VendorSwitch != "" {
 		t.Fatalf("State().Ports[a.default] = %+v, want no vendor", a)
 	}
 
-	if len(s.Index) != len(s.Ports) {
-		t.Fatalf("State().Index has %d entries for %d ports", len(s.Index), len(s.Ports))
+	if s.Index.Len() != s.Ports.Len() {
+		t.Fatalf("State().Index has %d entries for %d ports", s.Index.Len(), s.Ports.Len())
 	}
-	for _, e := range s.Index {
-		if s.Ports[e.Port.Name] != e.Port || e != state.EntryOf(e.Port) {
+	for _, e := range s.Index.Entries() {
+		if s.Ports.Get(e.Port.Name) != e.Port || e != state.EntryOf(e.Port) {
 			t.Errorf("State().Index entry %+v does not describe Ports", e)
 		}
 	}
-	a := s.Ports["a.default"]
+	a := s.Ports.Get("a.default")
 	want := &state.Port{Name: "a.default", Switch: "ovn-default",
 		Addresses: []string{"0a:58:0a:10:00:02 10.16.0.2"}, PortSecurity: []string{"0a:58:0a:10:00:02 10.16.0.2"},
 		Owner: "Pod/default/a", Network: "default", RequestedChassis: "node-a"}
 	if a == nil || !a.Equal(want) || a.UUID == "" {
 		t.Fatalf("State().Ports[a.default] = %+v, want %+v with a UUID", a, want)
 	}
-	f := s.Ports["foreign"]
+	f := s.Ports.Get("foreign")
 	if f == nil || f.Owned() || f.DynamicAddresses != "0a:00:00:00:00:09 10.16.0.9" {
 		t.Fatalf("State().Ports[foreign] = %+v, want a foreign port with OVN's dynamic_addresses", f)
 	}
@@ -113,21 +112,21 @@ func TestStateFromRealNB(t *testing.T) {
 
 	// An unchanged row is not converted again; a changed one is.
 	srv.NBCtl("set", "Logical_Switch_Port", "foreign", "external_ids:x=y")
-	s2 := waitFor(t, nb, "foreign port change", func(s state.State) bool { return s.Ports["foreign"] != f })
-	if s2.Ports["a.default"] != a {
+	s2 := waitFor(t, nb, "foreign port change", func(s state.State) bool { return s.Ports.Get("foreign") != f })
+	if s2.Ports.Get("a.default") != a {
 		t.Errorf("State() converted an unchanged row again")
 	}
 	// With no change in between, State hands out the same snapshot, and
 	// StateVersion the same version with it.
 	s3, v3 := nb.StateVersion()
-	if reflect.ValueOf(s3.Ports).UnsafePointer() != reflect.ValueOf(s2.Ports).UnsafePointer() {
+	if s3.Ports != s2.Ports {
 		t.Errorf("State() rebuilt its snapshot with nothing changed")
 	}
 	if _, v := nb.StateVersion(); v != v3 {
 		t.Errorf("StateVersion() = %d, then %d with nothing changed", v3, v)
 	}
 	srv.NBCtl("lsp-del", "foreign")
-	waitFor(t, nb, "foreign port deleted", func(s state.State) bool { return s.Ports["foreign"] == nil && len(s.Index) == 2 })
+	waitFor(t, nb, "foreign port deleted", func(s state.State) bool { return s.Ports.Get("foreign") == nil && s.Index.Len() == 2 })
 	if _, v := nb.StateVersion(); v == v3 {
 		t.Errorf("StateVersion() = %d before and after a port was deleted", v)
 	}
@@ -140,7 +139,7 @@ func TestEmbedded(t *testing.T) {
 	}
 	defer e.Close()
 	nb := dial(t, e.Endpoint, false)
-	if s := nb.State(); len(s.Ports) != 0 || len(s.Switches) != 0 {
+	if s := nb.State(); s.Ports.Len() != 0 || len(s.Switches) != 0 {
 		t.Fatalf("embedded NB not empty: %+v", s)
 	}
 }

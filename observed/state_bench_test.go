@@ -46,7 +46,7 @@ func BenchmarkStateVersionAfterChange(b *testing.B) {
 				UpdateFunc: func(string, model.Model, model.Model) { seen <- struct{}{} },
 			})
 			var port *state.Port
-			for _, p := range nb.State().Ports {
+			for _, p := range nb.State().Ports.All() {
 				if p.Owned() {
 					port = p
 					break
@@ -79,7 +79,7 @@ func BenchmarkStateVersionAfterChange(b *testing.B) {
 						}
 						b.StartTimer()
 						s, _ := nb.StateVersion()
-						if got := s.Ports[port.Name].RequestedChassis; got != chassis {
+						if got := s.Ports.Get(port.Name).RequestedChassis; got != chassis {
 							b.Fatalf("StateVersion() has requested-chassis %q, want %q", got, chassis)
 						}
 					}
@@ -103,7 +103,7 @@ func loadedNB(b *testing.B, n int) (*NB, context.Context) {
 	if _, err := apply.Apply(ctx, nb.Client(), diff.Compute(want, nb.State(), diff.Policy{}), apply.Options{}); err != nil {
 		b.Fatal(err)
 	}
-	for nb.State().OwnedPorts() < len(want.Ports) {
+	for nb.State().OwnedPorts() < want.Ports.Len() {
 		time.Sleep(10 * time.Millisecond)
 	}
 	return nb, ctx

@@ -93,9 +93,9 @@ func PortDriftNamed(want state.State, old, cur *nbdb.LogicalSwitchPort, name fun
 		return false
 	}
 	if cur == nil {
-		return want.Ports[old.Name] != nil
+		return want.Ports.Get(old.Name) != nil
 	}
-	w := want.Ports[cur.Name]
+	w := want.Ports.Get(cur.Name)
 	return w == nil || !w.Equal(PortFromRowNamed(cur, name))
 }
 

@@ -9,8 +9,8 @@ import (
 
 func TestPortDrift(t *testing.T) {
 	want := state.New(1)
-	want.Ports["a.ns"] = &state.Port{Name: "a.ns", Owner: "Pod/ns/a", Network: "default", Switch: "ovn-default",
-		Addresses: []string{"0a:58:0a:10:00:05 10.16.0.5"}, PortSecurity: []string{"0a:58:0a:10:00:05 10.16.0.5"}, RequestedChassis: "n1"}
+	want.Ports.Set("a.ns", &state.Port{Name: "a.ns", Owner: "Pod/ns/a", Network: "default", Switch: "ovn-default",
+		Addresses: []string{"0a:58:0a:10:00:05 10.16.0.5"}, PortSecurity: []string{"0a:58:0a:10:00:05 10.16.0.5"}, RequestedChassis: "n1"})
 	ours := func(mut func(*nbdb.LogicalSwitchPort)) *nbdb.LogicalSwitchPort {
 		r := &nbdb.LogicalSwitchPort{Name: "a.ns", Addresses: []string{"0a:58:0a:10:00:05 10.16.0.5"}, PortSecurity: []string{"0a:58:0a:10:00:05 10.16.0.5"},
 			ExternalIDs: map[string]string{state.KeyOwner: "Pod/ns/a", state.KeyNetwork: "default", state.KeySwitch: "ovn-default"},
@@ -48,7 +48,7 @@ func TestPortDrift(t *testing.T) {
 // our rows drift when edited or deleted, and rows that are not ours never.
 func TestDHCPDrift(t *testing.T) {
 	want := state.New(1)
-	want.Ports["vm.ns"] = &state.Port{Name: "vm.ns", Owner: "VirtualMachine/ns/vm", DHCPv4: "ovn-default/ipv4"}
+	want.Ports.Set("vm.ns", &state.Port{Name: "vm.ns", Owner: "VirtualMachine/ns/vm", DHCPv4: "ovn-default/ipv4"})
 	want.DHCP["ovn-default/ipv4"] = &state.DHCPOptions{Name: "ovn-default/ipv4", Owner: "ovn-sync", CIDR: "10.16.0.0/16",
 		Options: map[string]string{"lease_time": "3600"}}
 	names := map[string]string{"d-1": "ovn-default/ipv4"}

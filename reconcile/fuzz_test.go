@@ -107,9 +107,9 @@ func FuzzOutsideEdits(f *testing.F) {
 		r := desired.Build(in, cfg, have)
 		plan := diff.Compute(r.Want, have, diff.Policy{})
 		after := plan.ApplyTo(have)
-		for name, p := range have.Ports {
-			if !p.Owned() && after.Ports[name] != p {
-				t.Fatalf("port %q, not ours, changed: %+v -> %+v", name, p, after.Ports[name])
+		for name, p := range have.Ports.All() {
+			if !p.Owned() && after.Ports.Get(name) != p {
+				t.Fatalf("port %q, not ours, changed: %+v -> %+v", name, p, after.Ports.Get(name))
 			}
 		}
 		kept := map[string]bool{}
@@ -127,7 +127,7 @@ func FuzzOutsideEdits(f *testing.F) {
 func edit(s state.State, data []byte) state.State {
 	out := s.Clone()
 	names := slices.Sorted(func(yield func(string) bool) {
-		for n := range out.Ports {
+		for n := range out.Ports.All() {
 			if !yield(n) {
 				return
 			}
@@ -137,7 +137,7 @@ func edit(s state.State, data []byte) state.State {
 		if len(names) == 0 {
 			return nil
 		}
-		return out.Ports[names[int(b)%len(names)]]
+		return out.Ports.Get(names[int(b)%len(names)])
 	}
 	words := func(p *state.Port) []string {
 		if p == nil || len(p.Addresses) == 0 {
@@ -148,7 +148,7 @@ func edit(s state.State, data []byte) state.State {
 	set := func(p *state.Port, w []string) {
 		q := *p
 		q.Addresses = []string{strings.Join(w, " ")}
-		out.Ports[q.Name] = &q
+		out.Ports.Set(q.Name, &q)
 	}
 	for i := 0; i+2 < len(data); i += 3 {
 		op, p, v := data[i]%6, pick(data[i+1]), data[i+2]
@@ -175,10 +175,10 @@ func edit(s state.State, data []byte) state.State {
 		case 3: // a port that is not ours, on another port's addresses
 			if src != nil {
 				name := fmt.Sprintf("foreign-%d", i)
-				out.Ports[name] = &state.Port{Name: name, UUID: "u-" + name, Addresses: []string{strings.Join(src, " ")}}
+				out.Ports.Set(name, &state.Port{Name: name, UUID: "u-" + name, Addresses: []string{strings.Join(src, " ")}})
 			}
 		case 4: // deleted by hand
-			delete(out.Ports, p.Name)
+			out.Ports.Delete(p.Name)
 		case 5: // another address of its subnet
 			w := words(p)
 			if len(w) > 1 {
@@ -189,7 +189,7 @@ func edit(s state.State, data []byte) state.State {
 			}
 		}
 	}
-	out.Index = nil
+	out.Index = state.Index{}
 	return out
 }
 
@@ -201,7 +201,7 @@ func heldTwice(s state.State, kept map[string]bool) string {
 		ours     bool
 	}
 	by := map[string][]holder{}
-	for _, p := range s.Ports {
+	for _, p := range s.Ports.All() {
 		if len(p.Addresses) == 0 {
 			continue
 		}
@@ -227,7 +227,7 @@ func heldTwice(s state.State, kept map[string]bool) string {
 
 func dumpPorts(s state.State) string {
 	var lines []string
-	for _, p := range s.Ports {
+	for _, p := range s.Ports.All() {
 		lines = append(lines, fmt.Sprintf("  %s %s owner=%q %q", p.Name, p.Switch, p.Owner, p.Addresses))
 	}
 	slices.Sort(lines)

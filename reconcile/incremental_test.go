@@ -60,7 +60,7 @@ func testLoopIncrementalPasses(t *testing.T, passes string) {
 	must(err)
 	chassis := func(want string) func() error {
 		return func() error {
-			if p := tr.NB.State().Ports["vm1.ns"]; p == nil || p.RequestedChassis != want {
+			if p := tr.NB.State().Ports.Get("vm1.ns"); p == nil || p.RequestedChassis != want {
 				return fmt.Errorf("vm1.ns %+v, want requested-chassis %q", p, want)
 			}
 			return nil

@@ -65,7 +65,7 @@ func testLoopLookupsRandom(t *testing.T, seed uint64) {
 		for ctx.Err() == nil {
 			s := tr.NB.State()
 			mu.Lock()
-			for name, p := range s.Ports {
+			for name, p := range s.Ports.All() {
 				if !p.Owned() {
 					continue
 				}
@@ -107,7 +107,7 @@ func testLoopLookupsRandom(t *testing.T, seed uint64) {
 		t.Errorf("a port's addresses changed: %s", s)
 	}
 	holders := map[string]string{}
-	for name, p := range tr.NB.State().Ports {
+	for name, p := range tr.NB.State().Ports.All() {
 		for _, a := range p.Addresses {
 			for _, w := range strings.Fields(a) {
 				if _, err := netip.ParseAddr(w); err != nil {

@@ -326,7 +326,7 @@ func TestLoopRepairsDrift(t *testing.T) {
 		}
 		return nil
 	})
-	p0 := f.nb.State().Ports["p0.ns"]
+	p0 := f.nb.State().Ports.Get("p0.ns")
 	set := &nbdb.LogicalSwitchPort{UUID: p0.UUID, Options: map[string]string{"requested-chassis": "n9", "foreign": "x"}}
 	upd, err := f.nb.Client().Where(set).Update(set, &set.Options)
 	if err != nil {
@@ -336,7 +336,7 @@ func TestLoopRepairsDrift(t *testing.T) {
 		t.Fatal(err)
 	}
 	looptest.WaitFor(t, 5*time.Second, "the edit repaired", func() error {
-		p := f.nb.State().Ports["p0.ns"]
+		p := f.nb.State().Ports.Get("p0.ns")
 		if p == nil || p.RequestedChassis != "n1" {
 			return fmt.Errorf("p0.ns = %+v", p)
 		}

@@ -156,8 +156,8 @@ func TestRunnerNoPassBeforeSync(t *testing.T) {
 	release()
 	looptest.WaitFor(t, 15*time.Second, "the first pass", func() error {
 		st := tr.NB.State()
-		if st.Ports["p0.ns"] == nil || st.Ports["gone.ns"] != nil {
-			return fmt.Errorf("p0.ns %v, gone.ns %v", st.Ports["p0.ns"] != nil, st.Ports["gone.ns"] != nil)
+		if st.Ports.Get("p0.ns") == nil || st.Ports.Get("gone.ns") != nil {
+			return fmt.Errorf("p0.ns %v, gone.ns %v", st.Ports.Get("p0.ns") != nil, st.Ports.Get("gone.ns") != nil)
 		}
 		return nil
 	})
@@ -194,8 +194,8 @@ func TestRunnerWithholdsDeletesUntilNewInformerSynced(t *testing.T) {
 		},
 	})
 	looptest.WaitFor(t, 5*time.Second, "p0's port, and the delete withheld", func() error {
-		if tr.NB.State().Ports["p0.ns"] == nil || tr.Metric("ovn_sync_withheld_deletes") != 1 {
-			return fmt.Errorf("p0.ns %v, withheld %v", tr.NB.State().Ports["p0.ns"] != nil, tr.Metric("ovn_sync_withheld_deletes"))
+		if tr.NB.State().Ports.Get("p0.ns") == nil || tr.Metric("ovn_sync_withheld_deletes") != 1 {
+			return fmt.Errorf("p0.ns %v, withheld %v", tr.NB.State().Ports.Get("p0.ns") != nil, tr.Metric("ovn_sync_withheld_deletes"))
 		}
 		return nil
 	})
@@ -217,7 +217,7 @@ func TestRunnerWithholdsDeletesUntilNewInformerSynced(t *testing.T) {
 	}
 	tr.Pods(t, 1, 2)
 	looptest.WaitFor(t, 5*time.Second, "a pass after the VM went", func() error {
-		if tr.NB.State().Ports["p1.ns"] == nil {
+		if tr.NB.State().Ports.Get("p1.ns") == nil {
 			return fmt.Errorf("no p1.ns")
 		}
 		return nil

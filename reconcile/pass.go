@@ -223,7 +223,7 @@ func (out *Outcome) diff(nb NB, have state.State, version uint64, opts *Options)
 // maxScope is the most ports a pass diffs by name in want; more, and it
 // walks every port, which then costs less: a port looked up by name costs
 // some hundred times one walked in step (BenchmarkComputeOnePort).
-func maxScope(want state.State) int { return max(64, len(want.Ports)/512) }
+func maxScope(want state.State) int { return max(64, want.Ports.Len()/512) }
 
 // scope returns the ports that may differ between out.Result.Want and the
 // NB's snapshot of version, when they are known: the result is

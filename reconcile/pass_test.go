@@ -104,7 +104,7 @@ func TestPassAgain(t *testing.T) {
 		t.Errorf("Pass: %d earlier plans in %d attempts, want 1 earlier plan", len(out.Earlier), out.Attempts)
 	}
 	waitPort(t, nb, "db.tenant", "0a:58:0a:10:00:02 10.16.0.2")
-	if p := nb.State().Ports["old.default"]; p != nil {
+	if p := nb.State().Ports.Get("old.default"); p != nil {
 		t.Errorf("old.default still in the NB: %+v", p)
 	}
 	if c := Compute(nb, manifests(t, stoppedVM), opts); !c.Plan.Empty() || c.Result.Again {
@@ -116,7 +116,7 @@ func waitPort(t *testing.T, nb *observed.NB, name, addresses string) {
 	t.Helper()
 	deadline := time.Now().Add(10 * time.Second)
 	for {
-		p := nb.State().Ports[name]
+		p := nb.State().Ports.Get(name)
 		if p != nil && len(p.Addresses) == 1 && p.Addresses[0] == addresses {
 			return
 		}

@@ -69,7 +69,7 @@ func TestPassScopedDiff(t *testing.T) {
 	waitOwned(t, nb, 4)
 
 	// Someone else edits a.default; the next pass, for another pod, puts it back.
-	a := nb.State().Ports["a.default"]
+	a := nb.State().Ports.Get("a.default")
 	set := &nbdb.LogicalSwitchPort{UUID: a.UUID, Options: map[string]string{"requested-chassis": "node-9"}}
 	upd, err := nb.Client().Where(set).Update(set, &set.Options)
 	if err != nil {
@@ -78,7 +78,7 @@ func TestPassScopedDiff(t *testing.T) {
 	if _, err := nb.Client().Transact(ctx, upd...); err != nil {
 		t.Fatal(err)
 	}
-	for deadline := time.Now().Add(10 * time.Second); nb.State().Ports["a.default"].RequestedChassis != "node-9"; {
+	for deadline := time.Now().Add(10 * time.Second); nb.State().Ports.Get("a.default").RequestedChassis != "node-9"; {
 		if time.Now().After(deadline) {
 			t.Fatal("the edit of a.default not in the cache")
 		}

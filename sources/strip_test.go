@@ -98,10 +98,10 @@ func TestStripPod(t *testing.T) {
 	wantFat, probFat := fat2.Want, fat2.Problems
 	lean2 := desired.Build(desired.Inputs{Pods: lean}, cfg, state.New(0))
 	wantLean, probLean := lean2.Want, lean2.Problems
-	if !reflect.DeepEqual(wantFat, wantLean) || !reflect.DeepEqual(probFat, probLean) {
+	if !state.DeepEqual(wantFat, wantLean) || !reflect.DeepEqual(probFat, probLean) {
 		t.Errorf("Build(stripped pods) = %v %v, want Build(pods) = %v %v", wantLean.Ports, probLean, wantFat.Ports, probFat)
 	}
-	if len(wantFat.Ports) == 0 {
+	if wantFat.Ports.Len() == 0 {
 		t.Errorf("Build(pods) made no ports: the comparison shows nothing")
 	}
 
@@ -191,10 +191,10 @@ func TestLeanKubeVirt(t *testing.T) {
 	for round := range 2 {
 		f := desired.Build(fat, cfg, have)
 		l := desired.Build(lean, cfg, have)
-		if !reflect.DeepEqual(f.Want, l.Want) || !reflect.DeepEqual(f.Problems, l.Problems) || !reflect.DeepEqual(f.Notices, l.Notices) {
+		if !state.DeepEqual(f.Want, l.Want) || !reflect.DeepEqual(f.Problems, l.Problems) || !reflect.DeepEqual(f.Notices, l.Notices) {
 			t.Errorf("round %d: Build(lean) = %v %v %v, want Build(fat) = %v %v %v", round, l.Want.Ports, l.Problems, l.Notices, f.Want.Ports, f.Problems, f.Notices)
 		}
-		if len(f.Want.Ports) == 0 {
+		if f.Want.Ports.Len() == 0 {
 			t.Fatalf("Build made no ports: the comparison shows nothing")
 		}
 		have = f.Want

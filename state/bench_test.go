@@ -2,7 +2,6 @@ package state
 
 import (
 	"fmt"
-	"maps"
 	"testing"
 )
 
@@ -41,7 +40,7 @@ func BenchmarkOwnedPorts(b *testing.B) {
 	for i := range 100_000 {
 		p := *benchPort()
 		p.Name = fmt.Sprint("vm-", i, ".ns-1")
-		s.Ports[p.Name] = &p
+		s.Ports.Set(p.Name, &p)
 	}
 	b.Run("map", func(b *testing.B) {
 		b.ReportAllocs()
@@ -67,17 +66,17 @@ func BenchmarkSnapshotCopy(b *testing.B) {
 		for i := range n {
 			p := *benchPort()
 			p.Name = fmt.Sprint("vm-", i, ".ns-1")
-			s.Ports[p.Name] = &p
+			s.Ports.Set(p.Name, &p)
 		}
 		s.Index = IndexPorts(s.Ports)
-		old := s.Index[n/2]
+		old := s.Index.Entries()[n/2]
 		q := *old.Port
 		q.RequestedChassis = "node-3"
 		b.Run(fmt.Sprintf("map/ports=%d", n), func(b *testing.B) {
 			b.ReportAllocs()
 			for range b.N {
-				c := maps.Clone(s.Ports)
-				c[q.Name] = &q
+				c := s.Ports.Clone()
+				c.Set(q.Name, &q)
 			}
 		})
 		b.Run(fmt.Sprintf("index/ports=%d", n), func(b *testing.B) {

@@ -18,11 +18,106 @@ type Entry struct {
 	Port    *Port
 }
 
-// Index lists a State's ports sorted by NameHash. Entries are packed, so a
-// walk over two indexes in step reads memory in order: that is what lets
+// Entries are index entries sorted by NameHash, packed, so that a walk
+// over two of them in step reads memory in order: that is what lets
 // diff.Compute pass over a million unchanged ports without a map lookup or
 // a pointer dereference each.
-type Index []Entry
+type Entries []Entry
+
+// Index lists a State's ports sorted by NameHash, split by the hash's top
+// byte into shards as Ports are: shard i of two indexes covers the same
+// hashes, so walking two indexes in step is walking each pair of shards in
+// step. A Patch copies only the shards it changes, so a snapshot that
+// differs from the last in a few ports costs those shards, not the whole
+// index. The zero Index is empty (and, in a State, "not built").
+type Index struct {
+	shards *[nShards]Entries
+	n      int
+}
+
+// NumShards is the number of shards of an Index.
+const NumShards = nShards
+
+// IndexOf returns the Index of entries, which must be sorted (Sort). The
+// shards share entries' memory.
+func IndexOf(entries Entries) Index {
+	idx := Index{shards: new([nShards]Entries), n: len(entries)}
+	i := 0
+	for sh := range nShards {
+		j := i
+		for j < len(entries) && int(entries[j].NameHash>>(64-shardBits)) == sh {
+			j++
+		}
+		idx.shards[sh] = entries[i:j:j]
+		i = j
+	}
+	return idx
+}
+
+// Len returns the number of entries.
+func (idx Index) Len() int { return idx.n }
+
+// Built reports whether idx was made (by IndexOf, IndexPorts or Patch),
+// as opposed to the zero Index.
+func (idx Index) Built() bool { return idx.shards != nil }
+
+// Shard returns the entries of shard i, sorted.
+func (idx Index) Shard(i int) Entries {
+	if idx.shards == nil {
+		return nil
+	}
+	return idx.shards[i]
+}
+
+// Entries returns every entry, sorted, in a slice of its own.
+func (idx Index) Entries() Entries {
+	out := make(Entries, 0, idx.n)
+	for sh := range nShards {
+		out = append(out, idx.Shard(sh)...)
+	}
+	return out
+}
+
+// Equal reports whether idx and o hold the same entries.
+func (idx Index) Equal(o Index) bool {
+	if idx.n != o.n {
+		return false
+	}
+	for sh := range nShards {
+		if !slices.Equal(idx.Shard(sh), o.Shard(sh)) {
+			return false
+		}
+	}
+	return true
+}
+
+// Patch returns a new Index: idx without the entries of del and with those
+// of ins. idx itself is not changed, so a State that holds it stays as it
+// was. Each entry of del must be one of idx's (equal to it, Port included)
+// and appear in del once. It copies the shard table and the shards that
+// change: far less than building anew when few entries change.
+func (idx Index) Patch(del, ins []Entry) Index {
+	if idx.shards == nil {
+		idx = IndexOf(nil)
+	}
+	var dels, inss [nShards][]Entry
+	for _, e := range del {
+		sh := e.NameHash >> (64 - shardBits)
+		dels[sh] = append(dels[sh], e)
+	}
+	for _, e := range ins {
+		sh := e.NameHash >> (64 - shardBits)
+		inss[sh] = append(inss[sh], e)
+	}
+	out := Index{shards: new([nShards]Entries), n: idx.n - len(del) + len(ins)}
+	*out.shards = *idx.shards
+	for sh := range nShards {
+		if len(dels[sh]) > 0 || len(inss[sh]) > 0 {
+			out.shards[sh] = idx.shards[sh].Patch(dels[sh], inss[sh])
+		}
+	}
+	return out
+}
 
 // seed is fixed for the life of the process: indexes built at different
 // times compare, and nothing hashed here is ever stored.
@@ -61,19 +156,19 @@ func EntryOf(p *Port) Entry {
 }
 
 // IndexPorts builds the Index of ports.
-func IndexPorts(ports map[string]*Port) Index {
-	idx := make(Index, 0, len(ports))
-	for _, p := range ports {
+func IndexPorts(ports Ports) Index {
+	idx := make(Entries, 0, ports.Len())
+	for _, p := range ports.All() {
 		idx = append(idx, EntryOf(p))
 	}
 	idx.Sort()
-	return idx
+	return IndexOf(idx)
 }
 
 // Sort sorts idx by NameHash, in place. It is a radix sort: a million
 // entries sort in a few tens of milliseconds, where a comparison sort
 // takes several times as long.
-func (idx Index) Sort() {
+func (idx Entries) Sort() {
 	if len(idx) < 256 {
 		slices.SortFunc(idx, func(a, b Entry) int {
 			switch {
@@ -86,7 +181,7 @@ func (idx Index) Sort() {
 		})
 		return
 	}
-	tmp := make(Index, len(idx))
+	tmp := make(Entries, len(idx))
 	src, dst := idx, tmp
 	for shift := uint(0); shift < 64; shift += 16 {
 		var count [1 << 16]int
@@ -109,13 +204,12 @@ func (idx Index) Sort() {
 	// Four passes: the sorted result is back in idx.
 }
 
-// Patch returns a new Index: idx without the entries of del and with those
-// of ins, sorted as Sort sorts. idx itself is not changed, so a State that
-// holds it stays as it was. Each entry of del must be one of idx's (equal
-// to it, Port included) and appear in del once. It costs a binary search
-// per entry of del and ins and one copy of idx: far less than sorting
-// anew when few entries change.
-func (idx Index) Patch(del, ins []Entry) Index {
+// Patch returns new Entries: idx without the entries of del and with those
+// of ins, sorted as Sort sorts. idx itself is not changed. Each entry of
+// del must be one of idx's (equal to it, Port included) and appear in del
+// once. It costs a binary search per entry of del and ins and one copy of
+// idx: far less than sorting anew when few entries change.
+func (idx Entries) Patch(del, ins []Entry) Entries {
 	// The positions in idx of the entries to drop, ascending.
 	drop := make([]int, 0, len(del))
 	for _, e := range del {
@@ -132,7 +226,7 @@ func (idx Index) Patch(del, ins []Entry) Index {
 	ins = slices.Clone(ins)
 	slices.SortFunc(ins, func(a, b Entry) int { return cmp.Compare(a.NameHash, b.NameHash) })
 
-	out := make(Index, 0, len(idx)-len(drop)+len(ins))
+	out := make(Entries, 0, len(idx)-len(drop)+len(ins))
 	from := 0
 	// keep appends idx[from:to] but for the entries dropped.
 	keep := func(to int) {
@@ -155,7 +249,7 @@ func (idx Index) Patch(del, ins []Entry) Index {
 
 // search returns the position of the first entry of idx whose NameHash is
 // not below h.
-func (idx Index) search(h uint64) int {
+func (idx Entries) search(h uint64) int {
 	i, _ := slices.BinarySearchFunc(idx, h, func(e Entry, h uint64) int { return cmp.Compare(e.NameHash, h) })
 	return i
 }
@@ -164,7 +258,7 @@ func (idx Index) search(h uint64) int {
 // one. Producers that set s.Index (desired.Build, observed) must set it to
 // IndexPorts(s.Ports) after the last change to s.Ports.
 func (s State) PortIndex() Index {
-	if s.Index != nil && len(s.Index) == len(s.Ports) {
+	if s.Index.Built() && s.Index.Len() == s.Ports.Len() {
 		return s.Index
 	}
 	return IndexPorts(s.Ports)

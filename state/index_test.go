@@ -14,7 +14,7 @@ func TestIndexSorted(t *testing.T) {
 			name := fmt.Sprintf("p%d", rand.IntN(1<<30))
 			ports[name] = &Port{Name: name, Owner: "Pod/x/" + name}
 		}
-		idx := IndexPorts(ports)
+		idx := IndexPorts(PortsOf(ports)).Entries()
 		if len(idx) != len(ports) {
 			t.Fatalf("IndexPorts(%d ports) has %d entries", len(ports), len(idx))
 		}
@@ -71,7 +71,7 @@ func TestSumSeesEveryField(t *testing.T) {
 // as Sort sorts, holding exactly the entries kept and inserted, for
 // entries that change (deleted and inserted under one name), go and come.
 func TestIndexPatch(t *testing.T) {
-	sorted := func(idx Index) bool {
+	sorted := func(idx Entries) bool {
 		return slices.IsSortedFunc(idx, func(a, b Entry) int {
 			if a.NameHash < b.NameHash {
 				return -1
@@ -89,7 +89,8 @@ func TestIndexPatch(t *testing.T) {
 				name := fmt.Sprintf("p%d", i)
 				ports[name] = &Port{Name: name}
 			}
-			idx := IndexPorts(ports)
+			ix := IndexPorts(PortsOf(ports))
+			idx := ix.Entries()
 			before := slices.Clone(idx)
 			want := map[*Port]bool{}
 			for _, e := range idx {
@@ -110,8 +111,8 @@ func TestIndexPatch(t *testing.T) {
 				ins = append(ins, EntryOf(p))
 				want[p] = true
 			}
-			got := idx.Patch(del, ins)
-			if !slices.Equal(idx, before) {
+			got := ix.Patch(del, ins).Entries()
+			if !slices.Equal(ix.Entries(), before) {
 				t.Fatalf("Patch changed the index it was called on (%d entries, %d changes)", n, changes)
 			}
 			if !sorted(got) || len(got) != len(want) {
@@ -130,7 +131,7 @@ func TestIndexPatch(t *testing.T) {
 			t.Errorf("Patch deleting an entry not in the index did not panic")
 		}
 	}()
-	IndexPorts(map[string]*Port{"a": {Name: "a"}}).Patch([]Entry{EntryOf(&Port{Name: "a"})}, nil)
+	IndexPorts(PortsOf(map[string]*Port{"a": {Name: "a"}})).Patch([]Entry{EntryOf(&Port{Name: "a"})}, nil)
 }
 
 // TestOwnedPorts: OwnedPorts counts the same with and without an Index.
@@ -141,7 +142,7 @@ func TestOwnedPorts(t *testing.T) {
 		if rand.IntN(3) == 0 {
 			p.Owner = "Pod/ns/" + p.Name
 		}
-		s.Ports[p.Name] = p
+		s.Ports.Set(p.Name, p)
 	}
 	without := s.OwnedPorts()
 	s.Index = IndexPorts(s.Ports)
@@ -154,8 +155,8 @@ func TestOwnedPorts(t *testing.T) {
 // Clone, made to be changed, counts again.
 func TestOwnedCount(t *testing.T) {
 	s := New(2)
-	s.Ports["a"] = &Port{Name: "a", Owner: "Pod/ns/a"}
-	s.Ports["b"] = &Port{Name: "b"}
+	s.Ports.Set("a", &Port{Name: "a", Owner: "Pod/ns/a"})
+	s.Ports.Set("b", &Port{Name: "b"})
 	if n := s.OwnedPorts(); n != 1 {
 		t.Errorf("OwnedPorts() = %d, want 1", n)
 	}

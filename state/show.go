@@ -11,7 +11,7 @@ import (
 // the options and owner ovn-sync manages.
 func (s State) WriteShow(w io.Writer) {
 	bySwitch := map[string][]*Port{}
-	for _, p := range s.Ports {
+	for _, p := range s.Ports.All() {
 		bySwitch[p.Switch] = append(bySwitch[p.Switch], p)
 	}
 	names := make([]string, 0, len(s.Switches))

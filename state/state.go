@@ -2,6 +2,7 @@ package state
 
 import (
 	"maps"
+	"reflect"
 	"slices"
 )
 
@@ -191,7 +192,7 @@ func (d *DHCPOptions) Equal(o *DHCPOptions) bool {
 // DHCP_Options rows of ours, keyed by theirs.
 type State struct {
 	Switches map[string]*Switch
-	Ports    map[string]*Port
+	Ports    Ports
 	// DHCP holds DHCP_Options rows. Observed states hold ovn-sync's rows
 	// only: a row it did not create is never read, changed or deleted.
 	DHCP map[string]*DHCPOptions
@@ -217,22 +218,20 @@ func (s State) WithOwnedCount(n int) State {
 
 // New returns an empty State with capacity for the given number of ports.
 func New(ports int) State {
-	return State{Switches: map[string]*Switch{}, Ports: make(map[string]*Port, ports), DHCP: map[string]*DHCPOptions{}}
+	return State{Switches: map[string]*Switch{}, Ports: NewPorts(ports), DHCP: map[string]*DHCPOptions{}}
 }
 
 // Clone returns a State with its own maps holding the same (immutable)
-// values, and no Index: a clone is made to be changed.
+// values, and no Index: a clone is made to be changed. Its Ports share
+// their entries with s's until either changes them (Ports.Clone).
 func (s State) Clone() State {
-	c := State{Switches: make(map[string]*Switch, len(s.Switches)), Ports: make(map[string]*Port, len(s.Ports)),
+	c := State{Switches: make(map[string]*Switch, len(s.Switches)), Ports: s.Ports.Clone(),
 		DHCP: make(map[string]*DHCPOptions, len(s.DHCP))}
 	for k, v := range s.DHCP {
 		c.DHCP[k] = v
 	}
 	for k, v := range s.Switches {
 		c.Switches[k] = v
-	}
-	for k, v := range s.Ports {
-		c.Ports[k] = v
 	}
 	return c
 }
@@ -246,18 +245,39 @@ func (s State) OwnedPorts() int {
 		return s.owned
 	}
 	n := 0
-	if s.Index != nil && len(s.Index) == len(s.Ports) {
-		for i := range s.Index {
-			if s.Index[i].Owned {
-				n++
+	if s.Index.Built() && s.Index.Len() == s.Ports.Len() {
+		for sh := range NumShards {
+			for _, e := range s.Index.Shard(sh) {
+				if e.Owned {
+					n++
+				}
 			}
 		}
 		return n
 	}
-	for _, p := range s.Ports {
+	for _, p := range s.Ports.All() {
 		if p.Owned() {
 			n++
 		}
 	}
 	return n
+}
+
+// DeepEqual reports whether a and b are deeply equal, as reflect.DeepEqual
+// compares States whose ports are in maps: Ports are compared by their
+// entries, not by how they are shared.
+func DeepEqual(a, b State) bool {
+	if a.Ports.Len() != b.Ports.Len() {
+		return false
+	}
+	for k, v := range a.Ports.All() {
+		if w, ok := b.Ports.Lookup(k); !ok || !reflect.DeepEqual(v, w) {
+			return false
+		}
+	}
+	if !a.Index.Equal(b.Index) && !reflect.DeepEqual(a.Index.Entries(), b.Index.Entries()) {
+		return false
+	}
+	a.Ports, b.Ports, a.Index, b.Index = Ports{}, Ports{}, Index{}, Index{}
+	return reflect.DeepEqual(a, b)
 }

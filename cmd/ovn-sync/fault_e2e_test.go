@@ -105,8 +105,8 @@ func writeCluster(ports int) (faultCluster, error) {
 	if len(problems) > 0 {
 		return faultCluster{}, fmt.Errorf("generated cluster has %d problems, first: %s", len(problems), problems[0])
 	}
-	c := faultCluster{dir: dir, in: in, want: make(map[string]bool, len(want.Ports)), switches: len(want.Switches)}
-	for name := range want.Ports {
+	c := faultCluster{dir: dir, in: in, want: make(map[string]bool, want.Ports.Len()), switches: len(want.Switches)}
+	for name := range want.Ports.All() {
 		c.want[name] = true
 	}
 	return c, nil
@@ -418,8 +418,8 @@ func (g *faultGate) serve(c net.Conn, upstream string) {
 
 // portAddrs is every port's addresses, by name.
 func portAddrs(s state.State) map[string][]string {
-	m := make(map[string][]string, len(s.Ports))
-	for name, p := range s.Ports {
+	m := make(map[string][]string, s.Ports.Len())
+	for name, p := range s.Ports.All() {
 		m[name] = p.Addresses
 	}
 	return m

@@ -130,7 +130,7 @@ func measureLatency(t *testing.T, kubeconfig string, pods typedcorev1.PodInterfa
 	run := startRunBare(t, kubeconfig, nbs.Addr(), append([]string{"--leader-elect=false", "--publish=false"}, m.flags...)...)
 	owned := func() int {
 		c := 0
-		for _, p := range nb.State().Ports {
+		for _, p := range nb.State().Ports.All() {
 			if strings.HasSuffix(p.Name, ".lat") && p.Owned() {
 				c++
 			}
@@ -178,7 +178,7 @@ func measureLatency(t *testing.T, kubeconfig string, pods typedcorev1.PodInterfa
 	st := nb.State()
 	held := map[string]string{}
 	check := func(pod string) {
-		p := st.Ports[pod+".lat"]
+		p := st.Ports.Get(pod + ".lat")
 		if p == nil || len(p.Addresses) == 0 {
 			t.Errorf("pod %s: no port with an address", pod)
 			return

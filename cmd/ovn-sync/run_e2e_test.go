@@ -226,7 +226,7 @@ func portIs(t *testing.T, nb *observed.NB, name, what string, check func(*state.
 	t.Helper()
 	var p *state.Port
 	looptest.WaitFor(t, 15*time.Second, fmt.Sprintf("port %s %s", name, what), func() error {
-		p = nb.State().Ports[name]
+		p = nb.State().Ports.Get(name)
 		return check(p)
 	})
 	return p
@@ -447,7 +447,7 @@ spec: {vmiName: db}`)
 	nbs.NBCtl("lsp-del", def)
 	var back time.Duration
 	looptest.WaitFor(t, 15*time.Second, "deleted port back", func() error {
-		p := nb.State().Ports[def]
+		p := nb.State().Ports.Get(def)
 		if p == nil || p.UUID == p1.UUID {
 			return fmt.Errorf("not back in a new row")
 		}
@@ -548,7 +548,7 @@ func TestRunBulkPods(t *testing.T) {
 	const n = 300
 	count := func() int {
 		c := 0
-		for _, p := range nb.State().Ports {
+		for _, p := range nb.State().Ports.All() {
 			if strings.HasSuffix(p.Name, ".bulk") && p.Owned() {
 				c++
 			}
@@ -572,7 +572,7 @@ func TestRunBulkPods(t *testing.T) {
 	})
 	t.Logf("%d pods: created in %s, all ports in the NB after %s", n, created.Round(time.Millisecond), time.Since(start).Round(time.Millisecond))
 	seen := map[string]bool{}
-	for _, p := range nb.State().Ports {
+	for _, p := range nb.State().Ports.All() {
 		if p.Owned() {
 			ip := strings.Fields(p.Addresses[0])[1]
 			if seen[ip] {

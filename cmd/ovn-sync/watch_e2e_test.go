@@ -207,7 +207,7 @@ func converged(t *testing.T, nb *observed.NB, ns string, want map[string]bool, s
 	looptest.WaitFor(t, 30*time.Second, what, func() error {
 		var missing, extra []string
 		have := map[string]bool{}
-		for name, p := range nb.State().Ports {
+		for name, p := range nb.State().Ports.All() {
 			if strings.HasSuffix(name, "."+ns) && p.Owned() {
 				have[name] = true
 				if !want[name] {
@@ -389,7 +389,7 @@ func TestRunAPIWatchBreak(t *testing.T) {
 func waitPort(nb *observed.NB, name, old string) (string, error) {
 	deadline := time.Now().Add(15 * time.Second)
 	for {
-		p := nb.State().Ports[name]
+		p := nb.State().Ports.Get(name)
 		if p != nil && p.UUID != old {
 			return p.UUID, nil
 		}

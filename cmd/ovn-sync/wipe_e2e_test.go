@@ -152,7 +152,7 @@ func sumPorts(from, to, step int) int {
 // wipeAddresses is every port of ours in namespace wipe and its addresses.
 func wipeAddresses(nb *observed.NB) map[string]string {
 	out := map[string]string{}
-	for _, p := range nb.State().Ports {
+	for _, p := range nb.State().Ports.All() {
 		if p.Owned() && strings.Contains(p.Owner, "/wipe/") && len(p.Addresses) > 0 {
 			out[p.Name] = p.Addresses[0]
 		}
@@ -266,7 +266,7 @@ spec:
 	})
 	all := wipeAddresses(nb)
 	looptest.WaitFor(t, 120*time.Second, "addresses published", func() error { return published(k, all) })
-	if p := nb.State().Ports["migrating-0.wipe"]; p == nil || !strings.Contains(p.RequestedChassis, ",node-9") || p.ActivationStrategy != "rarp" {
+	if p := nb.State().Ports.Get("migrating-0.wipe"); p == nil || !strings.Contains(p.RequestedChassis, ",node-9") || p.ActivationStrategy != "rarp" {
 		t.Errorf("migrating VM's port: %+v, want bound to both nodes", p)
 	}
 	backup := nbs.Backup()
@@ -331,7 +331,7 @@ spec:
 	t.Logf("after the restore: every IP and MAC back in %s", time.Since(start).Round(time.Millisecond))
 	nb = nbWatch(t, nbs.Addr())
 	seen := map[string]string{}
-	for _, p := range nb.State().Ports {
+	for _, p := range nb.State().Ports.All() {
 		if !p.Owned() {
 			continue
 		}

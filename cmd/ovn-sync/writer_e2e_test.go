@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"fmt"
-	"maps"
 	"math/rand/v2"
 	"net/netip"
 	"slices"
@@ -95,7 +94,7 @@ func TestRunConcurrentWriter(t *testing.T) {
 		name := fmt.Sprintf("foreign-low-%d", round)
 		addForeign("ovn-default", name, "0a:00:00:00:02:0"+fmt.Sprint(round)+" "+ip.String())
 		looptest.WaitFor(t, 5*time.Second, "the foreign port in ovn-sync's cache", func() error {
-			if tr.NB.State().Ports[name] == nil {
+			if tr.NB.State().Ports.Get(name) == nil {
 				return fmt.Errorf("not yet")
 			}
 			return nil
@@ -104,7 +103,7 @@ func TestRunConcurrentWriter(t *testing.T) {
 		nextPod += 2
 		waitConverged(t, tr)
 		for i := nextPod - 2; i < nextPod; i++ {
-			p := tr.NB.State().Ports[fmt.Sprintf("p%d.ns", i)]
+			p := tr.NB.State().Ports.Get(fmt.Sprintf("p%d.ns", i))
 			if p == nil || slices.ContainsFunc(p.Addresses, func(a string) bool { return slices.Contains(strings.Fields(a), ip.String()) }) {
 				t.Errorf("round %d: new pod p%d has port %+v: %s is held by the foreign port %s", round, i, p, ip, name)
 			}
@@ -121,7 +120,7 @@ func TestRunConcurrentWriter(t *testing.T) {
 	}
 	for _, pod := range pods.Items {
 		name := pod.Name + ".ns"
-		p := have.Ports[name]
+		p := have.Ports.Get(name)
 		switch {
 		case p == nil:
 			t.Errorf("pod %s has no port", pod.Name)
@@ -154,8 +153,8 @@ func TestRunConcurrentWriter(t *testing.T) {
 	}
 	// No address is held twice, by ours and theirs alike.
 	holders := map[string]string{}
-	for _, name := range slices.Sorted(maps.Keys(have.Ports)) {
-		for _, a := range have.Ports[name].Addresses {
+	for _, name := range slices.Sorted(have.Ports.Names()) {
+		for _, a := range have.Ports.Get(name).Addresses {
 			for _, w := range strings.Fields(a) {
 				if _, err := netip.ParseAddr(w); err != nil {
 					continue
@@ -264,7 +263,7 @@ func waitConverged(t *testing.T, tr *looptest.Runner) {
 // network (10.16.0.0/12, 10.16.0.1 excluded) that no port holds.
 func lowestFree(s state.State) netip.Addr {
 	held := map[netip.Addr]bool{}
-	for _, p := range s.Ports {
+	for _, p := range s.Ports.All() {
 		for _, a := range append(slices.Clone(p.Addresses), p.DynamicAddresses) {
 			for _, w := range strings.Fields(a) {
 				if ip, err := netip.ParseAddr(w); err == nil {

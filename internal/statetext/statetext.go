@@ -94,8 +94,8 @@ func Print(s state.State) string {
 		}
 		b.WriteString("\n")
 	}
-	for _, name := range slices.Sorted(maps.Keys(s.Ports)) {
-		p := s.Ports[name]
+	for _, name := range slices.Sorted(s.Ports.Names()) {
+		p := s.Ports.Get(name)
 		b.WriteString("port " + quoteIfNeeded(p.Name))
 		for _, c := range portBeforeLists {
 			writeValue(&b, c.key, *c.field(p))
@@ -207,11 +207,11 @@ func parseRow(s state.State, line string) error {
 		}
 		return setColumns(d, dhcpColumns, fields)
 	}
-	if _, ok := s.Ports[name]; ok {
+	if _, ok := s.Ports.Lookup(name); ok {
 		return fmt.Errorf("port %q twice", name)
 	}
 	p := &state.Port{Name: name}
-	s.Ports[name] = p
+	s.Ports.Set(name, p)
 	var lists []keyValue
 	fields = slices.DeleteFunc(fields, func(f keyValue) bool {
 		if f.key == keyAddresses || f.key == keyPortSecurity {

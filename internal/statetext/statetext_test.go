@@ -20,16 +20,16 @@ func TestEveryField(t *testing.T) {
 	fill(t, reflect.ValueOf(d).Elem())
 	s := state.New(1)
 	s.Switches[sw.Name] = sw
-	s.Ports[p.Name] = p
+	s.Ports.Set(p.Name, p)
 	s.DHCP[d.Name] = d
 	text := Print(s)
 	got, err := Parse(text)
 	if err != nil {
 		t.Fatalf("Parse(%q) = %v", text, err)
 	}
-	if !reflect.DeepEqual(got, s) {
+	if !state.DeepEqual(got, s) {
 		t.Errorf("Parse(Print(s)) = %+v, %+v, %+v\nwant %+v, %+v, %+v\ntext:\n%s",
-			*got.Switches[sw.Name], *got.Ports[p.Name], got.DHCP[d.Name], *sw, *p, *d, text)
+			*got.Switches[sw.Name], *got.Ports.Get(p.Name), got.DHCP[d.Name], *sw, *p, *d, text)
 	}
 }
 
@@ -74,7 +74,7 @@ func TestPrint(t *testing.T) {
 		{Name: "vm.default", Switch: "ovn-default", Owner: "VirtualMachine/default/vm", Network: "default",
 			Addresses: []string{"a"}, PortSecurity: []string{"a"}, DHCPv4: "ovn-default/ipv4", DHCPv6: "ovn-default/ipv6"},
 	} {
-		s.Ports[p.Name] = p
+		s.Ports.Set(p.Name, p)
 	}
 	s.DHCP["ovn-default/ipv4"] = &state.DHCPOptions{Name: "ovn-default/ipv4", UUID: "d-1", Owner: "ovn-sync", Network: "default",
 		CIDR: "10.16.0.0/16", Options: map[string]string{"server_id": "10.16.0.1", "lease_time": "3600", "dns_server": "{10.96.0.10, 1.1.1.1}"}}
@@ -109,7 +109,7 @@ port web.default switch=ovn-default owner=Pod/default/web network=default addres
 // equal compares as the tests that use Parse do: every field, UUIDs and
 // dynamic addresses included, nil and empty lists alike.
 func equal(a, b state.State) bool {
-	if len(a.Switches) != len(b.Switches) || len(a.Ports) != len(b.Ports) || len(a.DHCP) != len(b.DHCP) {
+	if len(a.Switches) != len(b.Switches) || a.Ports.Len() != b.Ports.Len() || len(a.DHCP) != len(b.DHCP) {
 		return false
 	}
 	for k, x := range a.DHCP {
@@ -124,8 +124,8 @@ func equal(a, b state.State) bool {
 			return false
 		}
 	}
-	for k, x := range a.Ports {
-		y, ok := b.Ports[k]
+	for k, x := range a.Ports.All() {
+		y, ok := b.Ports.Lookup(k)
 		if !ok || !x.Equal(y) || x.UUID != y.UUID || x.DynamicAddresses != y.DynamicAddresses {
 			return false
 		}
@@ -202,8 +202,8 @@ func ExamplePrint() {
 	s := state.New(1)
 	s.Switches["ovn-default"] = &state.Switch{Name: "ovn-default", Owner: "ovn-sync", Network: "default", Subnet: "10.16.0.0/16"}
 	addr := []string{"0a:58:0a:10:00:02 10.16.0.2"}
-	s.Ports["web.default"] = &state.Port{Name: "web.default", Switch: "ovn-default", Owner: "Pod/default/web",
-		Network: "default", Addresses: addr, PortSecurity: addr, RequestedChassis: "node-1"}
+	s.Ports.Set("web.default", &state.Port{Name: "web.default", Switch: "ovn-default", Owner: "Pod/default/web",
+		Network: "default", Addresses: addr, PortSecurity: addr, RequestedChassis: "node-1"})
 	fmt.Print(Print(s))
 	// Output:
 	// switch ovn-default owner=ovn-sync network=default subnet=10.16.0.0/16

@@ -157,8 +157,8 @@ func measureOvnSync(ctx context.Context, opts options, r *sizeResult, in desired
 		return want, err
 	}
 	defer nb.Close()
-	r.Ports, r.Switches = len(want.Ports), len(want.Switches)
-	if err := waitCache(ctx, nb, len(want.Ports)); err != nil {
+	r.Ports, r.Switches = want.Ports.Len(), len(want.Switches)
+	if err := waitCache(ctx, nb, want.Ports.Len()); err != nil {
 		return want, err
 	}
 	r.Mem.HeapCold = liveHeap()
@@ -272,7 +272,7 @@ func churnPass(ctx context.Context, opts options, srv *server, nb *observed.NB, 
 	if err != nil {
 		return res, err
 	}
-	return res, waitCache(ctx, nb, len(want.Ports))
+	return res, waitCache(ctx, nb, want.Ports.Len())
 }
 
 // source is what a pass builds from: the inputs, a version that changes
@@ -293,7 +293,7 @@ func runPass(ctx context.Context, opts options, nb *observed.NB, src source, cfg
 	if bar != nil {
 		target = &watchedNB{NB: nb, bar: bar}
 		// Into an empty NB a port create is an insert and a switch mutate.
-		before = func(want state.State) { bar.total = 2 * len(want.Ports) }
+		before = func(want state.State) { bar.total = 2 * want.Ports.Len() }
 		defer bar.finish()
 	}
 	start := time.Now()
@@ -342,7 +342,7 @@ func (w *watchedNB) Transact(ctx context.Context, ops ...ovsdb.Operation) ([]ovs
 func waitCache(ctx context.Context, nb *observed.NB, ports int) error {
 	deadline := time.Now().Add(time.Minute)
 	for {
-		n := len(nb.State().Ports)
+		n := nb.State().Ports.Len()
 		if n == ports {
 			return nil
 		}

@@ -116,7 +116,7 @@ func measureOneShot(ctx context.Context, opts options) (*oneShotResult, error) {
 	if len(res.Problems) > 0 {
 		return nil, fmt.Errorf("generated pods have %d problems, first: %s", len(res.Problems), res.Problems[0])
 	}
-	r := &oneShotResult{Pods: opts.oneShotPods, Ports: len(res.Want.Ports), FileBytes: size, Label: label(opts.binary, "this tree")}
+	r := &oneShotResult{Pods: opts.oneShotPods, Ports: res.Want.Ports.Len(), FileBytes: size, Label: label(opts.binary, "this tree")}
 	if opts.baseline != "" {
 		r.Baseline = &oneShotSide{Label: label(opts.baseline, "")}
 	}

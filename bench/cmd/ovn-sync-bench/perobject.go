@@ -102,13 +102,13 @@ func (r perObjectResult) method() string {
 // ovn-sync. Ports go in name order. The per-object side is given
 // addresses computed in advance: its own IPAM is not timed.
 func runPerObject(ctx context.Context, want state.State, opts perObjectOptions) (perObjectResult, error) {
-	r := perObjectResult{Monitor: opts.monitor, Ports: len(want.Ports)}
+	r := perObjectResult{Monitor: opts.monitor, Ports: want.Ports.Len()}
 	srv, err := startServer(ctx)
 	if err != nil {
 		return r, err
 	}
 	defer srv.stop()
-	if err := syncPorts(ctx, srv, state.State{Switches: want.Switches, Ports: map[string]*state.Port{}}); err != nil {
+	if err := syncPorts(ctx, srv, state.State{Switches: want.Switches, Ports: state.NewPorts(0)}); err != nil {
 		return r, fmt.Errorf("create switches: %w", err)
 	}
 	w, err := dialPerObject(ctx, srv, opts.monitor)
@@ -117,7 +117,7 @@ func runPerObject(ctx context.Context, want state.State, opts perObjectOptions) 
 	}
 	defer w.c.Close()
 
-	ports := slices.SortedFunc(maps.Values(want.Ports), func(a, b *state.Port) int { return cmp.Compare(a.Name, b.Name) })
+	ports := slices.SortedFunc(maps.Values(want.Ports.Map()), func(a, b *state.Port) int { return cmp.Compare(a.Name, b.Name) })
 	sample := min(opts.sample, len(ports))
 	cpu0, _ := srv.cpu()
 	bar := newProgress(fmt.Sprintf("per-object (%s monitor)", opts.monitor), len(ports))
@@ -337,9 +337,9 @@ func syncPorts(ctx context.Context, srv *server, want state.State) error {
 
 // subset is want with only the given ports.
 func subset(want state.State, ports []*state.Port) state.State {
-	s := state.State{Switches: want.Switches, Ports: make(map[string]*state.Port, len(ports))}
+	s := state.State{Switches: want.Switches, Ports: state.NewPorts(len(ports))}
 	for _, p := range ports {
-		s.Ports[p.Name] = p
+		s.Ports.Set(p.Name, p)
 	}
 	return s
 }

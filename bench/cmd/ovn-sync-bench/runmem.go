@@ -180,8 +180,8 @@ func runMemory(ctx context.Context, size int, idle time.Duration) (*runMemResult
 	var inc desired.Incremental
 	res := inc.Full(src.Inputs().Inputs, cfg, have)
 	h4 := heap()
-	if len(res.Want.Ports) < r.Ports {
-		return nil, fmt.Errorf("desired state has %d ports, the NB %d", len(res.Want.Ports), r.Ports)
+	if res.Want.Ports.Len() < r.Ports {
+		return nil, fmt.Errorf("desired state has %d ports, the NB %d", res.Want.Ports.Len(), r.Ports)
 	}
 	inc.Reset()
 	h5 := heap()
