@@ -18,12 +18,17 @@ import (
 // and changes to rows that are not ours are not drift; onOwn, when set, is
 // called for those of the first kind (a field of a row of ours changed, to
 // what want has).
-// want returns nil while nobody reconciles; then nothing is drift. The
+//
+// want returns what the last pass applied and, when set, what the one
+// before it applied: the events of a transaction reach this handler after
+// Transact returned, so those of one pass may come once the next pass has
+// applied a new want; a row left as either has it is not drift. want
+// returns nil while nobody reconciles; then nothing is drift. The
 // callbacks run in libovsdb's cache event loop: they must be quick (notify
 // a channel).
-func (nb *NB) WatchDrift(want func() *state.State, onDrift func(table string), onOwn func()) {
+func (nb *NB) WatchDrift(want func() (cur, prev *state.State), onDrift func(table string), onOwn func()) {
 	event := func(table string, old, cur model.Model) {
-		w := want()
+		w, prev := want()
 		if w == nil {
 			return
 		}
@@ -32,7 +37,7 @@ func (nb *NB) WatchDrift(want func() *state.State, onDrift func(table string), o
 		case nbdb.LogicalSwitchPortTable:
 			o, _ := old.(*nbdb.LogicalSwitchPort)
 			c, _ := cur.(*nbdb.LogicalSwitchPort)
-			drift = PortDriftNamed(*w, o, c, nb.dhcpName)
+			drift = PortDriftNamed(*w, o, c, nb.dhcpName) && (prev == nil || PortDriftNamed(*prev, o, c, nb.dhcpName))
 			ours = o != nil && o.ExternalIDs[state.KeyOwner] != "" || c != nil && c.ExternalIDs[state.KeyOwner] != ""
 			// ovn-northd's updates (up, dynamic_addresses) change no
 			// field of ours: they are nobody's change to judge.
@@ -40,12 +45,12 @@ func (nb *NB) WatchDrift(want func() *state.State, onDrift func(table string), o
 		case nbdb.DHCPOptionsTable:
 			o, _ := old.(*nbdb.DHCPOptions)
 			c, _ := cur.(*nbdb.DHCPOptions)
-			drift = DHCPDrift(*w, o, c)
+			drift = DHCPDrift(*w, o, c) && (prev == nil || DHCPDrift(*prev, o, c))
 			ours = o != nil && o.ExternalIDs[state.KeyOwner] != "" || c != nil && c.ExternalIDs[state.KeyOwner] != ""
 		case nbdb.LogicalSwitchTable:
 			o, _ := old.(*nbdb.LogicalSwitch)
 			c, _ := cur.(*nbdb.LogicalSwitch)
-			drift = SwitchDrift(*w, o, c)
+			drift = SwitchDrift(*w, o, c) && (prev == nil || SwitchDrift(*prev, o, c))
 			ours = o != nil && o.ExternalIDs[state.KeyOwner] != "" || c != nil && c.ExternalIDs[state.KeyOwner] != ""
 		}
 		switch {

@@ -1,7 +1,10 @@
 package observed
 
 import (
+	"context"
+	"sync"
 	"testing"
+	"time"
 
 	"github.com/ovn-sync/ovn-sync/nbdb"
 	"github.com/ovn-sync/ovn-sync/state"
@@ -88,4 +91,102 @@ func TestDHCPDrift(t *testing.T) {
 			t.Errorf("DHCPDrift(%s) = %v, want %v", tc.name, got, tc.want)
 		}
 	}
+}
+
+// TestWatchDriftPreviousWant: the events of one pass's transaction reach
+// the handler after Transact returned, and may come once the next pass
+// has stored a new want. A row left as the previous want has it is not
+// drift (it is that pass's own write); left as neither has it, it is.
+func TestWatchDriftPreviousWant(t *testing.T) {
+	e, err := StartEmbedded()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer e.Close()
+	nb := dial(t, e.Endpoint, false)
+	port := func(chassis string) *state.Port {
+		a := []string{"0a:58:0a:10:00:05 10.16.0.5"}
+		return &state.Port{Name: "a.ns", Owner: "Pod/ns/a", Network: "default", Switch: "ovn-default",
+			Addresses: a, PortSecurity: a, RequestedChassis: chassis}
+	}
+	wantWith := func(chassis string) *state.State {
+		s := state.New(1)
+		s.Ports.Set("a.ns", port(chassis))
+		return &s
+	}
+	var mu sync.Mutex
+	var cur, prev *state.State
+	var drifts, owns int
+	nb.WatchDrift(func() (*state.State, *state.State) {
+		mu.Lock()
+		defer mu.Unlock()
+		return cur, prev
+	}, func(string) {
+		mu.Lock()
+		drifts++
+		mu.Unlock()
+	}, func() {
+		mu.Lock()
+		owns++
+		mu.Unlock()
+	})
+	ctx := context.Background()
+	row := &nbdb.LogicalSwitchPort{UUID: "lsp", Name: "a.ns", Addresses: port("").Addresses, PortSecurity: port("").PortSecurity,
+		ExternalIDs: map[string]string{state.KeyOwner: "Pod/ns/a", state.KeyNetwork: "default", state.KeySwitch: "ovn-default"},
+		Options:     map[string]string{state.OptRequestedChassis: "n1"}}
+	// A port is not a root row: the switch that holds it is created with it.
+	ops, err := nb.Client().Create(row, &nbdb.LogicalSwitch{UUID: "ls", Name: "ovn-default", Ports: []string{"lsp"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	mu.Lock()
+	cur = wantWith("n1")
+	mu.Unlock()
+	if _, err := nb.Transact(ctx, ops...); err != nil {
+		t.Fatal(err)
+	}
+	set := func(chassis string) {
+		t.Helper()
+		r := &nbdb.LogicalSwitchPort{Name: "a.ns", Options: map[string]string{state.OptRequestedChassis: chassis}}
+		ops, err := nb.Client().Where(r).Update(r, &r.Options)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := nb.Transact(ctx, ops...); err != nil {
+			t.Fatal(err)
+		}
+	}
+	wait := func(what string, wantDrifts, wantOwns int) {
+		t.Helper()
+		deadline := time.Now().Add(5 * time.Second)
+		for {
+			mu.Lock()
+			d, o := drifts, owns
+			mu.Unlock()
+			if d == wantDrifts && o == wantOwns {
+				return
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("%s: %d drift and %d own events, want %d and %d", what, d, o, wantDrifts, wantOwns)
+			}
+			time.Sleep(5 * time.Millisecond)
+		}
+	}
+	wait("our insert", 0, 1)
+	// The pass that moves the port to n2 has stored its want (n3 next)
+	// when the event of its n2 write comes: the previous want has n2.
+	mu.Lock()
+	cur, prev = wantWith("n3"), wantWith("n2")
+	mu.Unlock()
+	set("n2")
+	wait("a write of the previous want", 0, 2)
+	// Someone sets n9: neither want has it.
+	set("n9")
+	wait("an outside edit", 1, 2)
+	// Without a previous want, a row left other than want has it is drift.
+	mu.Lock()
+	prev = nil
+	mu.Unlock()
+	set("n2")
+	wait("a write of an older want, none kept", 2, 2)
 }

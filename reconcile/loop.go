@@ -44,7 +44,7 @@ type Sources interface {
 type WatchedNB interface {
 	NB
 	Up() bool
-	WatchDrift(want func() *state.State, onDrift func(table string), onOwn func())
+	WatchDrift(want func() (cur, prev *state.State), onDrift func(table string), onOwn func())
 	WatchConnection(ctx context.Context, on func(ev observed.ConnEvent, endpoint string))
 }
 
@@ -56,7 +56,9 @@ type LoopOptions struct {
 	// Resync is how often a full pass runs at least. Coalesce bounds how
 	// often passes start in a burst: a change while no pass runs starts
 	// one at once; changes that came while a pass ran make the next pass,
-	// which starts Coalesce after the last one started (0: at once).
+	// which starts at once too (a VM start is two objects, a VMI and its
+	// launcher pod, often told apart), but when changes came while that
+	// one ran as well, Coalesce after the last one started (0: at once).
 	Resync, Coalesce time.Duration
 	Log              logr.Logger
 	// Metrics, when set, are kept up to date.
@@ -130,9 +132,12 @@ type Loop struct {
 	own     atomic.Uint64
 	recheck chan struct{}
 
-	// want is what the last pass sent to the NB, nil while not leading: NB
-	// events that leave our rows as want has them are our own.
-	want atomic.Pointer[state.State]
+	// want is what the last pass sent to the NB, nil while not leading;
+	// prevWant what the one before sent. NB events that leave our rows as
+	// either has them are our own (a pass's events may trail the next
+	// pass's apply).
+	wantMu         sync.Mutex
+	want, prevWant *state.State
 	// inc keeps the desired state between passes (memo, the last Build,
 	// with FullPasses); only the goroutine running passes uses them.
 	inc  desired.Incremental
@@ -157,11 +162,27 @@ func NewLoop(src Sources, nb WatchedNB, opts LoopOptions) *Loop {
 		l.m = NewMetrics()
 	}
 	l.nbUp.Store(nb.Up())
-	nb.WatchDrift(func() *state.State { return l.want.Load() }, func(table string) {
+	nb.WatchDrift(func() (*state.State, *state.State) {
+		l.wantMu.Lock()
+		defer l.wantMu.Unlock()
+		return l.want, l.prevWant
+	}, func(table string) {
 		l.m.driftEvents.WithLabelValues(table).Inc()
 		notify(l.drift)
 	}, func() { l.own.Add(1) })
 	return l
+}
+
+// setWant records w as what the pass sends to the NB (nil: nobody
+// reconciles), and what the last pass sent as the one before.
+func (l *Loop) setWant(w *state.State) {
+	l.wantMu.Lock()
+	defer l.wantMu.Unlock()
+	if w == nil {
+		l.want, l.prevWant = nil, nil
+		return
+	}
+	l.want, l.prevWant = w, l.want
 }
 
 func notify(c chan struct{}) {
@@ -251,7 +272,7 @@ func (l *Loop) Lead(ctx context.Context, stop <-chan struct{}) {
 	l.leading, l.passed, l.lastErr = true, false, nil
 	l.mu.Unlock()
 	defer func() {
-		l.want.Store(nil)
+		l.setWant(nil)
 		l.mu.Lock()
 		l.leading = false
 		l.mu.Unlock()
@@ -264,11 +285,11 @@ func (l *Loop) Lead(ctx context.Context, stop <-chan struct{}) {
 	pending := trigStartup
 	var retry <-chan time.Time
 	var started time.Time
-	burst := false // changes came while the last pass ran
+	busy := 0 // passes in a row while which changes came
 	failures := 0
 	for {
 		if pending != 0 && retry == nil && l.nbUp.Load() {
-			if burst {
+			if busy > 1 {
 				pending |= l.coalesce(ctx, stop, l.opts.Coalesce-time.Since(started))
 			}
 			if ctx.Err() != nil || closed(stop) {
@@ -289,8 +310,12 @@ func (l *Loop) Lead(ctx context.Context, stop <-chan struct{}) {
 			}
 			came := l.coalesce(ctx, stop, 0)
 			pending |= came
-			burst = came != 0
-			if burst && retry == nil {
+			if came == 0 {
+				busy = 0
+			} else {
+				busy++
+			}
+			if busy > 0 && retry == nil {
 				continue // the next pass, without waiting for another change
 			}
 		}
@@ -543,7 +568,7 @@ func (l *Loop) pass(ctx context.Context, t trigger) error {
 	own := l.own.Load()
 	ownAtApply := own
 	opts.BeforeApply = func(w state.State) {
-		l.want.Store(&w)
+		l.setWant(&w)
 		ownAtApply = l.own.Load()
 	}
 	out, err := Pass(ctx, l.nb, snap.Inputs, opts)

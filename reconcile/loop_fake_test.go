@@ -253,6 +253,65 @@ func TestLoopCoalesces(t *testing.T) {
 	}
 }
 
+// TestLoopNextPassAtOnce: the pass after one during which a change came
+// starts at once, however long the coalescing bound (a VM start is a VMI
+// and a launcher pod, often told in two passes); only when changes came
+// during that pass too does the next wait for the bound.
+func TestLoopNextPassAtOnce(t *testing.T) {
+	var mu sync.Mutex
+	var hold chan struct{} // when set, the next pass's report waits on it
+	held := make(chan struct{}, 4)
+	report := func(reconcile.Outcome, sources.Snapshot) {
+		mu.Lock()
+		h := hold
+		hold = nil
+		mu.Unlock()
+		if h != nil {
+			held <- struct{}{}
+			<-h
+		}
+	}
+	holdNext := func() chan struct{} {
+		h := make(chan struct{})
+		mu.Lock()
+		hold = h
+		mu.Unlock()
+		return h
+	}
+	f := startFakeLoopReport(t, time.Hour, report, nil)
+	looptest.WaitFor(t, 5*time.Second, "the startup pass", func() error {
+		if f.metric("ovn_sync_passes_total", "result", "success") < 1 {
+			return fmt.Errorf("no pass")
+		}
+		return nil
+	})
+	wait := func(what string) {
+		t.Helper()
+		select {
+		case <-held:
+		case <-time.After(10 * time.Second):
+			t.Fatalf("no pass %s", what)
+		}
+	}
+	// A pass is held; a change comes meanwhile; the next pass (itself
+	// held) starts at once when the first is let go.
+	first := holdNext()
+	f.src.set(func(pods map[string]*corev1.Pod) { addPods(pods, 0, 1) })
+	wait("after the first change")
+	second := holdNext()
+	f.src.set(func(pods map[string]*corev1.Pod) { addPods(pods, 1, 2) })
+	close(first)
+	wait("right after a pass during which a change came (the bound is an hour)")
+	// A change during that one too: a burst, and the bound holds the next.
+	f.src.set(func(pods map[string]*corev1.Pod) { addPods(pods, 2, 3) })
+	close(second)
+	f.waitPorts(t, 2)
+	time.Sleep(300 * time.Millisecond)
+	if n := f.nb.State().OwnedPorts(); n != 2 {
+		t.Errorf("%d ports 300ms into a burst with an hour's bound, want 2: the third pass did not wait", n)
+	}
+}
+
 // TestLoopStartsAtOnceWhenQuiet: a change while no pass runs starts one at
 // once, however long the coalescing bound.
 func TestLoopStartsAtOnceWhenQuiet(t *testing.T) {
