@@ -56,9 +56,9 @@ type LoopOptions struct {
 	// Resync is how often a full pass runs at least. Coalesce bounds how
 	// often passes start in a burst: a change while no pass runs starts
 	// one at once; changes that came while a pass ran make the next pass,
-	// which starts at once too (a VM start is two objects, a VMI and its
-	// launcher pod, often told apart), but when changes came while that
-	// one ran as well, Coalesce after the last one started (0: at once).
+	// which starts at once too (a VM start is two or three objects told
+	// apart), unless the pass read a burst (BurstChanges objects or
+	// more): then Coalesce after it started (0: at once).
 	Resync, Coalesce time.Duration
 	Log              logr.Logger
 	// Metrics, when set, are kept up to date.
@@ -138,6 +138,8 @@ type Loop struct {
 	// pass's apply).
 	wantMu         sync.Mutex
 	want, prevWant *state.State
+	// lastRead is how many changed objects the last pass read (noteRead).
+	lastRead int
 	// inc keeps the desired state between passes (memo, the last Build,
 	// with FullPasses); only the goroutine running passes uses them.
 	inc  desired.Incremental
@@ -285,11 +287,11 @@ func (l *Loop) Lead(ctx context.Context, stop <-chan struct{}) {
 	pending := trigStartup
 	var retry <-chan time.Time
 	var started time.Time
-	busy := 0 // passes in a row while which changes came
+	burst := false // the last pass read a burst, and more came while it ran
 	failures := 0
 	for {
 		if pending != 0 && retry == nil && l.nbUp.Load() {
-			if busy > 1 {
+			if burst {
 				pending |= l.coalesce(ctx, stop, l.opts.Coalesce-time.Since(started))
 			}
 			if ctx.Err() != nil || closed(stop) {
@@ -310,12 +312,8 @@ func (l *Loop) Lead(ctx context.Context, stop <-chan struct{}) {
 			}
 			came := l.coalesce(ctx, stop, 0)
 			pending |= came
-			if came == 0 {
-				busy = 0
-			} else {
-				busy++
-			}
-			if busy > 0 && retry == nil {
+			burst = came != 0 && l.lastRead >= BurstChanges
+			if came != 0 && retry == nil {
 				continue // the next pass, without waiting for another change
 			}
 		}
@@ -366,8 +364,16 @@ type reading struct {
 // listing, so that what it compares with a full Build are the same
 // objects, not two reads of stores that may have moved in between.
 func (l *Loop) read(opts *Options, t trigger) *reading {
+	// Every change told so far is in the take below: a signal of one still
+	// queued would only make an empty pass after this one, or, coming while
+	// it ran, hold the next for --coalesce as if changes kept coming.
+	select {
+	case <-l.src.Changes():
+	default:
+	}
 	if l.opts.FullPasses {
 		snap := l.src.Take()
+		l.noteRead(snap.Changed, snap.AllChanged)
 		opts.Memo, opts.InputsVersion = &l.memo, snap.Version
 		return &reading{snap: &snap, unreadable: snap.Unreadable, listed: true}
 	}
@@ -376,6 +382,7 @@ func (l *Loop) read(opts *Options, t trigger) *reading {
 	changeOnly := t&^trigRecheck == trigKube || t == trigRecheck
 	if changeOnly && !opts.Verify {
 		ch := l.src.TakeChanges()
+		l.noteRead(ch.Changed, ch.AllChanged)
 		if ch.AllChanged {
 			snap := l.src.Inputs() // taken already
 			return &reading{snap: &snap, unreadable: snap.Unreadable, listed: true}
@@ -391,6 +398,7 @@ func (l *Loop) read(opts *Options, t trigger) *reading {
 		return r
 	}
 	snap := l.src.Take()
+	l.noteRead(snap.Changed, snap.AllChanged)
 	r := &reading{snap: &snap, unreadable: snap.Unreadable, listed: true}
 	if snap.AllChanged {
 		return r
@@ -403,6 +411,20 @@ func (l *Loop) read(opts *Options, t trigger) *reading {
 		opts.Changed, opts.SelfCheck = &changed, true
 	}
 	return r
+}
+
+// BurstChanges is how many changed objects make a pass's reading a burst:
+// if more come while it runs, the next pass starts LoopOptions.Coalesce
+// after it started, not at once.
+const BurstChanges = 64
+
+// noteRead records how many changed objects the pass read (every one when
+// the source could not tell which).
+func (l *Loop) noteRead(changed []desired.ObjectRef, all bool) {
+	l.lastRead = len(changed)
+	if all {
+		l.lastRead = BurstChanges
+	}
 }
 
 func (l *Loop) logUnreadable(us []sources.Unreadable) {

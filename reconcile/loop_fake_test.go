@@ -255,8 +255,9 @@ func TestLoopCoalesces(t *testing.T) {
 
 // TestLoopNextPassAtOnce: the pass after one during which a change came
 // starts at once, however long the coalescing bound (a VM start is a VMI
-// and a launcher pod, often told in two passes); only when changes came
-// during that pass too does the next wait for the bound.
+// and a launcher pod, often told in two passes); only after a pass that
+// read a burst (BurstChanges objects or more), with changes coming while
+// it ran, does the next wait for the bound.
 func TestLoopNextPassAtOnce(t *testing.T) {
 	var mu sync.Mutex
 	var hold chan struct{} // when set, the next pass's report waits on it
@@ -293,22 +294,30 @@ func TestLoopNextPassAtOnce(t *testing.T) {
 			t.Fatalf("no pass %s", what)
 		}
 	}
-	// A pass is held; a change comes meanwhile; the next pass (itself
-	// held) starts at once when the first is let go.
-	first := holdNext()
+	// Passes of one change each, and a change while each runs: every next
+	// pass starts at once.
+	h := holdNext()
 	f.src.set(func(pods map[string]*corev1.Pod) { addPods(pods, 0, 1) })
-	wait("after the first change")
-	second := holdNext()
-	f.src.set(func(pods map[string]*corev1.Pod) { addPods(pods, 1, 2) })
-	close(first)
-	wait("right after a pass during which a change came (the bound is an hour)")
-	// A change during that one too: a burst, and the bound holds the next.
-	f.src.set(func(pods map[string]*corev1.Pod) { addPods(pods, 2, 3) })
-	close(second)
-	f.waitPorts(t, 2)
+	for i := 1; i <= 3; i++ {
+		wait(fmt.Sprintf("%d right after a pass during which a change came (the bound is an hour)", i))
+		next := holdNext()
+		f.src.set(func(pods map[string]*corev1.Pod) { addPods(pods, i, i+1) })
+		close(h)
+		h = next
+	}
+	wait("after the last change")
+	// That pass reads a burst; a change comes while it runs: the bound
+	// holds the next.
+	next := holdNext()
+	f.src.set(func(pods map[string]*corev1.Pod) { addPods(pods, 4, 4+reconcile.BurstChanges) })
+	close(h)
+	wait("for the burst")
+	f.src.set(func(pods map[string]*corev1.Pod) { addPods(pods, 4+reconcile.BurstChanges, 5+reconcile.BurstChanges) })
+	close(next)
+	f.waitPorts(t, 4+reconcile.BurstChanges)
 	time.Sleep(300 * time.Millisecond)
-	if n := f.nb.State().OwnedPorts(); n != 2 {
-		t.Errorf("%d ports 300ms into a burst with an hour's bound, want 2: the third pass did not wait", n)
+	if n := f.nb.State().OwnedPorts(); n != 4+reconcile.BurstChanges {
+		t.Errorf("%d ports 300ms after a burst with an hour's bound, want %d: the pass after it did not wait", n, 4+reconcile.BurstChanges)
 	}
 }
 

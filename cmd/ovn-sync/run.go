@@ -95,7 +95,7 @@ func newRunFlags(stderr io.Writer) *runFlags {
 	fs.Float64Var(&r.kubeQPS, "kube-api-qps", 50, "queries per second to the Kubernetes API (pod patches and events)")
 	fs.IntVar(&r.kubeBurst, "kube-api-burst", 100, "burst of queries to the Kubernetes API")
 	fs.DurationVar(&r.resync, "resync", 5*time.Minute, "full pass at least this often")
-	fs.DurationVar(&r.coalesce, "coalesce", 20*time.Millisecond, "in a burst of changes, start passes at most this often (a lone change starts a pass at once, and so does the first pass after one during which changes came)")
+	fs.DurationVar(&r.coalesce, "coalesce", 20*time.Millisecond, "in a burst of changes (a pass read 64 changed objects or more, and more came while it ran), start passes at most this often; otherwise the next pass starts at once")
 	fs.BoolVar(&r.leaderElect, "leader-elect", inCluster(), "take a Lease before writing, so one of several replicas writes (default true in a cluster)")
 	fs.StringVar(&r.leaseNS, "lease-namespace", ownNamespace(), "namespace of the Lease (default: $POD_NAMESPACE or the service account's)")
 	fs.StringVar(&r.leaseName, "lease-name", "ovn-sync", "name of the Lease")
