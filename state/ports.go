@@ -33,6 +33,9 @@ const (
 type portMap struct {
 	shards [nShards]shard
 	n      int
+	// hint sizes a shard made empty: the ports NewPorts was told of, over
+	// the shards.
+	hint int
 	// gen identifies this map: a shard whose gen differs is shared with
 	// another and is copied before a change. Clone changes it (atomically,
 	// as snapshots are cloned while others read them).
@@ -48,9 +51,8 @@ var gens atomic.Uint64
 
 // NewPorts returns an empty Ports for about n ports.
 func NewPorts(n int) Ports {
-	m := &portMap{}
+	m := &portMap{hint: n / nShards}
 	m.gen.Store(gens.Add(1))
-	_ = n // shards grow as their maps do
 	return Ports{m}
 }
 
@@ -129,7 +131,7 @@ func (ps Ports) own(name string) *shard {
 	if g := ps.m.gen.Load(); sh.gen != g {
 		sh.ports, sh.gen = maps.Clone(sh.ports), g
 		if sh.ports == nil {
-			sh.ports = map[string]*Port{}
+			sh.ports = make(map[string]*Port, ps.m.hint)
 		}
 	}
 	return sh
@@ -162,7 +164,7 @@ func (ps Ports) Delete(name string) {
 func (ps Ports) Clone() Ports {
 	c := &portMap{}
 	if ps.m != nil {
-		c.shards, c.n = ps.m.shards, ps.m.n
+		c.shards, c.n, c.hint = ps.m.shards, ps.m.n, ps.m.hint
 		ps.m.gen.Store(gens.Add(1))
 	}
 	c.gen.Store(gens.Add(1))
