@@ -171,19 +171,5 @@ func (ps Ports) Clone() Ports {
 	return Ports{c}
 }
 
-// Equal reports whether ps and o hold the same ports (the same pointers)
-// under the same names.
-func (ps Ports) Equal(o Ports) bool {
-	if ps.Len() != o.Len() {
-		return false
-	}
-	for k, v := range ps.All() {
-		if w := o.Get(k); w != v {
-			return false
-		}
-	}
-	return true
-}
-
 // String prints the ports as fmt prints a map of them.
 func (ps Ports) String() string { return fmt.Sprint(ps.Map()) }
