@@ -32,12 +32,15 @@ func (nb *NB) WatchDrift(want func() (cur, prev *state.State), onDrift func(tabl
 		if w == nil {
 			return
 		}
+		// differs reports whether the row is left other than both wants
+		// have it, as judged by f.
+		differs := func(f func(state.State) bool) bool { return f(*w) && (prev == nil || f(*prev)) }
 		var drift, ours bool
 		switch table {
 		case nbdb.LogicalSwitchPortTable:
 			o, _ := old.(*nbdb.LogicalSwitchPort)
 			c, _ := cur.(*nbdb.LogicalSwitchPort)
-			drift = PortDriftNamed(*w, o, c, nb.dhcpName) && (prev == nil || PortDriftNamed(*prev, o, c, nb.dhcpName))
+			drift = differs(func(s state.State) bool { return PortDriftNamed(s, o, c, nb.dhcpName) })
 			ours = o != nil && o.ExternalIDs[state.KeyOwner] != "" || c != nil && c.ExternalIDs[state.KeyOwner] != ""
 			// ovn-northd's updates (up, dynamic_addresses) change no
 			// field of ours: they are nobody's change to judge.
@@ -45,12 +48,12 @@ func (nb *NB) WatchDrift(want func() (cur, prev *state.State), onDrift func(tabl
 		case nbdb.DHCPOptionsTable:
 			o, _ := old.(*nbdb.DHCPOptions)
 			c, _ := cur.(*nbdb.DHCPOptions)
-			drift = DHCPDrift(*w, o, c) && (prev == nil || DHCPDrift(*prev, o, c))
+			drift = differs(func(s state.State) bool { return DHCPDrift(s, o, c) })
 			ours = o != nil && o.ExternalIDs[state.KeyOwner] != "" || c != nil && c.ExternalIDs[state.KeyOwner] != ""
 		case nbdb.LogicalSwitchTable:
 			o, _ := old.(*nbdb.LogicalSwitch)
 			c, _ := cur.(*nbdb.LogicalSwitch)
-			drift = SwitchDrift(*w, o, c) && (prev == nil || SwitchDrift(*prev, o, c))
+			drift = differs(func(s state.State) bool { return SwitchDrift(s, o, c) })
 			ours = o != nil && o.ExternalIDs[state.KeyOwner] != "" || c != nil && c.ExternalIDs[state.KeyOwner] != ""
 		}
 		switch {
