@@ -1,6 +1,7 @@
 package desired
 
 import (
+	"fmt"
 	"maps"
 	"reflect"
 	"slices"
@@ -290,14 +291,19 @@ func (b *base) rebuildOf(objs Objects, changed []ObjectRef) (rebuild, string) {
 		}
 	}
 	// A changed pod joins the group of the VMI it ran (a deleted launcher
-	// pod is known by that alone) and of the one it runs now.
+	// pod is known by that alone) and of the one it runs now. Each pod is
+	// looked up once: a store may take it between two lookups, and the
+	// pod Build is given must be the one the groups were chosen by.
 	selected := map[nsName]*corev1.Pod{}
+	looked := make(map[nsName]*corev1.Pod, len(pods))
 	for _, k := range changedPods {
 		if v, ok := b.launchers[k]; ok {
 			groups[nsName{k.ns, v}] = true
 			delete(b.launchers, k)
 		}
-		if p := objs.Pod(k.ns, k.name); p != nil {
+		p := objs.Pod(k.ns, k.name)
+		looked[k] = p
+		if p != nil {
 			if v, ok := LauncherOf(p); ok {
 				b.launchers[k] = v
 				groups[nsName{k.ns, v}] = true
@@ -320,8 +326,16 @@ func (b *base) rebuildOf(objs Objects, changed []ObjectRef) (rebuild, string) {
 	// The objects: the pods of pod owners; of each group its VM, VMI,
 	// launcher pods and migrations. Build reads them in any order.
 	for k := range pods {
-		if p := objs.Pod(k.ns, k.name); p != nil {
-			selected[k] = p
+		p, ok := looked[k]
+		if !ok {
+			p = objs.Pod(k.ns, k.name)
+		}
+		if p == nil {
+			continue
+		}
+		selected[k] = p
+		if v, ok := LauncherOf(p); ok {
+			b.launchers[k] = v // Build sees it: its deletion must find the group
 		}
 	}
 	in := &sel.in
@@ -523,7 +537,7 @@ func Mismatch(inc, full Result) string {
 	for _, name := range unionKeys(inc.Want.Ports.Map(), full.Want.Ports.Map()) {
 		a, b := inc.Want.Ports.Get(name), full.Want.Ports.Get(name)
 		if a == nil || b == nil || !reflect.DeepEqual(*a, *b) {
-			if !add("port " + name + ": incremental " + port(a) + ", full " + port(b)) {
+			if !add("port " + name + ": incremental " + port(a) + ", full " + port(b) + fieldDiff(a, b)) {
 				break
 			}
 		}
@@ -564,6 +578,22 @@ func Mismatch(inc, full Result) string {
 		add("problems in another order")
 	}
 	return strings.Join(diffs, "; ")
+}
+
+// fieldDiff names the fields in which a and b differ, with both values:
+// "" unless both are ports.
+func fieldDiff(a, b *state.Port) string {
+	if a == nil || b == nil {
+		return ""
+	}
+	va, vb := reflect.ValueOf(*a), reflect.ValueOf(*b)
+	var d []string
+	for i := range va.NumField() {
+		if x, y := va.Field(i).Interface(), vb.Field(i).Interface(); !reflect.DeepEqual(x, y) {
+			d = append(d, fmt.Sprintf("%s %q, %q", va.Type().Field(i).Name, x, y))
+		}
+	}
+	return ": " + strings.Join(d, ", ")
 }
 
 func unionKeys[V any](a, b map[string]V) []string {

@@ -82,11 +82,14 @@ func (c *cluster) del(r ObjectRef) ObjectRef {
 	return r
 }
 
-func (c *cluster) inputs() Inputs {
+func (c *cluster) inputs() Inputs { return inputsOf(c.objects) }
+
+// inputsOf lists objects as Inputs, in the order of their refs.
+func inputsOf(objects map[ObjectRef]any) Inputs {
 	var in Inputs
-	refs := slices.SortedFunc(maps.Keys(c.objects), func(a, b ObjectRef) int { return strings.Compare(a.String(), b.String()) })
+	refs := slices.SortedFunc(maps.Keys(objects), func(a, b ObjectRef) int { return strings.Compare(a.String(), b.String()) })
 	for _, r := range refs {
-		switch v := c.objects[r].(type) {
+		switch v := objects[r].(type) {
 		case *corev1.Pod:
 			in.Pods = append(in.Pods, v)
 		case *kubevirtv1.VirtualMachine:
@@ -173,8 +176,13 @@ func (c *cluster) launcher(vmi, suffix, node string, created metav1.Time) *corev
 // event changes the cluster as an informer would see it and returns the
 // objects it changed.
 func (c *cluster) event(t *rapid.T) []ObjectRef {
+	return c.eventOf(t, rapid.IntRange(0, 13).Draw(t, "event"))
+}
+
+// eventOf makes an event of kind k (a case of event).
+func (c *cluster) eventOf(t *rapid.T, k int) []ObjectRef {
 	nodes := []string{"node-1", "node-2", "node-3"}
-	switch rapid.IntRange(0, 12).Draw(t, "event") {
+	switch k {
 	case 0, 1: // a pod is created, sometimes a StatefulSet's
 		ns, name := rapid.SampledFrom([]string{"default", "tenant"}).Draw(t, "ns"), c.newName("pod")
 		if rapid.IntRange(0, 3).Draw(t, "sts") == 0 {
@@ -294,6 +302,20 @@ func (c *cluster) event(t *rapid.T) []ObjectRef {
 			`{"type":"ovn-k8s-cni-overlay","topology":"layer2"`,
 		}).Draw(t, "nad config")
 		return []ObjectRef{c.put(nad)}
+	case 13: // a migration's target pod (and object), before the VMI's status names the target
+		if vmi, ok := c.pick(t, kindVirtualMachineInst).(*kubevirtv1.VirtualMachineInstance); ok {
+			target := rapid.SampledFrom(nodes).Draw(t, "target")
+			refs := []ObjectRef{c.put(c.launcher(vmi.Name, c.newName("t"), target, c.created(t)))}
+			if rapid.Bool().Draw(t, "migration object") {
+				refs = append(refs, c.put(&kubevirtv1.VirtualMachineInstanceMigration{
+					ObjectMeta: metav1.ObjectMeta{Namespace: vmi.Namespace, Name: c.newName("mig")},
+					Spec:       kubevirtv1.VirtualMachineInstanceMigrationSpec{VMIName: vmi.Name},
+					Status: kubevirtv1.VirtualMachineInstanceMigrationStatus{Phase: kubevirtv1.MigrationRunning,
+						MigrationState: &kubevirtv1.VirtualMachineInstanceMigrationState{SourceNode: vmi.Status.NodeName, TargetNode: target}},
+				}))
+			}
+			return refs
+		}
 	}
 	return nil
 }
@@ -452,6 +474,25 @@ func checkSpliced(t *rapid.T, step int, last state.State, r Result, note Note) {
 	}
 }
 
+// runningVM is a VM of namespace tenant on the pod network.
+func runningVM(name string, created metav1.Time) *kubevirtv1.VirtualMachine {
+	nets := []kubevirtv1.Network{{Name: "default", NetworkSource: kubevirtv1.NetworkSource{Pod: &kubevirtv1.PodNetwork{}}}}
+	ifaces := []kubevirtv1.Interface{{Name: "default"}}
+	return &kubevirtv1.VirtualMachine{ObjectMeta: metav1.ObjectMeta{Namespace: "tenant", Name: name, CreationTimestamp: created},
+		Spec: kubevirtv1.VirtualMachineSpec{Template: &kubevirtv1.VirtualMachineInstanceTemplateSpec{
+			Spec: kubevirtv1.VirtualMachineInstanceSpec{Networks: nets, Domain: kubevirtv1.DomainSpec{Devices: kubevirtv1.Devices{Interfaces: ifaces}}}}}}
+}
+
+// runningVMI is the VMI of runningVM(name), running on node.
+func runningVMI(name, node string, created metav1.Time) *kubevirtv1.VirtualMachineInstance {
+	return &kubevirtv1.VirtualMachineInstance{
+		ObjectMeta: metav1.ObjectMeta{Namespace: "tenant", Name: name, CreationTimestamp: created,
+			OwnerReferences: []metav1.OwnerReference{{APIVersion: "kubevirt.io/v1", Kind: kindVirtualMachine, Name: name, Controller: new(true)}}},
+		Spec:   *runningVM(name, created).Spec.Template.Spec.DeepCopy(),
+		Status: kubevirtv1.VirtualMachineInstanceStatus{Phase: kubevirtv1.Running, NodeName: node},
+	}
+}
+
 // TestIncrementalLauncherSeenBeforeNamed: a migration's target launcher
 // pod that a lookup found before any take named it (its handler had not
 // run) and that is deleted before one does is still known as the VM's: the
@@ -464,19 +505,8 @@ func TestIncrementalLauncherSeenBeforeNamed(t *testing.T) {
 	}
 	c := &cluster{cfg: cfg, objects: map[ObjectRef]any{}}
 	created := metav1.NewTime(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
-	nets := []kubevirtv1.Network{{Name: "default", NetworkSource: kubevirtv1.NetworkSource{Pod: &kubevirtv1.PodNetwork{}}}}
-	ifaces := []kubevirtv1.Interface{{Name: "default"}}
-	vm := &kubevirtv1.VirtualMachine{ObjectMeta: metav1.ObjectMeta{Namespace: "tenant", Name: "vm1", CreationTimestamp: created},
-		Spec: kubevirtv1.VirtualMachineSpec{Template: &kubevirtv1.VirtualMachineInstanceTemplateSpec{
-			Spec: kubevirtv1.VirtualMachineInstanceSpec{Networks: nets, Domain: kubevirtv1.DomainSpec{Devices: kubevirtv1.Devices{Interfaces: ifaces}}}}}}
-	vmi := &kubevirtv1.VirtualMachineInstance{
-		ObjectMeta: metav1.ObjectMeta{Namespace: "tenant", Name: "vm1", CreationTimestamp: created,
-			OwnerReferences: []metav1.OwnerReference{{APIVersion: "kubevirt.io/v1", Kind: kindVirtualMachine, Name: "vm1", Controller: new(true)}}},
-		Spec:   *vm.Spec.Template.Spec.DeepCopy(),
-		Status: kubevirtv1.VirtualMachineInstanceStatus{Phase: kubevirtv1.Running, NodeName: "node-1"},
-	}
-	c.put(vm)
-	c.put(vmi)
+	c.put(runningVM("vm1", created))
+	c.put(runningVMI("vm1", "node-1", created))
 	c.put(c.launcher("vm1", "src", "node-1", created))
 	var x Incremental
 	have := state.New(0)
@@ -511,6 +541,82 @@ func TestIncrementalLauncherSeenBeforeNamed(t *testing.T) {
 	if got := step("target deleted", c.del(refOf(target))); got != "node-1" {
 		t.Fatalf("after the target went: requested-chassis %q, want node-1", got)
 	}
+}
+
+// TestIncrementalLauncherStoredMidUpdate: a migration is deleted, and its
+// target launcher pod created and deleted, while one Update runs: the
+// pod's store takes it between two of the Update's lookups. Whatever that
+// Update built from, the pod it may have seen is known as the VM's: the
+// pass told of the pod's deletion rebuilds the VM, whose port goes back to
+// the source node alone. (The Update looked a changed pod up twice; the
+// second lookup found it, Build used it, and nothing remembered whose it
+// was: the port kept both nodes until the next full pass.)
+func TestIncrementalLauncherStoredMidUpdate(t *testing.T) {
+	cfg, err := NewConfig("ovn-default", []string{"10.16.0.0/24"}, []string{"10.16.0.1"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := &cluster{cfg: cfg, objects: map[ObjectRef]any{}}
+	created := metav1.NewTime(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
+	c.put(runningVM("vm1", created))
+	c.put(runningVMI("vm1", "node-1", created))
+	c.put(c.launcher("vm1", "src", "node-1", created))
+	var x Incremental
+	have := state.New(0)
+	r := x.Full(c.inputs(), cfg, have)
+	have = applied(have, r.Want)
+	update := func(objs Objects, changed ...ObjectRef) Result {
+		t.Helper()
+		r, why := x.Update(objs, changed, cfg, have)
+		if why != "" {
+			t.Fatalf("Update gave up: %s", why)
+		}
+		have = applied(have, r.Want)
+		return r
+	}
+	m := &kubevirtv1.VirtualMachineInstanceMigration{
+		ObjectMeta: metav1.ObjectMeta{Namespace: "tenant", Name: "mig"},
+		Spec:       kubevirtv1.VirtualMachineInstanceMigrationSpec{VMIName: "vm1"},
+		Status: kubevirtv1.VirtualMachineInstanceMigrationStatus{Phase: kubevirtv1.MigrationRunning,
+			MigrationState: &kubevirtv1.VirtualMachineInstanceMigrationState{SourceNode: "node-1", TargetNode: "node-2"}},
+	}
+	c.put(m)
+	if got := update(ObjectsOf(c.inputs()), refOf(m)).Want.Ports.Get("vm1.tenant").RequestedChassis; got != "node-1,node-2" {
+		t.Fatalf("migrating: requested-chassis %q, want node-1,node-2", got)
+	}
+	// The take names the migration and the target pod, both in flight. The
+	// pod's first lookup misses it, the next ones find it; the index no
+	// longer holds it (deleted by then), nor the migration.
+	target := c.launcher("vm1", "tgt", "node-2", created)
+	c.del(refOf(m))
+	update(&storing{Objects: ObjectsOf(c.inputs()), pod: target}, refOf(m), refOf(target))
+	// The pod's deletion is told.
+	r = update(ObjectsOf(c.inputs()), refOf(target))
+	if got := r.Want.Ports.Get("vm1.tenant").RequestedChassis; got != "node-1" {
+		t.Errorf("after the target went: requested-chassis %q, want node-1", got)
+	}
+	if d := Mismatch(r, Build(c.inputs(), cfg, have)); d != "" {
+		t.Errorf("incremental and full Build differ: %s", d)
+	}
+}
+
+// storing is Objects over a store that takes pod between the first
+// lookup of it and the next.
+type storing struct {
+	Objects
+	pod    *corev1.Pod
+	looked bool
+}
+
+func (s *storing) Pod(ns, name string) *corev1.Pod {
+	if ns != s.pod.Namespace || name != s.pod.Name {
+		return s.Objects.Pod(ns, name)
+	}
+	if !s.looked {
+		s.looked = true
+		return nil
+	}
+	return s.pod
 }
 
 // TestIncrementalClaimOverLaggingNB: a pass readdresses a port (its pod
