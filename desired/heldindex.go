@@ -206,6 +206,9 @@ func (m *ipam) scopedDuplicates(b *builder) [][]held {
 // entry of want, and missing with each entry of want that have lacks.
 func eachDiffering(have, want state.Index, nb, missing func(*state.Entry)) {
 	for sh := range state.NumShards {
+		if same, plain := have.SameShard(want, sh); same && plain {
+			continue // nothing differs, and nothing is listed however it is
+		}
 		eachDifferingIn(have.Shard(sh), want.Shard(sh), nb, missing)
 	}
 }

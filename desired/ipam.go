@@ -754,8 +754,11 @@ func (m *ipam) isHeld(n *network, w *window, k heldKey) bool {
 //  3. Fresh addresses, lowest free, after every claim, so a new dynamic
 //     port never takes an address a claim in the same pass asks for.
 func (b *builder) allocate() {
-	if len(b.pending) == 0 && len(b.moved) == 0 && !b.mayHoldTwice() {
-		return // the common pass: nothing to hand out, nothing held twice
+	// The common pass: nothing to hand out, nothing held twice. An
+	// incremental Build asks its index (newScopedIPAM costs the NB rows
+	// that differ from the last result), not every port in have.
+	if len(b.pending) == 0 && len(b.moved) == 0 && b.scoped == nil && !b.mayHoldTwice() {
+		return
 	}
 	m := b.newIPAM()
 	for _, g := range m.findDuplicates() {

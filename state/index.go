@@ -31,8 +31,27 @@ type Entries []Entry
 // differs from the last in a few ports costs those shards, not the whole
 // index. The zero Index is empty (and, in a State, "not built").
 type Index struct {
-	shards *[nShards]Entries
+	shards *[nShards]indexShard
 	n      int
+}
+
+// indexShard is one shard of an Index, with a fingerprint of its entries.
+type indexShard struct {
+	es Entries
+	// sum is the XOR of the entries' Sums: two shards with the same sum
+	// and length hold the same ports but for a 2^-64 chance, as with Sum.
+	sum uint64
+	// plain is set when every entry is Owned and not Dynamic.
+	plain bool
+}
+
+func indexShardOf(es Entries) indexShard {
+	s := indexShard{es: es, plain: true}
+	for i := range es {
+		s.sum ^= es[i].Sum
+		s.plain = s.plain && es[i].Owned && !es[i].Dynamic
+	}
+	return s
 }
 
 // NumShards is the number of shards of an Index.
@@ -41,14 +60,14 @@ const NumShards = nShards
 // IndexOf returns the Index of entries, which must be sorted (Sort). The
 // shards share entries' memory.
 func IndexOf(entries Entries) Index {
-	idx := Index{shards: new([nShards]Entries), n: len(entries)}
+	idx := Index{shards: new([nShards]indexShard), n: len(entries)}
 	i := 0
 	for sh := range nShards {
 		j := i
 		for j < len(entries) && int(entries[j].NameHash>>(64-shardBits)) == sh {
 			j++
 		}
-		idx.shards[sh] = entries[i:j:j]
+		idx.shards[sh] = indexShardOf(entries[i:j:j])
 		i = j
 	}
 	return idx
@@ -66,7 +85,18 @@ func (idx Index) Shard(i int) Entries {
 	if idx.shards == nil {
 		return nil
 	}
-	return idx.shards[i]
+	return idx.shards[i].es
+}
+
+// SameShard reports whether shard i of idx and of o hold the same ports,
+// but for a 2^-64 chance (see Port.Sum), without reading them; and
+// whether every one of them is Owned and not Dynamic.
+func (idx Index) SameShard(o Index, i int) (same, plain bool) {
+	if idx.shards == nil || o.shards == nil {
+		return len(idx.Shard(i)) == 0 && len(o.Shard(i)) == 0, true
+	}
+	a, b := &idx.shards[i], &o.shards[i]
+	return len(a.es) == len(b.es) && a.sum == b.sum, a.plain
 }
 
 // Entries returns every entry, sorted, in a slice of its own.
@@ -109,11 +139,11 @@ func (idx Index) Patch(del, ins []Entry) Index {
 		sh := e.NameHash >> (64 - shardBits)
 		inss[sh] = append(inss[sh], e)
 	}
-	out := Index{shards: new([nShards]Entries), n: idx.n - len(del) + len(ins)}
+	out := Index{shards: new([nShards]indexShard), n: idx.n - len(del) + len(ins)}
 	*out.shards = *idx.shards
 	for sh := range nShards {
 		if len(dels[sh]) > 0 || len(inss[sh]) > 0 {
-			out.shards[sh] = idx.shards[sh].Patch(dels[sh], inss[sh])
+			out.shards[sh] = indexShardOf(idx.shards[sh].es.Patch(dels[sh], inss[sh]))
 		}
 	}
 	return out

@@ -134,6 +134,61 @@ func TestIndexPatch(t *testing.T) {
 	IndexPorts(PortsOf(map[string]*Port{"a": {Name: "a"}})).Patch([]Entry{EntryOf(&Port{Name: "a"})}, nil)
 }
 
+// TestIndexSameShard: a patched index's shards compare the same as those
+// of an index built anew over the same ports, and differ from the
+// original's exactly where a port changed; plain says whether every port
+// of the shard is ours and not dynamic.
+func TestIndexSameShard(t *testing.T) {
+	ports := map[string]*Port{}
+	for i := range 3000 {
+		name := fmt.Sprintf("p%d", i)
+		ports[name] = &Port{Name: name, Owner: "Pod/x/" + name}
+	}
+	ix := IndexPorts(PortsOf(ports))
+	touched := map[int]bool{}
+	var del, ins []Entry
+	for i, e := range ix.Entries() {
+		sh := int(e.NameHash >> (64 - shardBits))
+		switch i % 300 {
+		case 0: // readdressed
+			p := *e.Port
+			p.Addresses = []string{"0a:58:0a:10:00:02 10.16.0.2"}
+			del, ins = append(del, e), append(ins, EntryOf(&p))
+			ports[p.Name] = &p
+		case 1: // gone
+			del = append(del, e)
+			delete(ports, e.Port.Name)
+		case 2: // rewritten as it was: the same port
+			p := *e.Port
+			del, ins = append(del, e), append(ins, EntryOf(&p))
+			ports[p.Name] = &p
+			continue
+		case 3: // not ours any more
+			p := *e.Port
+			p.Owner = ""
+			del, ins = append(del, e), append(ins, EntryOf(&p))
+			ports[p.Name] = &p
+		default:
+			continue
+		}
+		touched[sh] = true
+	}
+	patched, built := ix.Patch(del, ins), IndexPorts(PortsOf(ports))
+	for sh := range NumShards {
+		same, plain := patched.SameShard(built, sh)
+		wantPlain := !slices.ContainsFunc(built.Shard(sh), func(e Entry) bool { return !e.Owned || e.Dynamic })
+		if !same || plain != wantPlain {
+			t.Errorf("shard %d: patched and built anew: same %v, plain %v; want true, %v", sh, same, plain, wantPlain)
+		}
+		if same, _ := ix.SameShard(patched, sh); same == touched[sh] {
+			t.Errorf("shard %d: same as before the patch %v, but a port in it changed: %v", sh, same, touched[sh])
+		}
+	}
+	if same, plain := (Index{}).SameShard(Index{}, 0); !same || !plain {
+		t.Errorf("two zero Indexes: same %v, plain %v", same, plain)
+	}
+}
+
 // TestOwnedPorts: OwnedPorts counts the same with and without an Index.
 func TestOwnedPorts(t *testing.T) {
 	s := New(0)
