@@ -121,7 +121,11 @@ func New(o Options) (*Runner, error) {
 }
 
 func start(ctx context.Context, cancel context.CancelFunc, o Options) (*Runner, error) {
-	kube := kubefake.NewClientset(o.KubeObjs...)
+	// The simple tracker: the field-managed one (NewClientset) builds a
+	// REST mapper of the whole scheme on every create, milliseconds of CPU
+	// and garbage that event latencies would count as the loop's. Nothing
+	// here applies (server-side apply), which is what it is for.
+	kube := kubefake.NewSimpleClientset(o.KubeObjs...)
 	dyn := dynamicfake.NewSimpleDynamicClientWithCustomListKinds(runtime.NewScheme(), sources.ListKinds, o.DynObjs...)
 	kube.Resources = KubeVirtResources
 	if o.Resources != nil {
