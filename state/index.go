@@ -43,6 +43,8 @@ type indexShard struct {
 	sum uint64
 	// plain is set when every entry is Owned and not Dynamic.
 	plain bool
+	// owned counts the entries that are Owned.
+	owned int
 }
 
 func indexShardOf(es Entries) indexShard {
@@ -50,6 +52,9 @@ func indexShardOf(es Entries) indexShard {
 	for i := range es {
 		s.sum ^= es[i].Sum
 		s.plain = s.plain && es[i].Owned && !es[i].Dynamic
+		if es[i].Owned {
+			s.owned++
+		}
 	}
 	return s
 }
@@ -86,6 +91,17 @@ func (idx Index) Shard(i int) Entries {
 		return nil
 	}
 	return idx.shards[i].es
+}
+
+// Owned counts the entries that are Owned, without reading them.
+func (idx Index) Owned() int {
+	n := 0
+	if idx.shards != nil {
+		for i := range idx.shards {
+			n += idx.shards[i].owned
+		}
+	}
+	return n
 }
 
 // SameShard reports whether shard i of idx and of o hold the same ports,

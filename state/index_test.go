@@ -137,7 +137,8 @@ func TestIndexPatch(t *testing.T) {
 // TestIndexSameShard: a patched index's shards compare the same as those
 // of an index built anew over the same ports, and differ from the
 // original's exactly where a port changed; plain says whether every port
-// of the shard is ours and not dynamic.
+// of the shard is ours and not dynamic; both count the ports that are ours
+// alike.
 func TestIndexSameShard(t *testing.T) {
 	ports := map[string]*Port{}
 	for i := range 3000 {
@@ -183,6 +184,15 @@ func TestIndexSameShard(t *testing.T) {
 		if same, _ := ix.SameShard(patched, sh); same == touched[sh] {
 			t.Errorf("shard %d: same as before the patch %v, but a port in it changed: %v", sh, same, touched[sh])
 		}
+	}
+	owned := 0
+	for _, p := range ports {
+		if p.Owned() {
+			owned++
+		}
+	}
+	if patched.Owned() != owned || built.Owned() != owned {
+		t.Errorf("Owned() = %d patched, %d built anew; %d ports are owned", patched.Owned(), built.Owned(), owned)
 	}
 	if same, plain := (Index{}).SameShard(Index{}, 0); !same || !plain {
 		t.Errorf("two zero Indexes: same %v, plain %v", same, plain)

@@ -244,17 +244,10 @@ func (s State) OwnedPorts() int {
 	if s.counted {
 		return s.owned
 	}
-	n := 0
 	if s.Index.Built() && s.Index.Len() == s.Ports.Len() {
-		for sh := range NumShards {
-			for _, e := range s.Index.Shard(sh) {
-				if e.Owned {
-					n++
-				}
-			}
-		}
-		return n
+		return s.Index.Owned()
 	}
+	n := 0
 	for _, p := range s.Ports.All() {
 		if p.Owned() {
 			n++
