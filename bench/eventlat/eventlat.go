@@ -168,8 +168,28 @@ func Start(ctx context.Context, o Options) (c *Cluster, err error) {
 		}
 	}
 	c.Ready = time.Since(start)
+	// Events start once the loop is idle: a cold start's last passes (at
+	// 100k ports, a full pass of most of a second after the ports are
+	// committed) are the cold start's, not the first event's.
+	passes, still := c.r.Metric("ovn_sync_passes_total"), time.Now()
+	for deadline := time.Now().Add(readyTimeout); time.Since(still) < idleBeforeEvents; {
+		if time.Now().After(deadline) {
+			return c, fmt.Errorf("the loop was not idle for %s within %s of the cold start", idleBeforeEvents, readyTimeout)
+		}
+		select {
+		case <-ctx.Done():
+			return c, ctx.Err()
+		case <-time.After(100 * time.Millisecond):
+		}
+		if n := c.r.Metric("ovn_sync_passes_total"); n != passes {
+			passes, still = n, time.Now()
+		}
+	}
 	return c, nil
 }
+
+// idleBeforeEvents is how long no pass may end before Start returns.
+const idleBeforeEvents = 2 * time.Second
 
 // Do makes one event of kind ev and returns the time until another NB
 // client saw its port committed. VMStart on a running vm0 and VMStop on a
