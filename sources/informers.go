@@ -139,7 +139,11 @@ type Informers struct {
 	started bool
 	ctx     context.Context
 	inf     map[Kind]cache.SharedIndexInformer // started informers
-	absent  map[Kind]bool                      // discovered missing
+	// regs are the event handlers' registrations: synced once the
+	// informer is and the handler has been given every object of its
+	// first listing.
+	regs   map[Kind]cache.ResourceEventHandlerRegistration
+	absent map[Kind]bool // discovered missing
 	// crdWatched marks the absent kinds whose CRD is watched.
 	crdWatched map[Kind]bool
 	dyn        dynamicinformer.DynamicSharedInformerFactory
@@ -158,6 +162,7 @@ func NewInformers(opts InformerOptions) *Informers {
 		changes:    make(chan struct{}, 1),
 		allChanged: true, // nothing has been handed out yet
 		inf:        map[Kind]cache.SharedIndexInformer{},
+		regs:       map[Kind]cache.ResourceEventHandlerRegistration{},
 		absent:     map[Kind]bool{},
 		crdWatched: map[Kind]bool{},
 	}
@@ -333,8 +338,8 @@ func (s *Informers) WaitForCacheSync(ctx context.Context) bool {
 	s.mu.Lock()
 	started := s.started
 	synced := make([]cache.InformerSynced, 0, len(s.inf))
-	for _, inf := range s.inf {
-		synced = append(synced, inf.HasSynced)
+	for k := range s.inf {
+		synced = append(synced, s.syncedFunc(k))
 	}
 	s.mu.Unlock()
 	if !started {
@@ -396,7 +401,7 @@ func (s *Informers) watch(k Kind, inf cache.SharedIndexInformer) {
 		}
 		s.notify()
 	}
-	_, _ = inf.AddEventHandler(cache.ResourceEventHandlerFuncs{
+	reg, _ := inf.AddEventHandler(cache.ResourceEventHandlerFuncs{
 		AddFunc: event,
 		UpdateFunc: func(old, cur any) {
 			// Periodic relists deliver unchanged objects; they change nothing.
@@ -415,6 +420,9 @@ func (s *Informers) watch(k Kind, inf cache.SharedIndexInformer) {
 		},
 	})
 	s.inf[k] = inf
+	if reg != nil {
+		s.regs[k] = reg
+	}
 	// A new informer's objects, or a kind that was absent and counted as
 	// empty, change what Inputs holds without naming anything.
 	s.chmu.Lock()
@@ -470,6 +478,16 @@ func (s *Informers) recording(kind func(any) Kind, t cache.TransformFunc) cache.
 		s.chmu.Unlock()
 		return out, nil
 	}
+}
+
+// syncedFunc reports whether kind k's informer has synced and its event
+// handler has been given every object of the first listing: until then
+// handlers still record the listing's objects as changed, and a take
+// made before they are done leaves thousands for the next, which then
+// cannot say what changed and builds in full. s.mu must be held.
+func (s *Informers) syncedFunc(k Kind) cache.InformerSynced {
+	inf, reg := s.inf[k], s.regs[k]
+	return func() bool { return inf.HasSynced() && (reg == nil || reg.HasSynced()) }
 }
 
 // typedKind is the kind of an object of the typed informers.
@@ -618,8 +636,8 @@ func (s *Informers) Synced() map[Kind]bool {
 	defer s.mu.Unlock()
 	out := make(map[Kind]bool, len(Kinds))
 	for _, k := range Kinds {
-		if inf, ok := s.inf[k]; ok {
-			out[k] = inf.HasSynced()
+		if _, ok := s.inf[k]; ok {
+			out[k] = s.syncedFunc(k)()
 		} else {
 			out[k] = s.absent[k]
 		}
