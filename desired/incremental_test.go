@@ -493,25 +493,33 @@ func runningVMI(name, node string, created metav1.Time) *kubevirtv1.VirtualMachi
 	}
 }
 
+// vmOnNode1 returns a cluster in which VM tenant/vm1 runs on node-1 (its
+// VM, VMI and launcher pod, created at created), an Incremental holding
+// its full result, and the NB that shows it applied.
+func vmOnNode1(t *testing.T) (c *cluster, x *Incremental, have state.State, created metav1.Time) {
+	t.Helper()
+	cfg, err := NewConfig("ovn-default", []string{"10.16.0.0/24"}, []string{"10.16.0.1"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c = &cluster{cfg: cfg, objects: map[ObjectRef]any{}}
+	created = metav1.NewTime(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
+	c.put(runningVM("vm1", created))
+	c.put(runningVMI("vm1", "node-1", created))
+	c.put(c.launcher("vm1", "src", "node-1", created))
+	x = &Incremental{}
+	have = applied(state.New(0), x.Full(c.inputs(), cfg, state.New(0)).Want)
+	return c, x, have, created
+}
+
 // TestIncrementalLauncherSeenBeforeNamed: a migration's target launcher
 // pod that a lookup found before any take named it (its handler had not
 // run) and that is deleted before one does is still known as the VM's: the
 // pass told of its deletion rebuilds the VM, whose port goes back to the
 // source node alone.
 func TestIncrementalLauncherSeenBeforeNamed(t *testing.T) {
-	cfg, err := NewConfig("ovn-default", []string{"10.16.0.0/24"}, []string{"10.16.0.1"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	c := &cluster{cfg: cfg, objects: map[ObjectRef]any{}}
-	created := metav1.NewTime(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
-	c.put(runningVM("vm1", created))
-	c.put(runningVMI("vm1", "node-1", created))
-	c.put(c.launcher("vm1", "src", "node-1", created))
-	var x Incremental
-	have := state.New(0)
-	r := x.Full(c.inputs(), cfg, have)
-	have = applied(have, r.Want)
+	c, x, have, created := vmOnNode1(t)
+	cfg := c.cfg
 	step := func(what string, changed ...ObjectRef) string {
 		t.Helper()
 		in := c.inputs()
@@ -552,19 +560,8 @@ func TestIncrementalLauncherSeenBeforeNamed(t *testing.T) {
 // second lookup found it, Build used it, and nothing remembered whose it
 // was: the port kept both nodes until the next full pass.)
 func TestIncrementalLauncherStoredMidUpdate(t *testing.T) {
-	cfg, err := NewConfig("ovn-default", []string{"10.16.0.0/24"}, []string{"10.16.0.1"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	c := &cluster{cfg: cfg, objects: map[ObjectRef]any{}}
-	created := metav1.NewTime(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
-	c.put(runningVM("vm1", created))
-	c.put(runningVMI("vm1", "node-1", created))
-	c.put(c.launcher("vm1", "src", "node-1", created))
-	var x Incremental
-	have := state.New(0)
-	r := x.Full(c.inputs(), cfg, have)
-	have = applied(have, r.Want)
+	c, x, have, created := vmOnNode1(t)
+	cfg := c.cfg
 	update := func(objs Objects, changed ...ObjectRef) Result {
 		t.Helper()
 		r, why := x.Update(objs, changed, cfg, have)
@@ -591,7 +588,7 @@ func TestIncrementalLauncherStoredMidUpdate(t *testing.T) {
 	c.del(refOf(m))
 	update(&storing{Objects: ObjectsOf(c.inputs()), pod: target}, refOf(m), refOf(target))
 	// The pod's deletion is told.
-	r = update(ObjectsOf(c.inputs()), refOf(target))
+	r := update(ObjectsOf(c.inputs()), refOf(target))
 	if got := r.Want.Ports.Get("vm1.tenant").RequestedChassis; got != "node-1" {
 		t.Errorf("after the target went: requested-chassis %q, want node-1", got)
 	}
