@@ -99,8 +99,7 @@ type NB struct {
 
 	// ports and switches are the rows last holds, converted, by row UUID;
 	// refs holds the UUIDs of the ports whose rows refer to a
-	// DHCP_Options row; owned counts the ports of ours among ports.
-	owned    int
+	// DHCP_Options row.
 	ports    map[string]memoPort
 	refs     map[string]struct{}
 	switches map[string]memoSwitch
@@ -593,7 +592,6 @@ func (nb *NB) rebuild(t tables) {
 	ports := make(map[string]memoPort, len(portRows))
 	refs := map[string]struct{}{}
 	idx := make(state.Entries, 0, len(portRows))
-	owned := 0
 	for uuid, row := range portRows {
 		m, ok := nb.ports[uuid]
 		if !ok || m.row != row || m.refs && m.gen != nb.dhcpGen {
@@ -605,11 +603,8 @@ func (nb *NB) rebuild(t tables) {
 		}
 		s.Ports.Set(m.entry.Port.Name, m.entry.Port)
 		idx = append(idx, m.entry)
-		if m.entry.Owned {
-			owned++
-		}
 	}
-	nb.ports, nb.refs, nb.owned = ports, refs, owned
+	nb.ports, nb.refs = ports, refs
 	// Logical_Switch_Port.name is a unique index in the NB schema, so every
 	// row has its own entry in s.Ports and s.Index lists each once.
 	idx.Sort()
@@ -624,11 +619,6 @@ func (nb *NB) rebuild(t tables) {
 	}
 	nb.switches = switches
 	s.Switches = switchesByName(switches)
-	// While two rows share a name (an update read half applied), the
-	// count of rows is not that of s.Ports: OwnedPorts counts then.
-	if s.Ports.Len() == len(ports) {
-		s = s.WithOwnedCount(owned)
-	}
 	nb.last = s
 }
 
@@ -689,17 +679,11 @@ func (nb *NB) update(t tables, ch changes) ([]string, bool) {
 			}
 			names = append(names, m.entry.Port.Name)
 			del = append(del, m.entry)
-			if m.entry.Owned {
-				nb.owned--
-			}
 			delete(nb.ports, uuid)
 			delete(nb.refs, uuid)
 		}
 		if r != nil {
 			m := nb.convertPort(r)
-			if m.entry.Owned {
-				nb.owned++
-			}
 			nb.ports[uuid] = m
 			if m.refs {
 				nb.refs[uuid] = struct{}{}
@@ -732,7 +716,7 @@ func (nb *NB) update(t tables, ch changes) ([]string, bool) {
 		// Switches are few (one per network): their map is built anew.
 		s.Switches = switchesByName(nb.switches)
 	}
-	nb.last = s.WithOwnedCount(nb.owned)
+	nb.last = s
 	return names, true
 }
 

@@ -215,21 +215,3 @@ func TestOwnedPorts(t *testing.T) {
 		t.Errorf("OwnedPorts() = %d with an Index, %d without", with, without)
 	}
 }
-
-// TestOwnedCount: OwnedPorts returns the count a producer recorded, and a
-// Clone, made to be changed, counts again.
-func TestOwnedCount(t *testing.T) {
-	s := New(2)
-	s.Ports.Set("a", &Port{Name: "a", Owner: "Pod/ns/a"})
-	s.Ports.Set("b", &Port{Name: "b"})
-	if n := s.OwnedPorts(); n != 1 {
-		t.Errorf("OwnedPorts() = %d, want 1", n)
-	}
-	counted := s.WithOwnedCount(7) // a producer's count, believed as it is
-	if n := counted.OwnedPorts(); n != 7 {
-		t.Errorf("WithOwnedCount(7).OwnedPorts() = %d, want 7", n)
-	}
-	if n := counted.Clone().OwnedPorts(); n != 1 {
-		t.Errorf("WithOwnedCount(7).Clone().OwnedPorts() = %d, want 1", n)
-	}
-}

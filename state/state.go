@@ -199,21 +199,6 @@ type State struct {
 	// Index, when set, is IndexPorts(Ports): producers build it once so
 	// that every diff over the state reuses it. Nil means "build on demand".
 	Index Index
-
-	// owned, when counted, is how many ports of Ports are ovn-sync's
-	// (WithOwnedCount).
-	owned   int
-	counted bool
-}
-
-// WithOwnedCount returns s recording that n of its ports are ovn-sync's,
-// which OwnedPorts then returns without a walk. A producer that keeps that
-// count as it changes Ports (observed) sets it; a State whose Ports change
-// otherwise must not keep it: change a Clone, which drops it, not a copy
-// of the value.
-func (s State) WithOwnedCount(n int) State {
-	s.owned, s.counted = n, true
-	return s
 }
 
 // New returns an empty State with capacity for the given number of ports.
@@ -236,14 +221,9 @@ func (s State) Clone() State {
 	return c
 }
 
-// OwnedPorts returns how many ports in s are ovn-sync's: the count its
-// producer recorded (WithOwnedCount), else a count of s's Index entries,
-// which hold whether each port is ours and lie packed in memory (a walk
-// over them costs a fraction of one over the map), else of the map.
+// OwnedPorts returns how many ports in s are ovn-sync's: the sum of the
+// counts s's Index keeps per shard, else a count over the map.
 func (s State) OwnedPorts() int {
-	if s.counted {
-		return s.owned
-	}
 	if s.Index.Built() && s.Index.Len() == s.Ports.Len() {
 		return s.Index.Owned()
 	}
