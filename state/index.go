@@ -106,7 +106,8 @@ func (idx Index) Owned() int {
 
 // SameShard reports whether shard i of idx and of o hold the same ports,
 // but for a 2^-64 chance (see Port.Sum), without reading them; and
-// whether every one of them is Owned and not Dynamic.
+// whether every entry of idx's shard is Owned and not Dynamic (Sum does
+// not cover Dynamic: o's entries may differ in it).
 func (idx Index) SameShard(o Index, i int) (same, plain bool) {
 	if idx.shards == nil || o.shards == nil {
 		return len(idx.Shard(i)) == 0 && len(o.Shard(i)) == 0, true
