@@ -5,6 +5,8 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
 // simpleYAMLToJSON converts one YAML document to the JSON that
@@ -18,22 +20,62 @@ import (
 // it returns ok == false, and the document must go the general way, which
 // also gives the general way's errors. It is about ten times faster.
 func simpleYAMLToJSON(doc []byte) (out []byte, ok bool) {
+	out, _, ok = simpleYAML(doc)
+	return out, ok
+}
+
+// simpleYAML is simpleYAMLToJSON that also returns the document's
+// apiVersion and kind when json.Unmarshal would read them from the JSON
+// into a metav1.TypeMeta without error (tm is nil when it must be asked).
+func simpleYAML(doc []byte) (out []byte, tm *metav1.TypeMeta, ok bool) {
 	p := yamlLines{}
 	if !p.split(doc) {
-		return nil, false
+		return nil, nil, false
 	}
 	if len(p.lines) == 0 {
-		return []byte("null"), true
+		return []byte("null"), nil, true
 	}
 	if p.lines[0].indent != 0 {
-		return nil, false
+		return nil, nil, false
 	}
 	v, ok := p.node(0)
 	if !ok || p.i != len(p.lines) {
-		return nil, false
+		return nil, nil, false
 	}
 	buf := make([]byte, 0, len(doc))
-	return v.appendJSON(buf), true
+	return v.appendJSON(buf), v.typeMeta(), true
+}
+
+// typeMeta returns the apiVersion and kind of a mapping, as json.Unmarshal
+// reads them into a metav1.TypeMeta: each a string, or null or absent for
+// "". It returns nil for anything json.Unmarshal might read otherwise or
+// refuse: not a mapping, a value of another type, or a key that matches
+// one of the two only as encoding/json matches, ignoring case.
+func (v yamlValue) typeMeta() *metav1.TypeMeta {
+	if v.kind != 'm' {
+		return nil
+	}
+	var tm metav1.TypeMeta
+	for _, e := range v.keys {
+		var dst *string
+		switch {
+		case e.key == "apiVersion":
+			dst = &tm.APIVersion
+		case e.key == "kind":
+			dst = &tm.Kind
+		case strings.EqualFold(e.key, "apiVersion") || strings.EqualFold(e.key, "kind"):
+			return nil
+		default:
+			continue
+		}
+		switch {
+		case e.val.kind == 't':
+			*dst = e.val.raw
+		case e.val.kind != 's' || e.val.raw != "null":
+			return nil
+		}
+	}
+	return &tm
 }
 
 // yamlLine is one line of a document that holds something: its indent and
@@ -46,6 +88,12 @@ type yamlLine struct {
 type yamlLines struct {
 	lines []yamlLine
 	i     int
+	// keys and items are stacks the mapping and sequence being parsed
+	// collect their entries on (a nested one collects above its parent's
+	// and is done before the parent adds its next); each then keeps a copy
+	// of its own, of the size it needs.
+	keys  []yamlEntry
+	items []yamlValue
 }
 
 // split keeps the lines that hold something, dropping blank lines and
@@ -59,6 +107,7 @@ func (p *yamlLines) split(doc []byte) bool {
 		}
 	}
 	s := string(doc)
+	p.lines = make([]yamlLine, 0, strings.Count(s, "\n")+1)
 	for len(s) > 0 {
 		line, rest, _ := strings.Cut(s, "\n")
 		s = rest
@@ -136,6 +185,8 @@ func isSeqItem(text string) bool {
 
 func (p *yamlLines) sequence(indent int) (yamlValue, bool) {
 	v := yamlValue{kind: 'q'}
+	base := len(p.items)
+	defer func() { p.items = p.items[:base] }()
 	for p.i < len(p.lines) {
 		l := p.lines[p.i]
 		if l.indent < indent || (l.indent == indent && !isSeqItem(l.text)) {
@@ -154,7 +205,7 @@ func (p *yamlLines) sequence(indent int) (yamlValue, bool) {
 			if !ok {
 				return v, false
 			}
-			v.items = append(v.items, item)
+			p.items = append(p.items, item)
 			continue
 		}
 		col := indent + len(l.text) - len(rest)
@@ -166,7 +217,7 @@ func (p *yamlLines) sequence(indent int) (yamlValue, bool) {
 			if !ok {
 				return v, false
 			}
-			v.items = append(v.items, item)
+			p.items = append(p.items, item)
 			continue
 		}
 		item, ok := scalar(rest)
@@ -177,8 +228,9 @@ func (p *yamlLines) sequence(indent int) (yamlValue, bool) {
 		if p.i < len(p.lines) && p.lines[p.i].indent > indent {
 			return v, false // a scalar continued on the next line
 		}
-		v.items = append(v.items, item)
+		p.items = append(p.items, item)
 	}
+	v.items = slices.Clone(p.items[base:])
 	return v, true
 }
 
@@ -193,6 +245,8 @@ func (p *yamlLines) nested(parent int) (yamlValue, bool) {
 
 func (p *yamlLines) mapping(indent int) (yamlValue, bool) {
 	v := yamlValue{kind: 'm'}
+	base := len(p.keys)
+	defer func() { p.keys = p.keys[:base] }()
 	for p.i < len(p.lines) {
 		l := p.lines[p.i]
 		if l.indent < indent {
@@ -225,8 +279,9 @@ func (p *yamlLines) mapping(indent int) (yamlValue, bool) {
 				return v, false
 			}
 		}
-		v.keys = append(v.keys, yamlEntry{key: key, val: val})
+		p.keys = append(p.keys, yamlEntry{key: key, val: val})
 	}
+	v.keys = slices.Clone(p.keys[base:])
 	// encoding/json writes a map's keys sorted; a key given twice is left
 	// to the general way.
 	slices.SortFunc(v.keys, func(a, b yamlEntry) int { return strings.Compare(a.key, b.key) })
@@ -269,6 +324,9 @@ func splitKey(text string) (key, rest string, ok bool) {
 	if n == len(text) || text[n] != ':' {
 		return "", "", false
 	}
+	if n > maxSimpleKey {
+		return "", "", false // go-yaml refuses it
+	}
 	if n+1 == len(text) {
 		return raw, "", true
 	}
@@ -277,6 +335,11 @@ func splitKey(text string) (key, rest string, ok bool) {
 	}
 	return raw, strings.TrimLeft(text[n+1:], " "), true
 }
+
+// maxSimpleKey is the longest key go-yaml v2 reads without a "? "
+// before it: it drops a possible key once the scanner is more than 1024
+// characters past its start.
+const maxSimpleKey = 1024
 
 func isKeyByte(c byte, first bool) bool {
 	switch {
@@ -372,6 +435,12 @@ func plainString(text string) bool {
 	case c == '+' || c == '.' || (c >= '0' && c <= '9'):
 		// go-yaml tries these as numbers and timestamps: only what can be
 		// neither is a string here.
+		if strings.Contains(text, ":") || looksLikeDate(text) {
+			return false
+		}
+		if strings.IndexFunc(text, notInNumber) >= 0 {
+			return true // 100m, 128Mi: strconv refuses them all as syntax
+		}
 		s := strings.ReplaceAll(text, "_", "")
 		if _, err := strconv.ParseInt(s, 0, 64); err == nil {
 			return false
@@ -382,11 +451,16 @@ func plainString(text string) bool {
 		if _, err := strconv.ParseFloat(s, 64); err == nil || !isSyntaxErr(err) {
 			return false
 		}
-		if strings.Contains(text, ":") || looksLikeDate(text) {
-			return false
-		}
 	}
 	return true
+}
+
+// notInNumber reports whether r is in no text strconv.ParseInt,
+// ParseUint or ParseFloat can read: digits of any base with their
+// prefixes, signs, points, underscores, exponents, and the letters of
+// "infinity" and "nan".
+func notInNumber(r rune) bool {
+	return !strings.ContainsRune("0123456789abcdefABCDEFxXoObBpP+-._iInNtTyY", r)
 }
 
 func isSyntaxErr(err error) bool {

@@ -12,6 +12,7 @@ import (
 	"strings"
 	"testing"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 )
 
@@ -44,6 +45,16 @@ func checkSimple(t *testing.T, name string, doc []byte) bool {
 	if !bytes.Equal(fast, want) {
 		t.Errorf("%s: simpleYAMLToJSON(%q) =\n%s\nwant\n%s", name, doc, fast, want)
 	}
+	// The apiVersion and kind it gives are what json.Unmarshal reads.
+	_, tm, _ := simpleYAML(doc)
+	var wantTM metav1.TypeMeta
+	if err := json.Unmarshal(want, &wantTM); err != nil {
+		if tm != nil {
+			t.Errorf("%s: simpleYAML(%q) gives the type meta %+v, but json.Unmarshal fails: %v", name, doc, *tm, err)
+		}
+	} else if tm != nil && *tm != wantTM {
+		t.Errorf("%s: simpleYAML(%q) gives the type meta %+v, json.Unmarshal %+v", name, doc, *tm, wantTM)
+	}
 	return true
 }
 
@@ -61,6 +72,10 @@ var simpleCases = []string{
 	"# c\na: 1 # c\n", "# only a comment\n", "\n\n", "  a: 1\n", "a: 1\n  # indented comment\nb: 2\n", "a: - b\n", "a: -b\n", "a: -\n",
 	"a: ? b\n", "a: :b\n", "a: b:\n", "a: b: c\n", "a: [\n", "a: }\n", "a: %x\n", "a: @x\n", "a: `x\n", "a:b\n", "a :b\n", "a  : b\n", "a:  b\n",
 	"apiVersion: v1\nkind: Pod\nmetadata:\n  name: web\n  labels:\n    app.kubernetes.io/name: web\nspec:\n  nodeName: n1\n  hostNetwork: false\nstatus:\n  phase: Running\n",
+	strings.Repeat("k", 1024) + ": 1\n", strings.Repeat("k", 1025) + ": 1\n", "'" + strings.Repeat("k", 1022) + "': 1\n", "'" + strings.Repeat("k", 1023) + "': 1\n",
+	"a:\n- " + strings.Repeat("k", 1024) + ": 1\n", "a:\n- " + strings.Repeat("k", 1025) + ": 1\n",
+	"kind: Pod\n", "apiVersion: v1\n", "kind: null\napiVersion: ~\n", "kind: 5\n", "kind: true\n", "kind: \"5\"\n", "kind: {}\n", "kind: []\n",
+	"kind:\n  a: b\n", "kind:\n- Pod\n", "Kind: Pod\n", "KIND: Pod\nkind: VM\n", "apiversion: v1\nkind: Pod\n", "kind: Pod\nApiVersion: 7\n", "- kind: Pod\n",
 	"a: 123456789012345678\nb: 1234567890123456789\nc: 99999999999999999999\n", "a: \"\"\nb: ''\n", "a: ' x '\n", "a: x \n", "-\n", "- \n", "---\n", "...\n", "%YAML 1.1\n",
 }
 

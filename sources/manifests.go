@@ -252,7 +252,7 @@ func decodeStream(file string, data []byte, in *desired.Inputs) ([]Note, error) 
 			}
 			return nil, fmt.Errorf("%s: document %d: %w", file, i, err)
 		}
-		n, err := decodeDocument(file, i, raw, in)
+		n, err := decodeDocument(file, i, raw, nil, in)
 		if err != nil {
 			return nil, err
 		}
@@ -261,12 +261,12 @@ func decodeStream(file string, data []byte, in *desired.Inputs) ([]Note, error) 
 }
 
 // decodeDocument adds the objects of the i-th document of file, raw as
-// JSON, to in.
-func decodeDocument(file string, i int, raw json.RawMessage, in *desired.Inputs) ([]Note, error) {
+// JSON, to in. tm, if known, is the document's apiVersion and kind.
+func decodeDocument(file string, i int, raw json.RawMessage, tm *metav1.TypeMeta, in *desired.Inputs) ([]Note, error) {
 	if len(bytes.TrimSpace(raw)) == 0 || string(raw) == "null" {
 		return nil, nil
 	}
-	n, err := addObject(raw, in)
+	n, err := addObject(raw, tm, in)
 	if err != nil {
 		return nil, fmt.Errorf("%s: document %d: %w", file, i, err)
 	}
@@ -296,7 +296,7 @@ func decodeYAML(file string, data []byte, in *desired.Inputs, workers int) ([]No
 		r := &chunks[c]
 		for j, doc := range docs[first:min(first+chunkDocs, len(docs))] {
 			i := first + j
-			raw, ok := simpleYAMLToJSON(doc)
+			raw, tm, ok := simpleYAML(doc)
 			if !ok {
 				// The decoder kubectl's reading uses, on this one
 				// document: the same JSON, and the same errors.
@@ -305,7 +305,7 @@ func decodeYAML(file string, data []byte, in *desired.Inputs, workers int) ([]No
 					return
 				}
 			}
-			n, err := decodeDocument(file, i, raw, &r.in)
+			n, err := decodeDocument(file, i, raw, tm, &r.in)
 			if err != nil {
 				r.err = err
 				return
@@ -386,10 +386,13 @@ func appendInputs(dst, src *desired.Inputs) {
 }
 
 // addObject decodes one object (or a List of them) into in and returns notes
-// for what it skipped.
-func addObject(raw []byte, in *desired.Inputs) ([]string, error) {
+// for what it skipped. known, if not nil, is raw's apiVersion and kind, as
+// json.Unmarshal reads them.
+func addObject(raw []byte, known *metav1.TypeMeta, in *desired.Inputs) ([]string, error) {
 	var tm metav1.TypeMeta
-	if err := json.Unmarshal(raw, &tm); err != nil {
+	if known != nil {
+		tm = *known
+	} else if err := json.Unmarshal(raw, &tm); err != nil {
 		return nil, err
 	}
 	if tm.Kind == "" {
@@ -404,7 +407,7 @@ func addObject(raw []byte, in *desired.Inputs) ([]string, error) {
 		}
 		var notes []string
 		for j, item := range list.Items {
-			n, err := addObject(item, in)
+			n, err := addObject(item, nil, in)
 			if err != nil {
 				return nil, fmt.Errorf("%s item %d: %w", tm.Kind, j, err)
 			}
@@ -466,7 +469,7 @@ var (
 // (Subnet, Namespace, IP): a namespace in the manifest is dropped.
 func decodeClusterScoped[T any, P objectPtr[T]](raw []byte, list *[]P) error {
 	p := P(new(T))
-	if err := json.NewDecoder(bytes.NewReader(raw)).Decode(p); err != nil {
+	if err := json.Unmarshal(raw, p); err != nil {
 		return err
 	}
 	if p.GetName() == "" {
@@ -479,8 +482,7 @@ func decodeClusterScoped[T any, P objectPtr[T]](raw []byte, list *[]P) error {
 
 func decodeInto[T any, P objectPtr[T]](raw []byte, list *[]P) error {
 	p := P(new(T))
-	dec := json.NewDecoder(bytes.NewReader(raw))
-	if err := dec.Decode(p); err != nil {
+	if err := json.Unmarshal(raw, p); err != nil {
 		return err
 	}
 	if p.GetName() == "" {
