@@ -24,6 +24,7 @@ import (
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/dynamic/dynamicinformer"
 	"k8s.io/client-go/informers"
+	coreinformers "k8s.io/client-go/informers/core/v1"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/cache"
 	kubevirtv1 "kubevirt.io/api/core/v1"
@@ -146,7 +147,6 @@ type Informers struct {
 	absent map[Kind]bool // discovered missing
 	// crdWatched marks the absent kinds whose CRD is watched.
 	crdWatched map[Kind]bool
-	dyn        dynamicinformer.DynamicSharedInformerFactory
 	podf       informers.SharedInformerFactory
 }
 
@@ -185,13 +185,15 @@ func (s *Informers) Start(ctx context.Context) error {
 		s.ctx = ctx
 		s.podf = informers.NewSharedInformerFactoryWithOptions(s.opts.Kube, 0,
 			informers.WithTransform(s.recording(typedKind, stripPod)))
-		pods := s.podf.Core().V1().Pods().Informer()
-		_ = pods.AddIndexers(indexers[KindPod])
+		// The stores keep only the indexes lookups read: not client-go's
+		// default index by namespace, a second entry for every object.
+		pods := s.podf.InformerFor(&corev1.Pod{}, func(c kubernetes.Interface, resync time.Duration) cache.SharedIndexInformer {
+			return coreinformers.NewFilteredPodInformer(c, metav1.NamespaceAll, resync, indexers[KindPod], nil)
+		})
 		s.watch(KindPod, pods)
 		s.watch(KindNamespace, s.podf.Core().V1().Namespaces().Informer())
 		s.watch(KindStatefulSet, s.podf.Apps().V1().StatefulSets().Informer())
 		s.podf.Start(ctx.Done())
-		s.dyn = dynamicinformer.NewDynamicSharedInformerFactory(s.opts.Dynamic, 0)
 		s.started = true
 	}
 	return s.discoverLocked(ctx)
@@ -235,14 +237,15 @@ func (s *Informers) discoverLocked(ctx context.Context) error {
 			s.opts.Logger.Info("custom resource installed: watching it", "kind", k, "resource", crdKinds[k].String())
 			delete(s.absent, k)
 		}
-		inf := s.dyn.ForResource(crdKinds[k]).Informer()
-		_ = inf.SetTransform(s.recording(func(any) Kind { return k }, typedTransform(k)))
-		if ix, ok := indexers[k]; ok {
-			_ = inf.AddIndexers(ix)
+		ix := indexers[k]
+		if ix == nil {
+			ix = cache.Indexers{}
 		}
+		inf := dynamicinformer.NewFilteredDynamicInformer(s.opts.Dynamic, crdKinds[k], metav1.NamespaceAll, 0, ix, nil).Informer()
+		_ = inf.SetTransform(s.recording(func(any) Kind { return k }, typedTransform(k)))
 		s.watch(k, inf)
+		go inf.Run(s.ctx.Done())
 	}
-	s.dyn.Start(s.ctx.Done())
 	// A kind that appeared changes the inputs.
 	s.notify()
 	return nil
@@ -519,6 +522,9 @@ func (s *Informers) landed(k Kind, obj any) {
 func (s *Informers) landedLocked(ref desired.ObjectRef, obj, held any) {
 	if o, ok := Unwrap(obj).(runtime.Object); ok && o == s.inflight[ref] {
 		delete(s.inflight, ref)
+		if len(s.inflight) == 0 {
+			s.inflight = nil // a map keeps its largest size: the first listing's
+		}
 	}
 	if _, ok := s.inflight[ref]; ok {
 		return // a later change's transform decides

@@ -801,3 +801,38 @@ func testChangedTransformedTwice(t *testing.T, take string) {
 	want("after the second", "Pod/ns/a")
 	want("after that")
 }
+
+// TestInformersKeepOnlyTheirIndexes: the stores keep the indexes lookups
+// read and no other (client-go's default index by namespace is a second
+// entry for every object), and nothing is left in flight, not even the
+// map that held the first listing, once every change has landed.
+func TestInformersKeepOnlyTheirIndexes(t *testing.T) {
+	f := newFakes(t, true, true, pod("ns", "p"), vm("ns", "db", map[string]any{"runStrategy": "Halted"}))
+	start(t, f)
+	f.inf.mu.Lock()
+	defer f.inf.mu.Unlock()
+	for _, k := range []Kind{KindPod, KindVirtualMachine, KindVirtualMachineInstance, KindVirtualMachineInstanceMigration, KindNetworkAttachmentDefinition} {
+		inf, ok := f.inf.inf[k]
+		if !ok {
+			t.Fatalf("no informer of %s", k)
+		}
+		var got []string
+		for name := range inf.GetIndexer().GetIndexers() {
+			got = append(got, name)
+		}
+		var want []string
+		for name := range indexers[k] {
+			want = append(want, name)
+		}
+		slices.Sort(got)
+		slices.Sort(want)
+		if !slices.Equal(got, want) {
+			t.Errorf("%s store indexes %v, want %v", k, got, want)
+		}
+	}
+	f.inf.chmu.Lock()
+	defer f.inf.chmu.Unlock()
+	if f.inf.inflight != nil {
+		t.Errorf("in flight after every change landed: %v (a nil map wanted: an empty one keeps its size)", f.inf.inflight)
+	}
+}
