@@ -1,6 +1,7 @@
 package diff
 
 import (
+	"encoding/json"
 	"iter"
 	"math/bits"
 	"strconv"
@@ -159,14 +160,19 @@ func (f Fields) name() string {
 
 // MarshalJSON encodes f as a list of field names.
 func (f Fields) MarshalJSON() ([]byte, error) {
-	b := []byte{'['}
-	for g := range f.All() {
-		if len(b) > 1 {
-			b = append(b, ',')
-		}
-		b = strconv.AppendQuote(b, g.name())
+	if f == 0 {
+		return []byte("[]"), nil
 	}
-	return append(b, ']'), nil
+	return json.Marshal(f.names())
+}
+
+// names are the names of the fields in f, in order; nil when none.
+func (f Fields) names() []string {
+	var names []string
+	for g := range f.All() {
+		names = append(names, g.name())
+	}
+	return names
 }
 
 // PortKey returns the value of map-key field f on p, "" when unset or when

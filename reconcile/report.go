@@ -7,7 +7,6 @@ import (
 
 	"github.com/ovn-sync/ovn-sync/apply"
 	"github.com/ovn-sync/ovn-sync/desired"
-	"github.com/ovn-sync/ovn-sync/diff"
 )
 
 // WriteProblems prints Build's problems, one per line, then its notices
@@ -38,7 +37,7 @@ func (out Outcome) WritePlans(w io.Writer, applied bool) {
 // the plan, a problem, a notice of Build — names it under "owner" as
 // "Kind/namespace/name", with snake_case keys throughout.
 type report struct {
-	Plan     diff.Plan         `json:"plan"`
+	Plan     any               `json:"plan"` // diff.Plan's JSONValue
 	Problems []desired.Problem `json:"problems"`
 	Notices  []desired.Problem `json:"notices"`
 	Applied  *apply.Result     `json:"applied,omitempty"`
@@ -47,7 +46,7 @@ type report struct {
 // WriteJSON writes the outcome as one JSON document: the last plan, the
 // problems and notices, and (applied) what was sent.
 func (out Outcome) WriteJSON(w io.Writer, applied bool) error {
-	r := report{Plan: out.Plan, Problems: out.Result.Problems, Notices: out.Result.Notices}
+	r := report{Plan: out.Plan.JSONValue(), Problems: out.Result.Problems, Notices: out.Result.Notices}
 	if r.Problems == nil {
 		r.Problems = []desired.Problem{}
 	}

@@ -6,7 +6,9 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/ovn-sync/ovn-sync/bench"
 	"github.com/ovn-sync/ovn-sync/desired"
+	"github.com/ovn-sync/ovn-sync/diff"
 	"github.com/ovn-sync/ovn-sync/state"
 )
 
@@ -94,6 +96,26 @@ func TestProblemJSONRoundTrip(t *testing.T) {
 		var got desired.Problem
 		if err := json.Unmarshal(b, &got); err != nil || got != p {
 			t.Errorf("Unmarshal(Marshal(%+v)) = %+v, %v (JSON %s)", p, got, err, b)
+		}
+	}
+}
+
+// BenchmarkWriteJSON writes the apply -o json document of a plan that
+// creates every port of a generated cluster.
+func BenchmarkWriteJSON(b *testing.B) {
+	in := bench.Cluster(30000)
+	r := desired.Build(in, bench.Config(), state.New(0))
+	out := Outcome{Result: r, Plan: diff.Compute(r.Want, state.New(0), diff.Policy{})}
+	var buf bytes.Buffer
+	if err := out.WriteJSON(&buf, true); err != nil {
+		b.Fatal(err)
+	}
+	b.SetBytes(int64(buf.Len()))
+	b.ReportAllocs()
+	for b.Loop() {
+		buf.Reset()
+		if err := out.WriteJSON(&buf, true); err != nil {
+			b.Fatal(err)
 		}
 	}
 }
