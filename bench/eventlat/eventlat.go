@@ -22,6 +22,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
+	kubeovnv1 "github.com/ovn-sync/ovn-sync/apis/kubeovn/v1"
 	"github.com/ovn-sync/ovn-sync/internal/looptest"
 	"github.com/ovn-sync/ovn-sync/nbdb"
 	"github.com/ovn-sync/ovn-sync/observed"
@@ -60,6 +61,12 @@ type Options struct {
 	// two VMs, one stopped (vm0, for VMStart and VMStop) and one running
 	// on n1 (vm1, for Migration).
 	Existing int
+	// Switches spreads the existing pods evenly over this many switches:
+	// the default network and Switches-1 kube-ovn Subnets, each bound to
+	// a namespace of its own, as kube-ovn clusters divide their pods. 0
+	// or 1 is the default switch alone. The VMs, and the pods PodAdd
+	// creates, are on the default switch.
+	Switches int
 	// NBAddr is an empty ovsdb-server.
 	NBAddr string
 	// Passes is "incremental" or "full".
@@ -103,13 +110,34 @@ func Start(ctx context.Context, o Options) (c *Cluster, err error) {
 	if o.Passes != "incremental" && o.Passes != "full" {
 		return nil, fmt.Errorf("passes %q: want incremental or full", o.Passes)
 	}
+	if o.Switches > 64 {
+		return nil, fmt.Errorf("switches %d: at most 64", o.Switches)
+	}
 	kube := make([]runtime.Object, 0, o.Existing+1)
 	for i := range o.Existing {
-		kube = append(kube, looptest.Pod(fmt.Sprintf("p%d", i)))
+		p := looptest.Pod(fmt.Sprintf("p%d", i))
+		if j := i % max(o.Switches, 1); j > 0 {
+			p.Namespace = fmt.Sprintf("ns-%d", j)
+		}
+		kube = append(kube, p)
 	}
 	kube = append(kube, looptest.Launcher("vm1", "0", "n1"))
+	objs := []any{looptest.VM("vm0"), looptest.VM("vm1"), looptest.VMI("vm1", "n1")}
+	resources := looptest.KubeVirtResources
+	for j := 1; j < o.Switches; j++ {
+		objs = append(objs, &kubeovnv1.Subnet{
+			TypeMeta:   metav1.TypeMeta{APIVersion: kubeovnv1.GroupVersion.String(), Kind: "Subnet"},
+			ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("sub-%d", j)},
+			Spec: kubeovnv1.SubnetSpec{Protocol: "IPv4", CIDRBlock: fmt.Sprintf("10.%d.0.0/16", 64+j),
+				Namespaces: []string{fmt.Sprintf("ns-%d", j)}},
+		})
+		if j == 1 {
+			resources = append(slices.Clone(resources), &metav1.APIResourceList{GroupVersion: kubeovnv1.GroupVersion.String(),
+				APIResources: []metav1.APIResource{{Name: "subnets", Kind: "Subnet"}, {Name: "ips", Kind: "IP"}}})
+		}
+	}
 	var dyn []runtime.Object
-	for _, obj := range []any{looptest.VM("vm0"), looptest.VM("vm1"), looptest.VMI("vm1", "n1")} {
+	for _, obj := range objs {
 		u, err := looptest.ToUnstructured(obj)
 		if err != nil {
 			return nil, err
@@ -125,7 +153,7 @@ func Start(ctx context.Context, o Options) (c *Cluster, err error) {
 		c.timeout = 30 * time.Second
 	}
 	start := time.Now()
-	if c.r, err = looptest.New(looptest.Options{KubeObjs: kube, DynObjs: dyn, NBAddr: o.NBAddr, Coalesce: coalesce, Passes: o.Passes}); err != nil {
+	if c.r, err = looptest.New(looptest.Options{KubeObjs: kube, DynObjs: dyn, NBAddr: o.NBAddr, Coalesce: coalesce, Passes: o.Passes, Resources: resources}); err != nil {
 		return nil, err
 	}
 	defer func() {

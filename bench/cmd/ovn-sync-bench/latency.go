@@ -18,6 +18,9 @@ import (
 type latencyResult struct {
 	Existing int    `json:"existing"` // pods already there, besides two VMs
 	Passes   string `json:"passes"`   // "incremental" or "full"
+	// Switches is how many switches the existing pods are spread over
+	// (eventlat.Options.Switches); 0 is the default switch alone.
+	Switches int `json:"switches,omitempty"`
 	// Ready is the loop's cold start: from starting it until the existing
 	// ports were committed.
 	Ready time.Duration `json:"ready_ns"`
@@ -38,7 +41,7 @@ func measureLatency(ctx context.Context, opts options, size int) ([]latencyResul
 	var rs []latencyResult
 	if opts.inProcess {
 		for _, passes := range eventlat.Passes {
-			r, err := latencyAt(ctx, size, passes, opts.latencyRounds)
+			r, err := latencyAt(ctx, size, 0, passes, opts.latencyRounds)
 			if err != nil {
 				return nil, err
 			}
@@ -50,17 +53,40 @@ func measureLatency(ctx context.Context, opts options, size int) ([]latencyResul
 	return rs, err
 }
 
+// measureLatencySwitches measures (g) with size existing pods spread over
+// switches switches, with incremental passes (run mode's), in a child
+// process of its own unless opts.inProcess.
+func measureLatencySwitches(ctx context.Context, opts options, size, switches int) (latencyResult, error) {
+	if opts.inProcess {
+		return latencyAt(ctx, size, switches, "incremental", opts.latencyRounds)
+	}
+	var rs []latencyResult
+	err := inChild(ctx, []string{"-child-latency", strconv.Itoa(size), "-child-switches", strconv.Itoa(switches),
+		"-latency-rounds", strconv.Itoa(opts.latencyRounds)}, &rs)
+	if err == nil && len(rs) != 1 {
+		err = fmt.Errorf("(g) child gave %d results, want 1", len(rs))
+	}
+	if err != nil {
+		return latencyResult{}, err
+	}
+	return rs[0], nil
+}
+
 // latencyAt runs rounds rounds of every event kind, in turn, on one loop
-// over size existing pods building as passes says, on a fresh server.
-func latencyAt(ctx context.Context, size int, passes string, rounds int) (latencyResult, error) {
-	r := latencyResult{Existing: size, Passes: passes, Samples: map[eventlat.Event][]time.Duration{}}
+// over size existing pods spread over switches switches, building as
+// passes says, on a fresh server.
+func latencyAt(ctx context.Context, size, switches int, passes string, rounds int) (latencyResult, error) {
+	r := latencyResult{Existing: size, Passes: passes, Switches: switches, Samples: map[eventlat.Event][]time.Duration{}}
 	srv, err := startServer(ctx)
 	if err != nil {
 		return r, err
 	}
 	defer srv.stop()
+	if switches > 1 {
+		passes += fmt.Sprintf(", %d switches", switches) // for the log
+	}
 	logf("(g) %d existing, %s passes: cold start", size, passes)
-	c, err := eventlat.Start(ctx, eventlat.Options{Existing: size, NBAddr: srv.endpoint(), Passes: passes})
+	c, err := eventlat.Start(ctx, eventlat.Options{Existing: size, Switches: switches, NBAddr: srv.endpoint(), Passes: r.Passes})
 	if err != nil {
 		return r, fmt.Errorf("(g) %d %s: %w", size, passes, err)
 	}
@@ -93,8 +119,12 @@ func latencyAt(ctx context.Context, size int, passes string, rounds int) (latenc
 // results.
 func runLatencyChild(ctx context.Context, opts options) error {
 	var rs []latencyResult
-	for _, passes := range eventlat.Passes {
-		r, err := latencyAt(ctx, opts.childLatency, passes, opts.latencyRounds)
+	passes := eventlat.Passes
+	if opts.childSwitches > 1 {
+		passes = []string{"incremental"}
+	}
+	for _, passes := range passes {
+		r, err := latencyAt(ctx, opts.childLatency, opts.childSwitches, passes, opts.latencyRounds)
 		if err != nil {
 			return err
 		}

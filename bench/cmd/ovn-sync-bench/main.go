@@ -59,6 +59,7 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -95,7 +96,10 @@ type options struct {
 	// latencyRounds the events of each kind per size and kind of pass.
 	latencySizes  []int
 	latencyRounds int
-	latencyChart  string
+	// latencySwitches, above 1, also measures (g) at the largest size with
+	// the pods spread over that many switches.
+	latencySwitches int
+	latencyChart    string
 	// memorySize is the size of run mode's memory measurement, 0 for none;
 	// memoryIdle how long the loop idles before its steady RSS is read.
 	memorySize int
@@ -105,6 +109,8 @@ type options struct {
 	// childLatency or childMemory, (g) or run mode's memory at that size.
 	childOut                  string
 	childLatency, childMemory int
+	// childSwitches is, with childLatency, latencySwitches.
+	childSwitches int
 }
 
 func parseFlags(args []string) (options, error) {
@@ -133,12 +139,14 @@ func parseFlags(args []string) (options, error) {
 	fs.StringVar(&o.baseline, "oneshot-baseline", "", "another ovn-sync `binary` to measure in (h) beside the first, e.g. built from an older commit")
 	latencySizes := fs.String("latency-sizes", "1000,10000,100000", "comma-separated existing pods of the event latency measurement (g); empty skips it")
 	fs.IntVar(&o.latencyRounds, "latency-rounds", 50, "events of each kind (g) times per size and kind of pass")
+	fs.IntVar(&o.latencySwitches, "latency-switches", 20, "also measure (g) at the largest size, incremental passes, with the pods spread over this many switches (kube-ovn subnets); 0 or 1 skips it")
 	fs.StringVar(&o.latencyChart, "latency-chart", filepath.Join("bench", "latency.svg"), "chart `file` of (g) (.svg or .png); empty: none")
 	fs.IntVar(&o.memorySize, "memory-size", 100000, "`ports` of run mode's memory measurement; 0 skips it")
 	fs.DurationVar(&o.memoryIdle, "memory-idle", 30*time.Second, "how long run mode idles before its steady RSS is read")
 	fs.StringVar(&o.childOut, "child-out", "", "internal: measure the one size and write JSON to this file")
 	fs.IntVar(&o.childLatency, "child-latency", 0, "internal: with -child-out, measure (g) at this size")
 	fs.IntVar(&o.childMemory, "child-memory", 0, "internal: with -child-out, measure run mode's memory at this size")
+	fs.IntVar(&o.childSwitches, "child-switches", 0, "internal: with -child-latency, spread the pods over this many switches")
 	if err := fs.Parse(args); err != nil {
 		return o, err
 	}
@@ -248,6 +256,14 @@ func run(ctx context.Context, opts options, command string) error {
 			return fmt.Errorf("(g) at %d: %w", size, err)
 		}
 		rep.Latency = append(rep.Latency, rs...)
+	}
+	if n := len(opts.latencySizes); n > 0 && opts.latencySwitches > 1 && !opts.oneShotOnly {
+		size := slices.Max(opts.latencySizes)
+		r, err := measureLatencySwitches(ctx, opts, size, opts.latencySwitches)
+		if err != nil {
+			return fmt.Errorf("(g) at %d over %d switches: %w", size, opts.latencySwitches, err)
+		}
+		rep.Latency = append(rep.Latency, r)
 	}
 	if opts.memorySize > 0 && !opts.oneShotOnly {
 		r, err := measureRunMemory(ctx, opts, opts.memorySize)
