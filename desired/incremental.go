@@ -63,7 +63,29 @@ type base struct {
 	// last inputs had them, so that a deleted object still finds its VM:
 	// a launcher pod's VMI, a VMI's VM (when named otherwise), a
 	// migration's VMI.
-	launchers, vmiVM, migVMI map[nsName]string
+	launchers, vmiVM, migVMI relations
+}
+
+// relations are, for each KubeVirt object, the names of the groups (a VM's
+// and its VMI's) Build was given it in since a take last named it:
+// usually one. An object a lookup finds under another group than the one
+// recorded (deleted, and one of its name created for another VM, before a
+// take named it) keeps both: when a take names it, both are rebuilt, the
+// group it left as well as the one it joined.
+type relations map[nsName][]string
+
+// add records that k was found in group g.
+func (r relations) add(k nsName, g string) {
+	if !slices.Contains(r[k], g) {
+		r[k] = append(r[k], g)
+	}
+}
+
+// take returns the groups recorded for k and forgets them: a take named k.
+func (r relations) take(k nsName) []string {
+	gs := r[k]
+	delete(r, k)
+	return gs
 }
 
 // Valid reports whether there is a result to update.
@@ -121,22 +143,22 @@ func (r *Result) Spliced() (s Spliced, ok bool) {
 // Full builds from scratch, as Build, and keeps the result for Update.
 func (x *Incremental) Full(in Inputs, cfg Config, have state.State) Result {
 	r := Build(in, cfg, have)
-	b := &base{cfg: cfg, launchers: map[nsName]string{}, vmiVM: map[nsName]string{}, migVMI: map[nsName]string{}}
+	b := &base{cfg: cfg, launchers: relations{}, vmiVM: relations{}, migVMI: relations{}}
 	for _, p := range in.Pods {
 		if p != nil && isLauncher(p) {
-			b.launchers[nsName{p.Namespace, p.Name}] = launcherVMI(p)
+			b.launchers.add(nsName{p.Namespace, p.Name}, launcherVMI(p))
 		}
 	}
 	for _, vmi := range in.VirtualMachineInstances {
 		if vmi != nil {
 			if r := vmOwnerRef(vmi.OwnerReferences); r != nil && r.Name != vmi.Name {
-				b.vmiVM[nsName{vmi.Namespace, vmi.Name}] = r.Name
+				b.vmiVM.add(nsName{vmi.Namespace, vmi.Name}, r.Name)
 			}
 		}
 	}
 	for _, m := range in.Migrations {
 		if m != nil {
-			b.migVMI[nsName{m.Namespace, m.Name}] = m.Spec.VMIName
+			b.migVMI.add(nsName{m.Namespace, m.Name}, m.Spec.VMIName)
 		}
 	}
 	b.held = newHeldIndex(r.Want.Ports)
@@ -256,24 +278,22 @@ func (b *base) rebuildOf(objs Objects, changed []ObjectRef) (rebuild, string) {
 			groups[k] = true
 		case kindVirtualMachineInst:
 			groups[k] = true
-			// The VM it was of, and the one it is of now.
-			if v, ok := b.vmiVM[k]; ok {
+			// The VMs it was of, and the one it is of now.
+			for _, v := range b.vmiVM.take(k) {
 				groups[nsName{k.ns, v}] = true
-				delete(b.vmiVM, k)
 			}
 			if vmi := objs.VirtualMachineInstance(k.ns, k.name); vmi != nil {
 				if vm := OwnerVM(vmi); vm != "" && vm != vmi.Name {
-					b.vmiVM[k] = vm
+					b.vmiVM.add(k, vm)
 					groups[nsName{k.ns, vm}] = true
 				}
 			}
 		case state.KindVirtualMachineInstanceMigration:
-			if v, ok := b.migVMI[k]; ok {
+			for _, v := range b.migVMI.take(k) {
 				groups[nsName{k.ns, v}] = true
-				delete(b.migVMI, k)
 			}
 			if m := objs.Migration(k.ns, k.name); m != nil {
-				b.migVMI[k] = m.Spec.VMIName
+				b.migVMI.add(k, m.Spec.VMIName)
 				groups[nsName{k.ns, m.Spec.VMIName}] = true
 			}
 		default:
@@ -297,15 +317,14 @@ func (b *base) rebuildOf(objs Objects, changed []ObjectRef) (rebuild, string) {
 	selected := map[nsName]*corev1.Pod{}
 	looked := make(map[nsName]*corev1.Pod, len(pods))
 	for _, k := range changedPods {
-		if v, ok := b.launchers[k]; ok {
+		for _, v := range b.launchers.take(k) {
 			groups[nsName{k.ns, v}] = true
-			delete(b.launchers, k)
 		}
 		p := objs.Pod(k.ns, k.name)
 		looked[k] = p
 		if p != nil {
 			if v, ok := LauncherOf(p); ok {
-				b.launchers[k] = v
+				b.launchers.add(k, v)
 				groups[nsName{k.ns, v}] = true
 			}
 		}
@@ -335,7 +354,7 @@ func (b *base) rebuildOf(objs Objects, changed []ObjectRef) (rebuild, string) {
 		}
 		selected[k] = p
 		if v, ok := LauncherOf(p); ok {
-			b.launchers[k] = v // Build sees it: its deletion must find the group
+			b.launchers.add(k, v) // Build sees it: its deletion must find the group
 		}
 	}
 	in := &sel.in
@@ -348,7 +367,7 @@ func (b *base) rebuildOf(objs Objects, changed []ObjectRef) (rebuild, string) {
 		for _, p := range objs.Launchers(g.ns, g.name) {
 			k := nsName{p.Namespace, p.Name}
 			selected[k] = p
-			b.launchers[k] = g.name
+			b.launchers.add(k, g.name)
 		}
 		if vm := objs.VirtualMachine(g.ns, g.name); vm != nil {
 			in.VirtualMachines = append(in.VirtualMachines, vm)
@@ -360,11 +379,11 @@ func (b *base) rebuildOf(objs Objects, changed []ObjectRef) (rebuild, string) {
 			k := nsName{vmi.Namespace, vmi.Name}
 			vmis[k] = vmi
 			if vmi.Name != g.name {
-				b.vmiVM[k] = g.name
+				b.vmiVM.add(k, g.name)
 			}
 		}
 		for _, m := range objs.Migrations(g.ns, g.name) {
-			b.migVMI[nsName{m.Namespace, m.Name}] = g.name
+			b.migVMI.add(nsName{m.Namespace, m.Name}, g.name)
 			in.Migrations = append(in.Migrations, m)
 		}
 	}

@@ -551,6 +551,77 @@ func TestIncrementalLauncherSeenBeforeNamed(t *testing.T) {
 	}
 }
 
+// TestIncrementalNameReusedForAnotherVM: an object is deleted and one of
+// the same name created for another VM (a migration, a launcher pod, a
+// VMI's owner), and a pass finds the new one through an index, under the
+// other VM, before a take names it. When a take names it, the VM it was of
+// is rebuilt too: its port drops the node the old object put there. (The
+// index lookup recorded the object as the other VM's alone, and the port
+// kept requested-chassis "node-1,node-2" until the next full pass.)
+func TestIncrementalNameReusedForAnotherVM(t *testing.T) {
+	for _, kind := range []string{"migration", "launcher"} {
+		t.Run(kind, func(t *testing.T) {
+			c, x, have, created := vmOnNode1(t)
+			cfg := c.cfg
+			c.put(runningVM("vm2", created))
+			c.put(runningVMI("vm2", "node-3", created))
+			c.put(c.launcher("vm2", "src", "node-3", created))
+			update := func(what string, late bool, changed ...ObjectRef) string {
+				t.Helper()
+				in := c.inputs()
+				r, why := x.Update(ObjectsOf(in), changed, cfg, have)
+				if why != "" {
+					t.Fatalf("%s: Update gave up: %s", what, why)
+				}
+				if d := Mismatch(r, Build(in, cfg, have)); d != "" && !late {
+					t.Fatalf("%s: incremental and full Build differ: %s", what, d)
+				}
+				have = applied(have, r.Want)
+				return r.Want.Ports.Get("vm1.tenant").RequestedChassis
+			}
+			update("vm2 started", false, refOf(c.objects[ObjectRef{kindVirtualMachine, "tenant", "vm2"}]),
+				ObjectRef{kindVirtualMachineInst, "tenant", "vm2"}, ObjectRef{kindPod, "tenant", "virt-launcher-vm2-src"})
+			// vm1 migrates to node-2: a migration object and the target pod.
+			mig := func(vmi, target string) *kubevirtv1.VirtualMachineInstanceMigration {
+				return &kubevirtv1.VirtualMachineInstanceMigration{
+					ObjectMeta: metav1.ObjectMeta{Namespace: "tenant", Name: "mig"},
+					Spec:       kubevirtv1.VirtualMachineInstanceMigrationSpec{VMIName: vmi},
+					Status: kubevirtv1.VirtualMachineInstanceMigrationStatus{Phase: kubevirtv1.MigrationRunning,
+						MigrationState: &kubevirtv1.VirtualMachineInstanceMigrationState{TargetNode: target}},
+				}
+			}
+			var reused ObjectRef
+			switch kind {
+			case "migration":
+				reused = c.put(mig("vm1", "node-2"))
+			case "launcher":
+				reused = c.put(c.launcher("vm1", "tgt", "node-2", created))
+			}
+			if got := update("vm1 migrating", false, reused); got != "node-1,node-2" {
+				t.Fatalf("vm1 migrating: requested-chassis %q, want node-1,node-2", got)
+			}
+			// The object goes and one of its name comes for vm2; vm2's VMI
+			// changes, and the pass told of it finds the new object, not
+			// told yet, through vm2's index.
+			switch kind {
+			case "migration":
+				c.put(mig("vm2", "node-1"))
+			case "launcher":
+				p := c.launcher("vm2", "x", "node-1", created)
+				p.Name = reused.Name
+				c.put(p)
+			}
+			vmi2 := c.objects[ObjectRef{kindVirtualMachineInst, "tenant", "vm2"}].(*kubevirtv1.VirtualMachineInstance).DeepCopy()
+			vmi2.Status.MigrationState = &kubevirtv1.VirtualMachineInstanceMigrationState{SourceNode: "node-3", TargetNode: "node-1"}
+			update("vm2's VMI told", true, c.put(vmi2))
+			// The take names the reused object: vm1 is rebuilt too.
+			if got := update(kind+" told", false, reused); got != "node-1" {
+				t.Errorf("after vm1's %s went: requested-chassis %q, want node-1", kind, got)
+			}
+		})
+	}
+}
+
 // TestIncrementalLauncherStoredMidUpdate: a migration is deleted, and its
 // target launcher pod created and deleted, while one Update runs: the
 // pod's store takes it between two of the Update's lookups. Whatever that
