@@ -511,6 +511,11 @@ func (b *builder) resolve() {
 		var h lsp
 		if s.have != nil {
 			h = parseLSPAddresses(s.have.Addresses)
+		} else if q := b.lastPort(s); q != nil {
+			// The NB does not show the port the last result gave this
+			// owner (its cache lags the pass that wrote it): it keeps
+			// what that result gave it, not a fresh address.
+			h = parseLSPAddresses(q.Addresses)
 		}
 		if s.tmpl != nil {
 			s.startRequests(h)
@@ -569,6 +574,18 @@ func (b *builder) resolve() {
 		}
 	}
 	b.allocate()
+}
+
+// lastPort returns, in a scoped Build, the last result's port of s's name
+// and owner, if it has one.
+func (b *builder) lastPort(s *portSpec) *state.Port {
+	if b.scoped == nil {
+		return nil
+	}
+	if q := b.scoped.prior.Ports.Get(s.name); q != nil && q.Owner == s.o.id {
+		return q
+	}
+	return nil
 }
 
 // startRequests settles, for a VM whose VMI runs, which request holds: the

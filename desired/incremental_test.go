@@ -551,6 +551,49 @@ func TestIncrementalLauncherSeenBeforeNamed(t *testing.T) {
 	}
 }
 
+// TestIncrementalKeepsAddressOverLaggingNB: a pod's port is given an
+// address, and the pod changes again (the scheduler binds it, its labels
+// change) before the NB cache shows the port. The pass that rebuilds it
+// keeps the address the last one gave: the port is in the NB, or about to
+// be. (It handed out the next free address, the last result holding the
+// first, and the pass's insert could only fail on the name.)
+func TestIncrementalKeepsAddressOverLaggingNB(t *testing.T) {
+	cfg, err := NewConfig("ovn-default", []string{"10.16.0.0/24"}, []string{"10.16.0.1"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := &cluster{cfg: cfg, objects: map[ObjectRef]any{}}
+	var x Incremental
+	lagging := state.New(0) // the NB as its cache shows it: no pass's writes yet
+	x.Full(c.inputs(), cfg, lagging)
+	web := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "web"},
+		Spec: corev1.PodSpec{NodeName: "node-1"}, Status: corev1.PodStatus{Phase: corev1.PodPending}}
+	var first string
+	for i, phase := range []corev1.PodPhase{corev1.PodPending, corev1.PodRunning} {
+		web = web.DeepCopy()
+		web.Status.Phase = phase
+		web.Labels = map[string]string{"step": fmt.Sprint(i)}
+		ref := c.put(web)
+		r, why := x.Update(ObjectsOf(c.inputs()), []ObjectRef{ref}, cfg, lagging)
+		if why != "" {
+			t.Fatalf("Update gave up: %s", why)
+		}
+		for _, err := range invariants(lagging, r) {
+			t.Fatal(err)
+		}
+		p := r.Want.Ports.Get("web.default")
+		if p == nil {
+			t.Fatalf("pass %d: no port web.default", i)
+		}
+		got := strings.Join(p.Addresses, " ")
+		if i == 0 {
+			first = got
+		} else if got != first {
+			t.Errorf("over an NB cache that does not show the port yet, the pod's second pass readdressed it: %q, then %q", first, got)
+		}
+	}
+}
+
 // TestIncrementalNameReusedForAnotherVM: an object is deleted and one of
 // the same name created for another VM (a migration, a launcher pod, a
 // VMI's owner), and a pass finds the new one through an index, under the
