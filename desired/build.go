@@ -582,10 +582,7 @@ func (b *builder) lastPort(s *portSpec) *state.Port {
 	if b.scoped == nil {
 		return nil
 	}
-	if q := b.scoped.prior.Ports.Get(s.name); q != nil && q.Owner == s.o.id {
-		return q
-	}
-	return nil
+	return b.scoped.last(s.name, s.o.id)
 }
 
 // startRequests settles, for a VM whose VMI runs, which request holds: the

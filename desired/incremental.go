@@ -531,9 +531,14 @@ func (sc *scope) outside(name string, hp *state.Port, o *owner) bool {
 
 // keeps reports whether p, a port in the NB of an owner not rebuilt, keeps
 // its addresses: it does if the last result has it.
-func (sc *scope) keeps(p *state.Port) bool {
-	q := sc.prior.Ports.Get(p.Name)
-	return q != nil && q.Owner == p.Owner
+func (sc *scope) keeps(p *state.Port) bool { return sc.last(p.Name, p.Owner) != nil }
+
+// last returns the last result's port called name if owner holds it.
+func (sc *scope) last(name, owner string) *state.Port {
+	if q := sc.prior.Ports.Get(name); q != nil && q.Owner == owner {
+		return q
+	}
+	return nil
 }
 
 // Mismatch compares an incremental result with a full Build of the same

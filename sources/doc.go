@@ -5,7 +5,7 @@
 // (multi-document files, kind: List, directories); it feeds the one-shot
 // plan and apply commands and the demo. The documents of a YAML file are
 // decoded on GOMAXPROCS goroutines, and the plain ones kubectl prints
-// without go-yaml (simpleYAMLToJSON); the result, notes and errors are
+// without go-yaml (simpleYAML); the result, notes and errors are
 // those of decoding them one by one with kubectl's decoder.
 //
 // Informers watches a cluster for run mode:

@@ -9,7 +9,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
-// simpleYAMLToJSON converts one YAML document to the JSON that
+// simpleYAML converts one YAML document to the JSON that
 // sigs.k8s.io/yaml (go-yaml v2, then encoding/json: keys sorted, compact)
 // makes of it, byte for byte, when the document keeps to the plain subset
 // that kubectl and most hands write: block mappings and sequences indented
@@ -18,15 +18,10 @@ import (
 // Anything else — flow collections, block scalars, anchors, tags, floats,
 // YAML 1.1's other booleans, a duplicate key, a tab, a non-ASCII byte — and
 // it returns ok == false, and the document must go the general way, which
-// also gives the general way's errors. It is about ten times faster.
-func simpleYAMLToJSON(doc []byte) (out []byte, ok bool) {
-	out, _, ok = simpleYAML(doc)
-	return out, ok
-}
-
-// simpleYAML is simpleYAMLToJSON that also returns the document's
-// apiVersion and kind when json.Unmarshal would read them from the JSON
-// into a metav1.TypeMeta without error (tm is nil when it must be asked).
+// also gives the general way's errors. It is about ten times faster. It
+// also returns the document's apiVersion and kind when json.Unmarshal
+// would read them from the JSON into a metav1.TypeMeta without error (tm
+// is nil when it must be asked).
 func simpleYAML(doc []byte) (out []byte, tm *metav1.TypeMeta, ok bool) {
 	p := yamlLines{}
 	if !p.split(doc) {

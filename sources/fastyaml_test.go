@@ -26,27 +26,26 @@ func general(doc []byte) ([]byte, error) {
 	return raw, err
 }
 
-// checkSimple fails when simpleYAMLToJSON takes doc and gives other JSON
+// checkSimple fails when simpleYAML takes doc and gives other JSON
 // than the general way, or takes a document the general way refuses.
 func checkSimple(t *testing.T, name string, doc []byte) bool {
 	t.Helper()
-	fast, ok := simpleYAMLToJSON(doc)
+	fast, tm, ok := simpleYAML(doc)
 	if !ok {
 		return false
 	}
 	want, err := general(doc)
 	if err != nil {
-		t.Errorf("%s: simpleYAMLToJSON(%q) = %s, but the general way fails: %v", name, doc, fast, err)
+		t.Errorf("%s: simpleYAML(%q) = %s, but the general way fails: %v", name, doc, fast, err)
 		return true
 	}
 	if len(want) == 0 {
 		want = []byte("null")
 	}
 	if !bytes.Equal(fast, want) {
-		t.Errorf("%s: simpleYAMLToJSON(%q) =\n%s\nwant\n%s", name, doc, fast, want)
+		t.Errorf("%s: simpleYAML(%q) =\n%s\nwant\n%s", name, doc, fast, want)
 	}
 	// The apiVersion and kind it gives are what json.Unmarshal reads.
-	_, tm, _ := simpleYAML(doc)
 	var wantTM metav1.TypeMeta
 	if err := json.Unmarshal(want, &wantTM); err != nil {
 		if tm != nil {
@@ -111,7 +110,7 @@ func TestSimpleYAMLMatchesGeneral(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Logf("simpleYAMLToJSON took %d of %d documents of the repository's manifests", taken, all)
+	t.Logf("simpleYAML took %d of %d documents of the repository's manifests", taken, all)
 }
 
 // The pods kubectl prints take the quick way.
@@ -165,7 +164,7 @@ status:
   qosClass: Burstable
 `
 	if !checkSimple(t, "kubectl pod", []byte(doc)) {
-		t.Errorf("simpleYAMLToJSON does not take a pod as kubectl prints it")
+		t.Errorf("simpleYAML does not take a pod as kubectl prints it")
 	}
 	if strings.Contains(doc, "\t") {
 		t.Fatal("tab in the test document")

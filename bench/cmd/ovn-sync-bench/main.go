@@ -257,7 +257,7 @@ func run(ctx context.Context, opts options, command string) error {
 		}
 		rep.Latency = append(rep.Latency, rs...)
 	}
-	if n := len(opts.latencySizes); n > 0 && opts.latencySwitches > 1 && !opts.oneShotOnly {
+	if len(opts.latencySizes) > 0 && opts.latencySwitches > 1 && !opts.oneShotOnly {
 		size := slices.Max(opts.latencySizes)
 		r, err := measureLatencySwitches(ctx, opts, size, opts.latencySwitches)
 		if err != nil {
