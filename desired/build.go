@@ -160,7 +160,10 @@ func (b *builder) ipObject(name string) *kubeovnv1.IP {
 // arena hands out values of T from chunks, so that many small values cost
 // few allocations. Pointers stay valid: a chunk is never reallocated. Chunks
 // are small enough to reuse memory the collector freed rather than fault in
-// fresh pages on every pass.
+// fresh pages on every pass. They start at one value and double: a pass
+// that builds a few ports keeps, through the ports its result holds until
+// they are rebuilt, chunks of about their size (a first chunk of 64 port
+// specs was 27 KB kept for every pod an incremental pass created).
 type arena[T any] struct {
 	chunk []T
 }
@@ -169,7 +172,7 @@ const arenaChunk = 64
 
 func (a *arena[T]) alloc() *T {
 	if len(a.chunk) == cap(a.chunk) {
-		a.chunk = make([]T, 0, arenaChunk)
+		a.chunk = make([]T, 0, min(max(2*cap(a.chunk), 1), arenaChunk))
 	}
 	a.chunk = a.chunk[:len(a.chunk)+1]
 	return &a.chunk[len(a.chunk)-1]

@@ -3,6 +3,7 @@ package desired
 import (
 	"fmt"
 	"maps"
+	"runtime"
 	"slices"
 	"strings"
 	"testing"
@@ -790,4 +791,79 @@ func TestIncrementalClaimOverLaggingNB(t *testing.T) {
 	if d := Mismatch(update(c.put(pod("b", 1, "10.16.0.9"))), Build(c.inputs(), cfg, have)); d != "" {
 		t.Errorf("with the NB caught up, incremental and full Build differ: %s", d)
 	}
+}
+
+// An incremental pass keeps, for the ports it builds, about what a full
+// Build keeps for them, not chunks sized for a full Build: a run that adds
+// and updates pods one pass at a time holds about the memory a full Build
+// of the same inputs holds. (Each pass once kept 64-entry chunks of port
+// specs and owners for its one port: 43 KB a pod until the next full
+// pass, 15 times the full state after the 400 passes here.)
+func TestIncrementalKeepsWhatFullKeeps(t *testing.T) {
+	cfg, err := NewConfig("ovn-default", []string{"10.16.0.0/16"}, []string{"10.16.0.1"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var in Inputs
+	for i := range 500 {
+		in.Pods = append(in.Pods, pod("default", fmt.Sprintf("base-%d", i), nil))
+	}
+	var x Incremental
+	last := x.Full(in, cfg, state.State{})
+	have := nbOf(last.Want)
+	const passes = 400
+	for i := range passes {
+		p := pod("default", fmt.Sprintf("new-%d", i), nil)
+		changed := []ObjectRef{{kindPod, p.Namespace, p.Name}}
+		if i%4 == 3 { // an update: the pod scheduled again
+			q := *in.Pods[len(in.Pods)-1]
+			q.Spec.NodeName = "node-2"
+			in.Pods[len(in.Pods)-1] = &q
+			changed = []ObjectRef{{kindPod, q.Namespace, q.Name}}
+		} else {
+			in.Pods = append(in.Pods, p)
+		}
+		var why string
+		if last, why = x.Update(ObjectsOf(in), changed, cfg, have); why != "" {
+			t.Fatalf("pass %d gave up: %s", i, why)
+		}
+		have = nbOf(last.Want)
+	}
+	if m := Mismatch(last, Build(in, cfg, have)); m != "" {
+		t.Fatalf("incremental and full results differ: %s", m)
+	}
+	// Both against the same NB, which stays.
+	incremental := freedBy(func() { x.Reset(); last = Result{} })
+	var full Incremental
+	full.Full(in, cfg, have)
+	whole := freedBy(full.Reset)
+	runtime.KeepAlive(have.Ports)
+	t.Logf("%d ports: incremental state %d KB, full %d KB", len(in.Pods), incremental/1024, whole/1024)
+	if incremental > whole*3/2 {
+		t.Errorf("the incremental state holds %d KB after %d passes, a full Build of the same inputs %d KB", incremental/1024, passes, whole/1024)
+	}
+}
+
+// nbOf is want as an NB that applied it holds it: ports of its own.
+func nbOf(want state.State) state.State {
+	nb := want.Clone()
+	for name, p := range want.Ports.All() {
+		c := *p
+		nb.Ports.Set(name, &c)
+	}
+	nb.Index = state.IndexPorts(nb.Ports)
+	return nb
+}
+
+// freedBy is the live heap that drop lets go of.
+func freedBy(drop func()) int64 {
+	live := func() int64 {
+		runtime.GC()
+		var m runtime.MemStats
+		runtime.ReadMemStats(&m)
+		return int64(m.HeapAlloc)
+	}
+	before := live()
+	drop()
+	return before - live()
 }
