@@ -224,6 +224,10 @@ const idleBeforeEvents = 2 * time.Second
 // stopped one first change it the other way, untimed, as Migration undoes
 // itself after the timing.
 func (c *Cluster) Do(ctx context.Context, ev Event) (time.Duration, error) {
+	// The fake clients record every call they are given; an API server
+	// keeps nothing of them in the client.
+	c.r.Kube.ClearActions()
+	c.r.Dyn.ClearActions()
 	pods := c.r.Kube.CoreV1().Pods("ns")
 	switch ev {
 	case PodAdd:

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"runtime"
 	"testing"
 	"time"
 
@@ -66,4 +67,66 @@ func benchEventToCommit(b *testing.B, n, switches int, passes string) {
 			b.ReportMetric(ms(eventlat.Percentile(lat, 0.99)), "p99-ms")
 		})
 	}
+}
+
+// BenchmarkHeldPerEvent measures the live heap run mode keeps per event,
+// incremental passes, over 10,000 existing ports on a real ovsdb-server:
+// event=vm-cycle starts and stops a VM (its VMI and launcher pod created
+// and deleted), event=migration starts a migration and undoes it, each
+// back to where it began, so a heap that grows with them holds what it no
+// longer needs; event=pod-add creates a pod, which adds its objects, row
+// and port. Run it as
+//
+//	go test -run '^$' -bench HeldPerEvent -benchtime 300x ./cmd/ovn-sync
+//
+// and read held-B/event (the live heap after a collection, after the
+// events less before them, per event).
+func BenchmarkHeldPerEvent(b *testing.B) {
+	nbtest.Require(b)
+	srv := nbtest.Start(b)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	c, err := eventlat.Start(ctx, eventlat.Options{Existing: 10000, NBAddr: srv.Addr(), Passes: "incremental"})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer func() {
+		if err := c.Close(); err != nil {
+			b.Error(err)
+		}
+	}()
+	for _, ev := range []struct {
+		name string
+		do   []eventlat.Event
+	}{
+		{"vm-cycle", []eventlat.Event{eventlat.VMStart, eventlat.VMStop}},
+		{"migration", []eventlat.Event{eventlat.Migration}},
+		{"pod-add", []eventlat.Event{eventlat.PodAdd}},
+	} {
+		b.Run("event="+ev.name, func(b *testing.B) {
+			run := func() {
+				for _, e := range ev.do {
+					if _, err := c.Do(ctx, e); err != nil {
+						b.Fatal(err)
+					}
+				}
+			}
+			run() // the first of its kind may set up what the next reuse
+			before := liveHeap()
+			b.ResetTimer()
+			for range b.N {
+				run()
+			}
+			b.StopTimer()
+			b.ReportMetric(float64(liveHeap()-before)/float64(b.N), "held-B/event")
+		})
+	}
+}
+
+// liveHeap is the heap in use after a collection.
+func liveHeap() int64 {
+	runtime.GC()
+	var m runtime.MemStats
+	runtime.ReadMemStats(&m)
+	return int64(m.HeapAlloc)
 }
