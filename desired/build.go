@@ -511,14 +511,16 @@ func (b *builder) resolve() {
 		if hp != nil && hp.Owner == s.o.id {
 			s.have = hp
 		}
+		// What the port holds: in an incremental Build, the port the
+		// last result gave this owner, which the NB holds or will once
+		// its cache shows the pass that wrote it (the NB may show no
+		// row yet, or the row as it was before that pass readdressed
+		// it); else the NB's row.
 		var h lsp
-		if s.have != nil {
-			h = parseLSPAddresses(s.have.Addresses)
-		} else if q := b.lastPort(s); q != nil {
-			// The NB does not show the port the last result gave this
-			// owner (its cache lags the pass that wrote it): it keeps
-			// what that result gave it, not a fresh address.
+		if q := b.lastPort(s); q != nil {
 			h = parseLSPAddresses(q.Addresses)
+		} else if s.have != nil {
+			h = parseLSPAddresses(s.have.Addresses)
 		}
 		if s.tmpl != nil {
 			s.startRequests(h)

@@ -153,6 +153,8 @@ func (m *ipam) resolve(b *builder, name string) holderID {
 // from the index's, which the list holds. For a claim (kept), such a port
 // of an owner not rebuilt is a holder too: the result keeps it as the
 // last result has it, whatever the NB shows until that result is applied.
+// So is, always, such a port of an owner rebuilt: its spec holds on to
+// what the last result gave it (resolve), not to the NB's row.
 func (m *ipam) indexed(b *builder, k addrKey, sw uint32, kept bool) []held {
 	hs := m.idx.by[k]
 	if len(hs) == 0 {
@@ -160,7 +162,7 @@ func (m *ipam) indexed(b *builder, k addrKey, sw uint32, kept bool) []held {
 	}
 	var out []held
 	for _, h := range hs {
-		if m.differ[h.name] && b.have.Ports.Get(h.name) != nil && !(kept && !b.scoped.owners[b.scoped.prior.Ports.Get(h.name).Owner]) {
+		if m.differ[h.name] && b.have.Ports.Get(h.name) != nil && !kept && !b.scoped.owners[b.scoped.prior.Ports.Get(h.name).Owner] {
 			// The NB's row of that name is listed: it is the holder. (The
 			// index still counts the address as held: isHeld.)
 			continue
@@ -193,11 +195,31 @@ func (m *ipam) scopedDuplicates(b *builder) [][]held {
 	}
 	var out [][]held
 	for k := range groups {
-		if g := append(slices.Clone(byAddr[k]), m.indexed(b, k, 0, false)...); conflicting(g) {
+		if g := m.oncePerPort(append(slices.Clone(byAddr[k]), m.indexed(b, k, 0, false)...)); conflicting(g) {
 			out = append(out, g)
 		}
 	}
 	sortGroups(out)
+	return out
+}
+
+// oncePerPort keeps the first holder of each port name and switch in g: a
+// rebuilt owner's port is listed by its NB row and by the last result's
+// port when the two differ, and one port does not hold an address twice.
+func (m *ipam) oncePerPort(g []held) []held {
+	type port struct {
+		name string
+		sw   uint32
+	}
+	seen := make(map[port]bool, len(g))
+	out := g[:0]
+	for _, e := range g {
+		k := port{m.ports[e.id].Name, e.k.sw}
+		if !seen[k] {
+			seen[k] = true
+			out = append(out, e)
+		}
+	}
 	return out
 }
 

@@ -867,3 +867,84 @@ func freedBy(drop func()) int64 {
 	drop()
 	return before - live()
 }
+
+// TestIncrementalReaddressOverLaggingNB: a pass readdresses a port (an
+// outside edit took its address) and the NB cache does not show that yet
+// when the next passes rebuild its owner. Those keep the address the pass
+// gave, not the one the NB's row still shows: a claim of it fails, and a
+// pass over the cache that shows the first pass but not the second does
+// not hand it out twice. (The rebuilt owner took the NB row's address and
+// the claim went through: vm6 was given vmi3's new address, and the pass
+// after that gave vmi3 the same address back.)
+func TestIncrementalReaddressOverLaggingNB(t *testing.T) {
+	cfg, err := NewConfig("ovn-default", []string{"10.16.0.0/24"}, []string{"10.16.0.1"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := &cluster{cfg: cfg, objects: map[ObjectRef]any{}}
+	older := metav1.NewTime(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
+	vmi := runningVMI("vmi3", "node-1", older)
+	vmi.OwnerReferences = nil // a VMI without a VM
+	c.put(vmi)
+	c.put(c.launcher("vmi3", "x", "node-1", older))
+	vm := runningVM("vm6", metav1.NewTime(older.Add(time.Hour))) // stopped: no VMI
+	c.put(vm)
+	var x Incremental
+	r := x.Full(c.inputs(), cfg, state.New(0))
+	addr := func(r Result, name string) string {
+		t.Helper()
+		p := r.Want.Ports.Get(name)
+		if p == nil {
+			t.Fatalf("no port %s", name)
+		}
+		return strings.Join(p.Addresses, " ")
+	}
+	if got := addr(r, "vmi3.tenant"); got != "0a:58:0a:10:00:02 10.16.0.2" {
+		t.Fatalf("vmi3.tenant holds %q, want 10.16.0.2", got)
+	}
+	// An outside edit: a port not ours takes 10.16.0.2. The full pass
+	// moves vmi3 to a fresh address; the NB cache does not show it yet.
+	have := applied(state.New(0), r.Want)
+	have = have.Clone()
+	have.Ports.Set("foreign", &state.Port{Name: "foreign", Addresses: []string{"0a:00:00:00:00:02 10.16.0.2"}})
+	have.Index = state.IndexPorts(have.Ports)
+	r1 := x.Full(c.inputs(), cfg, have)
+	moved := strings.Fields(addr(r1, "vmi3.tenant"))[1]
+	if moved == "10.16.0.2" {
+		t.Fatalf("vmi3 kept 10.16.0.2, which a port not ours holds")
+	}
+	lagging := have
+	check := func(what string, r Result, nb state.State) {
+		t.Helper()
+		for _, err := range invariants(nb, r) {
+			t.Fatalf("%s: %v", what, err)
+		}
+	}
+	// vm6's template asks for the address vmi3 was just given.
+	q := vm.DeepCopy()
+	q.Spec.Template.ObjectMeta.Annotations = map[string]string{annDefaultIP: moved}
+	ref := c.put(q)
+	r2, why := x.Update(ObjectsOf(c.inputs()), []ObjectRef{ref}, cfg, lagging)
+	if why != "" {
+		t.Fatalf("Update gave up: %s", why)
+	}
+	check("vm6 asks for vmi3's new address", r2, lagging)
+	if got := strings.Fields(addr(r2, "vmi3.tenant"))[1]; got != moved {
+		t.Errorf("vmi3 moved again, %s to %s, over an NB that does not show it at %s yet", moved, got, moved)
+	}
+	// The cache shows the first pass, not the second.
+	r3, why := x.Update(ObjectsOf(c.inputs()), nil, cfg, applied(have, r1.Want))
+	if why != "" {
+		t.Fatalf("Update gave up: %s", why)
+	}
+	check("the NB shows the first pass only", r3, applied(have, r1.Want))
+	// Caught up: the incremental state is a full Build's.
+	nb := applied(applied(have, r1.Want), r3.Want)
+	r4, why := x.Update(ObjectsOf(c.inputs()), nil, cfg, nb)
+	if why != "" {
+		t.Fatalf("Update gave up: %s", why)
+	}
+	if d := Mismatch(r4, Build(c.inputs(), cfg, nb)); d != "" {
+		t.Errorf("caught up, incremental and full Build differ: %s", d)
+	}
+}

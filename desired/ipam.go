@@ -825,12 +825,14 @@ func (s *portSpec) key(c int, a netip.Addr, x mac) heldKey {
 }
 
 // specOf returns the spec whose port in have is p, if any: nil for a port
-// no owner wants any more (this pass deletes it) and for one not ours.
+// no owner wants any more (this pass deletes it) and for one not ours. In
+// an incremental Build, the last result's port of a rebuilt owner is its
+// spec's too: the spec holds on from there (resolve).
 func (b *builder) specOf(p *state.Port) *portSpec {
 	if !p.Owned() {
 		return nil
 	}
-	if s := b.specNamed(p.Name); s != nil && s.have == p {
+	if s := b.specNamed(p.Name); s != nil && (s.have == p || s.o.id == p.Owner && b.lastPort(s) == p) {
 		return s
 	}
 	return nil
