@@ -88,7 +88,11 @@ type builder struct {
 
 	owners arena[owner]
 	ports  arena[portSpec]
-	specs  []*portSpec
+	// portVals holds the ports the specs write: apart from the specs, so
+	// that a result kept for the next pass keeps its ports, not the specs
+	// and owners (and inputs) they were built from.
+	portVals arena[state.Port]
+	specs    []*portSpec
 	// want.Ports doubles as the registry of names while specs are added: it
 	// points at each spec's port, filled in by finish. byName maps names to
 	// specs; it is built on the first need only (a clash, a conflict).
@@ -268,6 +272,7 @@ func (b *builder) newOwner(kind, ns, name string, created time.Time) *owner {
 func (b *builder) newSpec(o *owner, name string) *portSpec {
 	s := b.ports.alloc()
 	s.o, s.name, s.req, s.rec = o, name, &noRequest, &noRequest
+	s.port = b.portVals.alloc()
 	return s
 }
 
@@ -359,7 +364,7 @@ type portSpec struct {
 	adopt string
 
 	// port is what finish writes; want.Ports points at it from add on.
-	port state.Port
+	port *state.Port
 }
 
 // target returns the address s is to hold for component c, if decided.
@@ -413,7 +418,7 @@ func (b *builder) add(s *portSpec) {
 		return
 	}
 	n := b.want.Ports.Len()
-	b.want.Ports.Set(s.name, &s.port)
+	b.want.Ports.Set(s.name, s.port)
 	if b.want.Ports.Len() > n {
 		b.specs = append(b.specs, s)
 		if b.byName != nil {
@@ -432,7 +437,7 @@ func (b *builder) add(s *portSpec) {
 			}
 		}
 	}
-	b.want.Ports.Set(s.name, &winner.port)
+	b.want.Ports.Set(s.name, winner.port)
 	if winner == s {
 		b.byName[s.name] = s
 		b.specs = append(b.specs, s)
@@ -622,7 +627,7 @@ func (b *builder) index() {
 	for _, s := range b.specs {
 		// The specs finish put in want: built, or kept from have.
 		if s.state == specBuild || s.kept() && s.have != nil {
-			idx = append(idx, state.EntryOf(&s.port))
+			idx = append(idx, state.EntryOf(s.port))
 		}
 	}
 	if len(idx) != b.want.Ports.Len() {
@@ -652,14 +657,14 @@ func (b *builder) finish() Result {
 			b.want.Ports.Delete(s.name)
 			continue
 		case s.kept():
-			s.port = *s.have
+			*s.port = *s.have
 			s.port.UUID, s.port.DynamicAddresses = "", ""
 			b.needSwitch(s.port.Switch)
 			b.needDHCP(s.port.DHCPv4)
 			b.needDHCP(s.port.DHCPv6)
 			continue
 		}
-		b.port(s, &s.port)
+		b.port(s, s.port)
 		if s.tmpl != nil {
 			b.restartRequired(s)
 		}

@@ -115,7 +115,7 @@ type PortFacts struct {
 func (r Result) Ports() []PortFacts {
 	out := make([]PortFacts, 0, len(r.specs))
 	for _, s := range r.specs {
-		if r.Want.Ports.Get(s.name) != &s.port {
+		if r.Want.Ports.Get(s.name) != s.port {
 			continue
 		}
 		out = append(out, s.facts())
@@ -126,7 +126,7 @@ func (r Result) Ports() []PortFacts {
 func (s *portSpec) facts() PortFacts {
 	o := s.o
 	f := PortFacts{
-		Port: &s.port, OwnerKind: o.kind, OwnerNamespace: o.ns, OwnerName: o.name,
+		Port: s.port, OwnerKind: o.kind, OwnerNamespace: o.ns, OwnerName: o.name,
 		Provider: s.provider, Kept: s.state != specBuild, Chassis: o.chassisWhy(),
 		Pods: o.objects.launchers.pods(), VM: o.objects.vm,
 	}
