@@ -184,7 +184,7 @@ func (s *Informers) Start(ctx context.Context) error {
 	if !s.started {
 		s.ctx = ctx
 		s.podf = informers.NewSharedInformerFactoryWithOptions(s.opts.Kube, 0,
-			informers.WithTransform(s.recording(typedKind, stripPod)))
+			informers.WithTransform(s.recording(typedKind, compacting(stripPod))))
 		// The stores keep only the indexes lookups read: not client-go's
 		// default index by namespace, a second entry for every object.
 		pods := s.podf.InformerFor(&corev1.Pod{}, func(c kubernetes.Interface, resync time.Duration) cache.SharedIndexInformer {
@@ -242,7 +242,7 @@ func (s *Informers) discoverLocked(ctx context.Context) error {
 			ix = cache.Indexers{}
 		}
 		inf := dynamicinformer.NewFilteredDynamicInformer(s.opts.Dynamic, crdKinds[k], metav1.NamespaceAll, 0, ix, nil).Informer()
-		_ = inf.SetTransform(s.recording(func(any) Kind { return k }, typedTransform(k)))
+		_ = inf.SetTransform(s.recording(func(any) Kind { return k }, compacting(typedTransform(k))))
 		s.watch(k, inf)
 		go inf.Run(s.ctx.Done())
 	}
@@ -496,7 +496,7 @@ func (s *Informers) syncedFunc(k Kind) cache.InformerSynced {
 // typedKind is the kind of an object of the typed informers.
 func typedKind(obj any) Kind {
 	switch obj.(type) {
-	case *corev1.Pod:
+	case *corev1.Pod, *storedPod:
 		return KindPod
 	case *corev1.Namespace:
 		return KindNamespace
@@ -874,10 +874,11 @@ const (
 )
 
 // indexers are the indexes each kind's informer keeps, added before it
-// starts. They index the typed objects the transforms put in the stores.
+// starts. They index the typed objects the transforms put in the stores
+// (of a stored form, the API object it holds: apiObject).
 var indexers = map[Kind]cache.Indexers{
 	KindPod: {indexVMI: func(obj any) ([]string, error) {
-		if p, ok := obj.(*corev1.Pod); ok {
+		if p, ok := apiObject(obj).(*corev1.Pod); ok {
 			if vmi, ok := desired.LauncherOf(p); ok {
 				return []string{p.Namespace + "/" + vmi}, nil
 			}
@@ -885,7 +886,7 @@ var indexers = map[Kind]cache.Indexers{
 		return nil, nil
 	}},
 	KindVirtualMachineInstance: {indexVM: func(obj any) ([]string, error) {
-		if vmi, ok := obj.(*kubevirtv1.VirtualMachineInstance); ok {
+		if vmi, ok := apiObject(obj).(*kubevirtv1.VirtualMachineInstance); ok {
 			if vm := desired.OwnerVM(vmi); vm != "" {
 				return []string{vmi.Namespace + "/" + vm}, nil
 			}
@@ -956,7 +957,7 @@ func byIndex[T any](l *lookup, k Kind, index, key string) []T {
 // could not be read is noted, and looked up as none.
 func typed[T any](l *lookup, k Kind, obj any) T {
 	var zero T
-	switch v := obj.(type) {
+	switch v := apiObject(obj).(type) {
 	case T:
 		return v
 	case *unconvertible:
@@ -1024,7 +1025,7 @@ func compareRefs(a, b desired.ObjectRef) int {
 func collect[T any](k Kind, objs []any, bad *[]Unreadable) []T {
 	out := make([]T, 0, len(objs))
 	for _, o := range objs {
-		switch v := o.(type) {
+		switch v := apiObject(o).(type) {
 		case T:
 			out = append(out, v)
 		case *unconvertible:
