@@ -44,65 +44,46 @@ func TestStoredRoundTrip(t *testing.T) {
 	}
 }
 
-// The pod informer's transform stores pods, passes namespaces by, gives
-// a stored pod back as it is (client-go may transform twice), and keeps
-// tombstones.
-func TestCompactingPods(t *testing.T) {
-	tr := compacting(stripPod)
-	out, err := tr(fatPod("a", nil))
-	if err != nil {
-		t.Fatal(err)
-	}
-	sp, ok := out.(*storedPod)
-	if !ok {
-		t.Fatalf("transform gave %T, want *storedPod", out)
-	}
-	if again, _ := tr(sp); again != any(sp) {
-		t.Errorf("transform of a stored pod made a new object")
-	}
-	ts, _ := tr(cache.DeletedFinalStateUnknown{Key: "default/b", Obj: fatPod("b", nil)})
-	if d, ok := ts.(cache.DeletedFinalStateUnknown); !ok || d.Key != "default/b" {
-		t.Errorf("transform of a tombstone = %#v", ts)
-	} else if _, ok := d.Obj.(*storedPod); !ok {
-		t.Errorf("tombstone holds %T, want *storedPod", d.Obj)
-	}
-	if typedKind(sp) != KindPod {
-		t.Errorf("typedKind(stored pod) = %q", typedKind(sp))
-	}
-	ns := &corev1.Namespace{}
-	ns.Name = "default"
-	if out, _ := tr(ns); out != any(ns) {
-		t.Errorf("transform of a namespace gave %T", out)
-	}
-}
-
-// The VMI informer's transform puts stored VMIs in its store, gives a
-// stored one back as it is (client-go may transform twice), and keeps
-// tombstones; lookups and snapshots give the API object.
-func TestCompactingTransform(t *testing.T) {
-	tr := compacting(typedTransform(KindVirtualMachineInstance))
-	u := &unstructured.Unstructured{Object: map[string]any{
+// The informers' transforms store pods and VMIs, give a stored object
+// back as it is (client-go may transform twice), keep tombstones, and pass
+// other kinds by (namespaces share the pod informers' transform).
+func TestCompactingTransforms(t *testing.T) {
+	vmi := &unstructured.Unstructured{Object: map[string]any{
 		"apiVersion": "kubevirt.io/v1", "kind": "VirtualMachineInstance",
 		"metadata": map[string]any{"namespace": "default", "name": "a", "resourceVersion": "7"},
 		"status":   map[string]any{"nodeName": "node-1", "phase": "Running"},
 	}}
-	out, err := tr(u)
-	if err != nil {
-		t.Fatal(err)
+	check := func(tr cache.TransformFunc, obj, gone any) stored {
+		t.Helper()
+		out, err := tr(obj)
+		if err != nil {
+			t.Fatal(err)
+		}
+		s, ok := out.(stored)
+		if !ok {
+			t.Fatalf("transform of %T gave %T, want a stored form", obj, out)
+		}
+		if again, _ := tr(s); again != any(s) {
+			t.Errorf("transform of a stored %T made a new object", s)
+		}
+		ts, _ := tr(cache.DeletedFinalStateUnknown{Key: "default/b", Obj: gone})
+		if d, ok := ts.(cache.DeletedFinalStateUnknown); !ok || d.Key != "default/b" {
+			t.Errorf("transform of a tombstone = %#v", ts)
+		} else if _, ok := d.Obj.(stored); !ok {
+			t.Errorf("tombstone holds %T, want a stored form", d.Obj)
+		}
+		return s
 	}
-	sv, ok := out.(*storedVMI)
-	if !ok {
-		t.Fatalf("transform gave %T, want *storedVMI", out)
+	pods := compacting(stripPod)
+	if sp := check(pods, fatPod("a", nil), fatPod("b", nil)); typedKind(sp) != KindPod {
+		t.Errorf("typedKind(stored pod) = %q", typedKind(sp))
 	}
-	if again, _ := tr(sv); again != any(sv) {
-		t.Errorf("transform of a stored VMI made a new object")
+	ns := &corev1.Namespace{}
+	ns.Name = "default"
+	if out, _ := pods(ns); out != any(ns) {
+		t.Errorf("transform of a namespace gave %T", out)
 	}
-	ts, _ := tr(cache.DeletedFinalStateUnknown{Key: "default/b", Obj: u.DeepCopy()})
-	if d, ok := ts.(cache.DeletedFinalStateUnknown); !ok || d.Key != "default/b" {
-		t.Errorf("transform of a tombstone = %#v", ts)
-	} else if _, ok := d.Obj.(*storedVMI); !ok {
-		t.Errorf("tombstone holds %T, want *storedVMI", d.Obj)
-	}
+	sv := check(compacting(typedTransform(KindVirtualMachineInstance)), vmi, vmi.DeepCopy())
 	var bad []Unreadable
 	vmis := collect[*kubevirtv1.VirtualMachineInstance](KindVirtualMachineInstance, []any{sv}, &bad)
 	if len(bad) > 0 || len(vmis) != 1 || vmis[0].Name != "a" || vmis[0].Status.NodeName != "node-1" || vmis[0].Status.Phase != kubevirtv1.Running {
