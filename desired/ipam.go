@@ -832,7 +832,7 @@ func (b *builder) specOf(p *state.Port) *portSpec {
 	if !p.Owned() {
 		return nil
 	}
-	if s := b.specNamed(p.Name); s != nil && (s.have == p || s.o.id == p.Owner && b.lastPort(s) == p) {
+	if s := b.specNamed(p.Name); s != nil && (s.have == p || b.lastPort(s) == p) {
 		return s
 	}
 	return nil

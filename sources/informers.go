@@ -1127,13 +1127,10 @@ func leanKubeVirt(obj runtime.Object) runtime.Object {
 }
 
 // leanVMISpec is the part of a VMI spec ovn-sync reads: networks and
-// interfaces.
+// interfaces (the fields storedVMISpec holds).
 func leanVMISpec(s *kubevirtv1.VirtualMachineInstanceSpec) kubevirtv1.VirtualMachineInstanceSpec {
-	var lean kubevirtv1.VirtualMachineInstanceSpec
-	lean.Networks = s.Networks
-	lean.Domain.Devices.Interfaces = s.Domain.Devices.Interfaces
-	lean.Domain.Devices.AutoattachPodInterface = s.Domain.Devices.AutoattachPodInterface
-	return lean
+	st := storeVMISpec(s)
+	return st.spec()
 }
 
 // leanMeta is m without managed fields and kubectl's last-applied copy of
