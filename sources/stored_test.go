@@ -1,15 +1,20 @@
 package sources
 
 import (
+	"path/filepath"
 	"reflect"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/tools/cache"
 	kubevirtv1 "kubevirt.io/api/core/v1"
 	"sigs.k8s.io/randfill"
+
+	"github.com/ovn-sync/ovn-sync/desired"
+	"github.com/ovn-sync/ovn-sync/state"
 )
 
 // A stored object gives back, field for field, the lean API object it was
@@ -88,5 +93,74 @@ func TestCompactingTransforms(t *testing.T) {
 	vmis := collect[*kubevirtv1.VirtualMachineInstance](KindVirtualMachineInstance, []any{sv}, &bad)
 	if len(bad) > 0 || len(vmis) != 1 || vmis[0].Name != "a" || vmis[0].Status.NodeName != "node-1" || vmis[0].Status.Phase != kubevirtv1.Running {
 		t.Errorf("collect(stored VMI) = %+v, unreadable %v", vmis, bad)
+	}
+}
+
+// The objects of the field manifests (kube-ovn's docs, KubeVirt's examples,
+// user guide and migration docs, Multus and ovn-kubernetes multi-homing, as
+// those projects publish them) and of examples/cluster, served with
+// managed fields and put through the informers' transforms into their
+// stored forms, build what the served objects build, on an empty NB and on
+// the NB those made.
+func TestStoredFieldManifests(t *testing.T) {
+	files, err := filepath.Glob("../desired/testdata/field/*.yaml")
+	if err != nil || len(files) == 0 {
+		t.Fatalf("no field manifests: %v", err)
+	}
+	cfg, err := desired.NewConfig("ovn-default", []string{"10.16.0.0/16"}, []string{"10.16.0.1"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range append(files, "../examples/cluster") {
+		t.Run(filepath.Base(f), func(t *testing.T) {
+			served, _, err := ReadManifests([]string{f})
+			if err != nil {
+				t.Fatal(err)
+			}
+			// Through the transforms the informers run, into the store's
+			// form, and back out as a snapshot reads it.
+			var pods, vms, vmis []any
+			for _, p := range served.Pods {
+				fat := p.DeepCopy()
+				fat.ManagedFields = []metav1.ManagedFieldsEntry{{Manager: "kubelet"}}
+				o, _ := compacting(stripPod)(fat)
+				pods = append(pods, o)
+			}
+			for _, vm := range served.VirtualMachines {
+				o, _ := compacting(typedTransform(KindVirtualMachine))(fatten(t, vm))
+				vms = append(vms, o)
+			}
+			for _, vmi := range served.VirtualMachineInstances {
+				o, _ := compacting(typedTransform(KindVirtualMachineInstance))(fatten(t, vmi))
+				vmis = append(vmis, o)
+			}
+			var bad []Unreadable
+			read := served
+			read.Pods = collect[*corev1.Pod](KindPod, pods, &bad)
+			read.VirtualMachines = collect[*kubevirtv1.VirtualMachine](KindVirtualMachine, vms, &bad)
+			read.VirtualMachineInstances = collect[*kubevirtv1.VirtualMachineInstance](KindVirtualMachineInstance, vmis, &bad)
+			if len(bad) > 0 {
+				t.Fatalf("unreadable: %v", bad)
+			}
+			for _, objs := range [][]any{pods, vms, vmis} {
+				for _, o := range objs {
+					if _, ok := o.(stored); !ok {
+						t.Fatalf("the transform gave %T, not a stored form", o)
+					}
+				}
+			}
+			have := state.New(0)
+			for round := range 2 {
+				want := desired.Build(served, cfg, have)
+				got := desired.Build(read, cfg, have)
+				if m := desired.Mismatch(got, want); m != "" {
+					t.Errorf("round %d: stored forms build otherwise: %s", round, m)
+				}
+				if want.Want.Ports.Len() == 0 && len(want.Problems) == 0 {
+					t.Fatalf("Build made no ports and no problems: the comparison shows nothing")
+				}
+				have = want.Want
+			}
+		})
 	}
 }
