@@ -869,7 +869,7 @@ func freedBy(drop func()) int64 {
 }
 
 // TestIncrementalReaddressOverLaggingNB: a pass readdresses a port (an
-// outside edit took its address) and the NB cache does not show that yet
+// outside edit took the address of a stopped VM that has no record of it) and the NB cache does not show that yet
 // when the next passes rebuild its owner. Those keep the address the pass
 // gave, not the one the NB's row still shows: a claim of it fails, and a
 // pass over the cache that shows the first pass but not the second does
@@ -883,11 +883,10 @@ func TestIncrementalReaddressOverLaggingNB(t *testing.T) {
 	}
 	c := &cluster{cfg: cfg, objects: map[ObjectRef]any{}}
 	older := metav1.NewTime(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
-	vmi := runningVMI("vmi3", "node-1", older)
-	vmi.OwnerReferences = nil // a VMI without a VM
-	c.put(vmi)
-	c.put(c.launcher("vmi3", "x", "node-1", older))
-	vm := runningVM("vm6", metav1.NewTime(older.Add(time.Hour))) // stopped: no VMI
+	// Stopped VMs (no VMI) without records: a port that is not ours
+	// given their address takes it from them (README, Addresses).
+	c.put(runningVM("vm3", older))
+	vm := runningVM("vm6", metav1.NewTime(older.Add(time.Hour)))
 	c.put(vm)
 	var x Incremental
 	r := x.Full(c.inputs(), cfg, state.New(0))
@@ -899,19 +898,19 @@ func TestIncrementalReaddressOverLaggingNB(t *testing.T) {
 		}
 		return strings.Join(p.Addresses, " ")
 	}
-	if got := addr(r, "vmi3.tenant"); got != "0a:58:0a:10:00:02 10.16.0.2" {
-		t.Fatalf("vmi3.tenant holds %q, want 10.16.0.2", got)
+	if got := addr(r, "vm3.tenant"); got != "0a:58:0a:10:00:02 10.16.0.2" {
+		t.Fatalf("vm3.tenant holds %q, want 10.16.0.2", got)
 	}
 	// An outside edit: a port not ours takes 10.16.0.2. The full pass
-	// moves vmi3 to a fresh address; the NB cache does not show it yet.
+	// moves vm3 to a fresh address; the NB cache does not show it yet.
 	have := applied(state.New(0), r.Want)
 	have = have.Clone()
 	have.Ports.Set("foreign", &state.Port{Name: "foreign", Addresses: []string{"0a:00:00:00:00:02 10.16.0.2"}})
 	have.Index = state.IndexPorts(have.Ports)
 	r1 := x.Full(c.inputs(), cfg, have)
-	moved := strings.Fields(addr(r1, "vmi3.tenant"))[1]
+	moved := strings.Fields(addr(r1, "vm3.tenant"))[1]
 	if moved == "10.16.0.2" {
-		t.Fatalf("vmi3 kept 10.16.0.2, which a port not ours holds")
+		t.Fatalf("vm3 kept 10.16.0.2, which a port not ours holds")
 	}
 	lagging := have
 	check := func(what string, r Result, nb state.State) {
@@ -920,7 +919,7 @@ func TestIncrementalReaddressOverLaggingNB(t *testing.T) {
 			t.Fatalf("%s: %v", what, err)
 		}
 	}
-	// vm6's template asks for the address vmi3 was just given.
+	// vm6's template asks for the address vm3 was just given.
 	q := vm.DeepCopy()
 	q.Spec.Template.ObjectMeta.Annotations = map[string]string{annDefaultIP: moved}
 	ref := c.put(q)
@@ -928,9 +927,9 @@ func TestIncrementalReaddressOverLaggingNB(t *testing.T) {
 	if why != "" {
 		t.Fatalf("Update gave up: %s", why)
 	}
-	check("vm6 asks for vmi3's new address", r2, lagging)
-	if got := strings.Fields(addr(r2, "vmi3.tenant"))[1]; got != moved {
-		t.Errorf("vmi3 moved again, %s to %s, over an NB that does not show it at %s yet", moved, got, moved)
+	check("vm6 asks for vm3's new address", r2, lagging)
+	if got := strings.Fields(addr(r2, "vm3.tenant"))[1]; got != moved {
+		t.Errorf("vm3 moved again, %s to %s, over an NB that does not show it at %s yet", moved, got, moved)
 	}
 	// The cache shows the first pass, not the second.
 	r3, why := x.Update(ObjectsOf(c.inputs()), nil, cfg, applied(have, r1.Want))

@@ -862,7 +862,13 @@ func (b *builder) keeps(p *state.Port, c int, a netip.Addr, x mac) bool {
 }
 
 // settle decides who keeps an address held by several have ports (step 1
-// of allocate).
+// of allocate). Among ours on one switch: ours kept as they are, else the
+// port whose request, then record, names the address, else the older
+// owner. A port that is not ovn-sync's is never written, so it keeps the
+// address too; ours keeps it beside it only when its owner runs or has a
+// record of it (holdsAgainstForeign), and otherwise yields. Every port of
+// ours that lets go of the address, and every one that keeps it beside a
+// port that is not ours, gets an AddressConflict Problem naming the other.
 func (b *builder) settle(m *ipam, g []held) {
 	k := g[0].k
 	c := int(k.comp)
@@ -889,13 +895,21 @@ func (b *builder) settle(m *ipam, g []held) {
 		bySwitch[e.k.sw] = append(bySwitch[e.k.sw], p)
 	}
 	slices.Sort(sws)
+	foreignText := ""
+	if foreign != nil {
+		foreignText = fmt.Sprintf("port %q, which is not ovn-sync's", foreign.Name)
+		if foreign.UUID != "" {
+			foreignText = fmt.Sprintf("port %q (UUID %s), which is not ovn-sync's", foreign.Name, foreign.UUID)
+		}
+	}
 	for _, sw := range sws {
 		ps := bySwitch[sw]
 		if foreign == nil && len(ps) < 2 {
 			continue
 		}
-		// Contenders: ours that would keep the address; the rest let go of it.
-		var frozen, contenders []*portSpec
+		// Contenders: ours that would keep the address; leavers: ours whose
+		// request or record names another; the rest are deleted or removed.
+		var frozen, contenders, leavers []*portSpec
 		for _, p := range ps {
 			s := b.specOf(p)
 			switch {
@@ -905,22 +919,30 @@ func (b *builder) settle(m *ipam, g []held) {
 				frozen = append(frozen, s)
 			case s.state == specBuild && b.keeps(p, c, a, x):
 				contenders = append(contenders, s)
+			case s.state == specBuild && s.need&claimBit(c) != 0 && s.lost&claimBit(c) == 0:
+				leavers = append(leavers, s)
 			}
 		}
-		var winner string
+		slices.SortFunc(frozen, comparePriority)
+		slices.SortFunc(contenders, func(x, y *portSpec) int {
+			return cmp2(int(x.src[c]), int(y.src[c]), comparePriority(x, y))
+		})
+		// keeper is ours that keeps the address, if any; winner says who
+		// holds it for the Problems of those that let go of it.
+		var keeper *portSpec
+		winner := foreignText
 		switch {
-		case foreign != nil:
-			winner = fmt.Sprintf("port %q, which is not ovn-sync's", foreign.Name)
 		case len(frozen) > 0:
-			slices.SortFunc(frozen, comparePriority)
-			winner = fmt.Sprintf("port %q (%s)", frozen[0].name, frozen[0].o.id)
-		case len(contenders) > 0:
-			slices.SortFunc(contenders, func(x, y *portSpec) int {
-				return cmp2(int(x.src[c]), int(y.src[c]), comparePriority(x, y))
-			})
-			w := contenders[0]
-			winner = fmt.Sprintf("port %q (%s)", w.name, w.o.id)
-			contenders = contenders[1:]
+			if foreign == nil {
+				winner = fmt.Sprintf("port %q (%s)", frozen[0].name, frozen[0].o.id)
+			}
+		case len(contenders) > 0 && (foreign == nil || contenders[0].holdsAgainstForeign(c, a, x)):
+			keeper, contenders = contenders[0], contenders[1:]
+			winner = fmt.Sprintf("port %q (%s)", keeper.name, keeper.o.id)
+		}
+		if keeper != nil && foreign != nil {
+			b.ownerProblem(keeper.o, "AddressConflict", fmt.Sprintf("port %q holds %s, also held by %s: kept, as %s; the other port is never written by ovn-sync",
+				keeper.name, what, foreignText, keeper.whyHolds(c, a, x)))
 		}
 		for _, s := range contenders {
 			s.lost |= claimBit(c)
@@ -943,6 +965,19 @@ func (b *builder) settle(m *ipam, g []held) {
 			s.need |= dynBit(c)
 			s.src[c] = SourceAllocated
 		}
+		// Those whose request or record names another address go back to
+		// it; the address was held twice all the same, and is reported.
+		for _, s := range leavers {
+			by := winner
+			if by == "" {
+				// Nobody keeps it: every holder goes back to its own.
+				i := slices.IndexFunc(ps, func(p *state.Port) bool { return p.Name != s.name })
+				by = fmt.Sprintf("port %q (%s)", ps[i].Name, ps[i].Owner)
+			}
+			ta, tx := s.target(c)
+			b.ownerProblem(s.o, "AddressConflict", fmt.Sprintf("port %q held %s, also held by %s: back on its %s %s (%s)",
+				s.name, what, by, s.src[c], addrText(c, ta, tx), s.field(c)))
+		}
 		// Ours kept as they are cannot give the address up: the duplicate
 		// stays, and is reported.
 		for i, s := range frozen {
@@ -952,6 +987,53 @@ func (b *builder) settle(m *ipam, g []held) {
 			}
 		}
 	}
+}
+
+// holdsAgainstForeign reports whether s keeps the address component c
+// holds (a or x) although a port that is not ovn-sync's holds it too: its
+// owner runs (a pod scheduled, a VMI on a node), so a guest uses the
+// address, or a record of the owner's names it (a record, or a request
+// the kube-ovn "allocated" annotation says was granted). Whoever wrote the
+// other port later does not take it from a guest, nor from a record.
+func (s *portSpec) holdsAgainstForeign(c int, a netip.Addr, x mac) bool {
+	return s.o.chassis != "" || s.recorded(c, a, x)
+}
+
+// recorded reports whether a record of s's owner names a (or x) for
+// component c.
+func (s *portSpec) recorded(c int, a netip.Addr, x mac) bool {
+	for _, r := range [2]*requested{s.rec, s.req} {
+		if r == s.req && !r.granted {
+			continue
+		}
+		if c == compMAC && x.valid() && r.mac == x || c != compMAC && a.IsValid() && r.ip[c] == a {
+			return true
+		}
+	}
+	return false
+}
+
+// whyHolds says why s keeps component c beside a port that is not ours
+// (holdsAgainstForeign).
+func (s *portSpec) whyHolds(c int, a netip.Addr, x mac) string {
+	switch {
+	case s.o.chassis != "" && s.o.kind == kindPod:
+		return "the pod runs on " + s.o.chassis
+	case s.o.chassis != "":
+		return "its VMI runs on " + s.o.chassis
+	}
+	if s.rec != &noRequest && (c == compMAC && s.rec.mac == x || c != compMAC && s.rec.ip[c] == a) {
+		return "it is recorded (" + s.rec.field(c) + ")"
+	}
+	return "it was granted (" + s.req.field(c) + ")"
+}
+
+// field names where r's component c came from.
+func (r *requested) field(c int) string {
+	if c == compMAC {
+		return r.macSrc
+	}
+	return r.ipSrc
 }
 
 func keyAddr(k heldKey) (netip.Addr, mac) {

@@ -3,6 +3,7 @@ package reconcile
 import (
 	"fmt"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -116,7 +117,7 @@ func FuzzOutsideEdits(f *testing.F) {
 		for _, f := range r.Ports() {
 			kept[f.Port.Name] = f.Kept
 		}
-		if msg := heldTwice(after, kept); msg != "" {
+		if msg := heldTwice(after, kept, r.Problems); msg != "" {
 			t.Fatalf("after one pass: %s\nedited NB:\n%s\nplan:\n%s\nproblems: %v", msg, dumpPorts(have), plan, r.Problems)
 		}
 	})
@@ -194,8 +195,16 @@ func edit(s state.State, data []byte) state.State {
 }
 
 // heldTwice names an address held by two ports of ours on one switch, or
-// by one of ours and one that is not, where neither is kept as it is.
-func heldTwice(s state.State, kept map[string]bool) string {
+// by one of ours and one that is not, where neither is kept as it is. One
+// of ours keeps an address beside a port that is not ours only as README
+// allows (its owner runs or has a record of it), with an AddressConflict
+// Problem naming both.
+func heldTwice(s state.State, kept map[string]bool, problems []desired.Problem) string {
+	reported := func(a, b string) bool {
+		return slices.ContainsFunc(problems, func(p desired.Problem) bool {
+			return p.Reason == "AddressConflict" && strings.Contains(p.Message, strconv.Quote(a)) && strings.Contains(p.Message, strconv.Quote(b))
+		})
+	}
 	type holder struct {
 		name, sw string
 		ours     bool
@@ -215,7 +224,7 @@ func heldTwice(s state.State, kept map[string]bool) string {
 				if !a.ours && !b.ours || kept[a.name] || kept[b.name] {
 					continue
 				}
-				if a.ours && b.ours && a.sw != b.sw {
+				if a.ours && b.ours && a.sw != b.sw || a.ours != b.ours && reported(a.name, b.name) {
 					continue
 				}
 				return fmt.Sprintf("%s held by %q and %q", w, a.name, b.name)

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"encoding/json"
 	"os"
 	"path/filepath"
 	"strings"
@@ -146,14 +147,15 @@ func TestNBWipeKeepsAddresses(t *testing.T) {
 }
 
 // TestOutsideEditNoDuplicate (case 2): ovn-nbctl gives web-2 web-1's
-// address, and a port that is not ours takes web-3's. One apply later no
-// address is held twice, the ports whose address it was keep it, and the
-// foreign port is byte-identical.
+// address, and a port that is not ours takes the address of web-3, a pod
+// not scheduled yet. One apply later no address is held twice, the ports
+// whose address it was keep it, and the foreign port is byte-identical.
 func TestOutsideEditNoDuplicate(t *testing.T) {
 	s := nbtest.Start(t)
 	cfg := configFile(t)
+	pending := strings.Replace(pod("web-3", "default", "2026-01-01T00:00:03Z", ""), "nodeName: node-1, ", "", 1)
 	dir := manifestDir(t, map[string]string{"pods.yaml": pod("web-1", "default", "2026-01-01T00:00:01Z", "") + "---\n" +
-		pod("web-2", "default", "2026-01-01T00:00:02Z", "") + "---\n" + pod("web-3", "default", "2026-01-01T00:00:03Z", "")})
+		pod("web-2", "default", "2026-01-01T00:00:02Z", "") + "---\n" + pending})
 	runOneShot(t, s, cfg, "apply", dir, 0)
 	web1, web3 := addresses(t, s, "web-1.default"), addresses(t, s, "web-3.default")
 
@@ -187,6 +189,130 @@ func TestOutsideEditNoDuplicate(t *testing.T) {
 	}
 	if ps := strings.Trim(s.Get("Logical_Switch_Port", "web-2.default", "port_security"), `[]"`); ps != addresses(t, s, "web-2.default") {
 		t.Errorf("web-2 port_security %q differs from its addresses", ps)
+	}
+	runOneShot(t, s, cfg, "plan", dir, 0, "--detailed-exitcode")
+}
+
+// testVM is a running VM (its VMI on node-a, its launcher pod there),
+// whose template and VMI ask for ip when it is not "".
+func testVM(ip string) string {
+	ann := "{}"
+	if ip != "" {
+		ann = "{ovn.kubernetes.io/ip_address: " + ip + "}"
+	}
+	return `apiVersion: kubevirt.io/v1
+kind: VirtualMachine
+metadata: {name: testvm, namespace: default, uid: vm-testvm, creationTimestamp: "2026-02-01T00:00:00Z"}
+spec:
+  runStrategy: Always
+  template:
+    metadata: {annotations: ` + ann + `}
+    spec:
+      domain: {devices: {interfaces: [{name: default, bridge: {}}]}}
+      networks: [{name: default, pod: {}}]
+---
+apiVersion: kubevirt.io/v1
+kind: VirtualMachineInstance
+metadata:
+  name: testvm
+  namespace: default
+  uid: vmi-testvm
+  annotations: ` + ann + `
+  ownerReferences: [{apiVersion: kubevirt.io/v1, kind: VirtualMachine, name: testvm, uid: vm-testvm, controller: true}]
+spec:
+  domain: {devices: {interfaces: [{name: default, bridge: {}}]}}
+  networks: [{name: default, pod: {}}]
+status: {phase: Running, nodeName: node-a}
+---
+apiVersion: v1
+kind: Pod
+metadata:
+  name: virt-launcher-testvm-x7k2p
+  namespace: default
+  labels: {kubevirt.io: virt-launcher, vm.kubevirt.io/name: testvm}
+  annotations: {kubevirt.io/domain: testvm}
+  ownerReferences: [{apiVersion: kubevirt.io/v1, kind: VirtualMachineInstance, name: testvm, uid: vmi-testvm, controller: true}]
+spec: {nodeName: node-a, containers: [{name: compute, image: virt-launcher}]}
+status: {phase: Running}
+`
+}
+
+// TestForeignPortTakesRunningVMAddress: a port that is not ours is given
+// a running VM's address (a stray ovn-nbctl, or kube-ovn's controller
+// scaled back up). The VM's port keeps its address and stays, whether the
+// address is only sticky or the template requests it; the conflict is a
+// Problem naming the VM, the address and the foreign port with its UUID;
+// the foreign row is never written. (It used to renumber the VM under its
+// running guest, or, with a request, delete its port.)
+func TestForeignPortTakesRunningVMAddress(t *testing.T) {
+	for _, tc := range []struct{ name, ip string }{{"sticky", ""}, {"requested", "10.16.0.15"}} {
+		t.Run(tc.name, func(t *testing.T) {
+			s := nbtest.Start(t)
+			cfg := configFile(t)
+			dir := manifestDir(t, map[string]string{"vm.yaml": testVM(tc.ip)})
+			runOneShot(t, s, cfg, "apply", dir, 0)
+			vm := addresses(t, s, "testvm.default")
+			uuid := s.Get("Logical_Switch_Port", "testvm.default", "_uuid")
+			ip := strings.Fields(vm)[1]
+			if tc.ip != "" && ip != tc.ip {
+				t.Fatalf("testvm.default = %q, want %s", vm, tc.ip)
+			}
+			s.NBCtl("lsp-add", "ovn-default", "foreign")
+			s.NBCtl("set", "Logical_Switch_Port", "foreign", `addresses="00:00:00:00:99:99 `+ip+`"`)
+			foreign := s.NBCtl("list", "Logical_Switch_Port", "foreign")
+			foreignUUID := s.Get("Logical_Switch_Port", "foreign", "_uuid")
+
+			out := runOneShot(t, s, cfg, "apply", dir, 0)
+			want := `VirtualMachine default/testvm: port "testvm.default" holds IPv4 address ` + ip + `, also held by port "foreign" (UUID ` + foreignUUID + `)`
+			if !strings.Contains(out, want) {
+				t.Errorf("apply output lacks %q:\n%s", want, out)
+			}
+			if got := addresses(t, s, "testvm.default"); got != vm {
+				t.Errorf("testvm.default = %q after the foreign edit, want %q: the running guest was renumbered", got, vm)
+			}
+			if got := s.Get("Logical_Switch_Port", "testvm.default", "_uuid"); got != uuid {
+				t.Errorf("testvm.default was replaced (%s, was %s)", got, uuid)
+			}
+			if got := s.NBCtl("list", "Logical_Switch_Port", "foreign"); got != foreign {
+				t.Errorf("the foreign port changed:\nbefore\n%s\nafter\n%s", foreign, got)
+			}
+			// plan says the same, in JSON too, and changes nothing.
+			out, _, code := ovnSync(t, "plan", "-f", dir, "--nb", s.Addr(), "--config", cfg, "-o", "json", "--detailed-exitcode")
+			if code != 0 || !jsonProblem(t, out, "VirtualMachine/default/testvm", `"testvm.default"`, foreignUUID) {
+				t.Errorf("plan -o json (exit %d) lacks the AddressConflict naming the foreign port:\n%s", code, out)
+			}
+		})
+	}
+}
+
+// TestConflictRepairedFromRecordsReported: with the annotations run mode
+// publishes (records) in the manifests, an outside edit gives web-2
+// web-1's addresses. The plan puts web-2 back on its record, and says why:
+// an AddressConflict Problem naming both ports, in text and in JSON. (The
+// plan used to show it only as "differs from desired".)
+func TestConflictRepairedFromRecordsReported(t *testing.T) {
+	s := nbtest.Start(t)
+	cfg := configFile(t)
+	rec := func(ip, mac string) string {
+		return "ovn.kubernetes.io/allocated: 'true', ovn.kubernetes.io/ip_address: " + ip + ", ovn.kubernetes.io/mac_address: '" + mac + "'"
+	}
+	dir := manifestDir(t, map[string]string{"pods.yaml": pod("web-1", "default", "2026-01-01T00:00:01Z", rec("10.16.0.2", "0a:58:0a:10:00:02")) + "---\n" +
+		pod("web-2", "default", "2026-01-01T00:00:02Z", rec("10.16.0.3", "0a:58:0a:10:00:03"))})
+	runOneShot(t, s, cfg, "apply", dir, 0)
+	s.NBCtl("set", "Logical_Switch_Port", "web-2.default", `addresses="0a:58:0a:10:00:02 10.16.0.2"`)
+
+	out := runOneShot(t, s, cfg, "plan", dir, 2, "--detailed-exitcode")
+	want := `Pod default/web-2: port "web-2.default" held IPv4 address 10.16.0.2, also held by port "web-1.default" (Pod/default/web-1): back on its request 10.16.0.3`
+	if !strings.Contains(out, want) {
+		t.Errorf("plan lacks %q:\n%s", want, out)
+	}
+	js, _, _ := ovnSync(t, "plan", "-f", dir, "--nb", s.Addr(), "--config", cfg, "-o", "json")
+	if !jsonProblem(t, js, "Pod/default/web-2", `"web-2.default"`, `"web-1.default"`) {
+		t.Errorf("plan -o json lacks the AddressConflict naming both ports:\n%s", js)
+	}
+	runOneShot(t, s, cfg, "apply", dir, 0)
+	if got := addresses(t, s, "web-2.default"); got != "0a:58:0a:10:00:03 10.16.0.3" {
+		t.Errorf("web-2.default = %q, want its record 10.16.0.3", got)
 	}
 	runOneShot(t, s, cfg, "plan", dir, 0, "--detailed-exitcode")
 }
@@ -385,4 +511,29 @@ status: {phase: Running}
 	if got := addresses(t, s, "legacy.default"); got != "00:00:00:4b:1c:22 10.16.0.77" {
 		t.Errorf("legacy.default = %q, want kube-ovn's 00:00:00:4b:1c:22 10.16.0.77", got)
 	}
+}
+
+// jsonProblem reports whether the plan -o json report out holds an
+// AddressConflict Problem of owner whose message names every one of names.
+func jsonProblem(t *testing.T, out, owner string, names ...string) bool {
+	t.Helper()
+	var report struct {
+		Problems []struct{ Owner, Reason, Message string }
+	}
+	if err := json.Unmarshal([]byte(out), &report); err != nil {
+		t.Fatalf("plan -o json: %v\n%s", err, out)
+	}
+	for _, p := range report.Problems {
+		if p.Owner != owner || p.Reason != "AddressConflict" {
+			continue
+		}
+		all := true
+		for _, n := range names {
+			all = all && strings.Contains(p.Message, n)
+		}
+		if all {
+			return true
+		}
+	}
+	return false
 }
