@@ -35,3 +35,15 @@ func TestKubernetesNames(t *testing.T) {
 		}
 	}
 }
+
+// TestKubevirtPodIface checks the pod interface names against those
+// KubeVirt's own tests expect in a launcher pod's networks annotation
+// (pkg/network/namescheme, pkg/virt-controller/services): networks
+// "default" and "test1".
+func TestKubevirtPodIface(t *testing.T) {
+	for network, want := range map[string]string{"default": "pod37a8eec1ce1", "test1": "pod1b4f0e98519"} {
+		if got := kubevirtPodIface(network); got != want {
+			t.Errorf("kubevirtPodIface(%q) = %q, want %q", network, got, want)
+		}
+	}
+}

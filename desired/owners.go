@@ -1,6 +1,8 @@
 package desired
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"net/netip"
@@ -47,6 +49,10 @@ type attachment struct {
 	// explicitly ("" when none): kube-ovn's per-interface annotations
 	// <nad>.<ns>.kubernetes.io/ip_address.<iface> are keyed by it.
 	reqIface string
+	// podIface is, for a VM's secondary network, the name KubeVirt gives
+	// its pod interface in the launcher pod's networks annotation
+	// (kubevirtPodIface): named explicitly, as reqIface is.
+	podIface string
 	ips      []request
 	macs     []request
 }
@@ -240,7 +246,11 @@ func (b *builder) kubevirtAttachments(o *owner, spec *kubevirtv1.VirtualMachineI
 				ok = false
 				continue
 			}
-			atts = append(atts, attachment{ref: ref, iface: n.Name, macs: macs})
+			at := attachment{ref: ref, iface: n.Name, macs: macs}
+			if !n.Multus.Default {
+				at.podIface = kubevirtPodIface(n.Name) // the primary interface is eth0
+			}
+			atts = append(atts, at)
 			continue
 		}
 		// pod: {} or no source at all, which KubeVirt defaults to the pod
@@ -352,10 +362,14 @@ func (b *builder) addOwner(o *owner, atts []attachment, ann map[string]string) [
 				n = e.net
 			}
 		}
-		if i := slices.IndexFunc(atts[:i], func(x attachment) bool { return x.isDefault == at.isDefault && x.ref == at.ref }); i >= 0 {
-			provider += "." + at.iface
-		}
 		name := o.base
+		suffix, legacy := ifaceSuffix(atts, i)
+		// A port named as before kube-ovn's names were followed keeps its
+		// name: a running pod's interface is plugged into it.
+		if suffix != legacy && b.ownedHave(o, portName(o, provider, legacy)) != nil && b.ownedHave(o, portName(o, provider, suffix)) == nil {
+			suffix = legacy
+		}
+		provider = withSuffix(provider, suffix)
 		if provider != providerDefault {
 			name = o.base + "." + provider
 		}
@@ -405,6 +419,60 @@ func (b *builder) addOwner(o *owner, atts []attachment, ann map[string]string) [
 	}
 	b.names = names
 	return names
+}
+
+// ifaceSuffix returns the interface name that suffixes the provider of
+// atts[i], "" for none, as kube-ovn names the ports of a network attached
+// more than once: every attachment to it whose interface is named (a
+// networks-annotation element's "interface" or "@iface", or the pod
+// interface KubeVirt names after a VM's network) is suffixed with that
+// name; of the others, every one but the first with the name Multus gives
+// it (net<i>). legacy is the suffix ovn-sync gave before: none for the
+// first attachment, the interface for the others.
+func ifaceSuffix(atts []attachment, i int) (suffix, legacy string) {
+	at := &atts[i]
+	same := func(x attachment) bool { return x.isDefault == at.isDefault && x.ref == at.ref }
+	first := slices.IndexFunc(atts, same) == i
+	if !first {
+		legacy = at.iface
+	}
+	if first && slices.IndexFunc(atts[i+1:], same) < 0 {
+		return "", "" // attached once
+	}
+	switch {
+	case at.reqIface != "":
+		return at.reqIface, legacy
+	case at.podIface != "":
+		return at.podIface, legacy
+	}
+	return legacy, legacy
+}
+
+func withSuffix(provider, suffix string) string {
+	if suffix == "" {
+		return provider
+	}
+	return provider + "." + suffix
+}
+
+// portName is the name of o's port on the network of provider, its
+// interface suffix suffix.
+func portName(o *owner, provider, suffix string) string {
+	provider = withSuffix(provider, suffix)
+	if provider == providerDefault {
+		return o.base
+	}
+	return o.base + "." + provider
+}
+
+// kubevirtPodIface is the name KubeVirt gives the pod interface of a VM's
+// secondary (Multus) network, which it writes as the "interface" of the
+// network's element in the launcher pod's networks annotation: "pod" and
+// the first 11 hex digits of the SHA-256 of the network's name (KubeVirt's
+// hashed network name scheme, pkg/network/namescheme).
+func kubevirtPodIface(network string) string {
+	sum := sha256.Sum256([]byte(network))
+	return "pod" + hex.EncodeToString(sum[:])[:11]
 }
 
 // switchAnnotations returns the annotations whose logical_switch says

@@ -212,6 +212,42 @@ metadata:
     ovn.kubernetes.io/routed: "true"
 spec: {nodeName: node-2, containers: [{name: c, image: nginx}]}
 ---
+apiVersion: v1
+kind: Pod
+metadata:
+  name: router
+  namespace: default
+  annotations:
+    k8s.v1.cni.cncf.io/networks: default/attachnet@net1, default/attachnet@net2
+    ovn.kubernetes.io/allocated: "true"
+    ovn.kubernetes.io/cidr: 10.16.0.0/16
+    ovn.kubernetes.io/gateway: 10.16.0.1
+    ovn.kubernetes.io/ip_address: 10.16.0.21
+    ovn.kubernetes.io/mac_address: 8e:0b:52:3c:1d:11
+    ovn.kubernetes.io/logical_router: ovn-cluster
+    ovn.kubernetes.io/logical_switch: ovn-default
+    ovn.kubernetes.io/pod_nic_type: veth-pair
+    ovn.kubernetes.io/routed: "true"
+    attachnet.default.ovn.net1.kubernetes.io/allocated: "true"
+    attachnet.default.ovn.net1.kubernetes.io/cidr: 172.17.0.0/16
+    attachnet.default.ovn.net1.kubernetes.io/gateway: 172.17.0.1
+    attachnet.default.ovn.net1.kubernetes.io/ip_address: 172.17.0.21
+    attachnet.default.ovn.net1.kubernetes.io/mac_address: 8e:0b:52:3c:1d:12
+    attachnet.default.ovn.net1.kubernetes.io/logical_router: ovn-cluster
+    attachnet.default.ovn.net1.kubernetes.io/logical_switch: attachnet
+    attachnet.default.ovn.net1.kubernetes.io/pod_nic_type: veth-pair
+    attachnet.default.ovn.net1.kubernetes.io/routed: "true"
+    attachnet.default.ovn.net2.kubernetes.io/allocated: "true"
+    attachnet.default.ovn.net2.kubernetes.io/cidr: 172.17.0.0/16
+    attachnet.default.ovn.net2.kubernetes.io/gateway: 172.17.0.1
+    attachnet.default.ovn.net2.kubernetes.io/ip_address: 172.17.0.22
+    attachnet.default.ovn.net2.kubernetes.io/mac_address: 8e:0b:52:3c:1d:13
+    attachnet.default.ovn.net2.kubernetes.io/logical_router: ovn-cluster
+    attachnet.default.ovn.net2.kubernetes.io/logical_switch: attachnet
+    attachnet.default.ovn.net2.kubernetes.io/pod_nic_type: veth-pair
+    attachnet.default.ovn.net2.kubernetes.io/routed: "true"
+spec: {nodeName: node-1, containers: [{name: c, image: frr}]}
+---
 apiVersion: apps/v1
 kind: StatefulSet
 metadata: {name: db, namespace: ns1}
@@ -387,6 +423,11 @@ var kubeOVNPorts = []kubeOVNPort{
 	{"web.default", "ovn-default", "00:00:00:53:6b:b6 10.16.0.15", "default/web", "node-1", true, "Pod/default/web"},
 	{"web.default.attachnet.default.ovn", "attachnet", "8e:0b:52:3c:1d:01 172.17.0.11", "default/web", "node-1", false, "Pod/default/web"},
 	{"dyn.default", "ovn-default", "8e:0b:52:3c:1d:02 10.16.0.2", "default/dyn", "node-2", false, "Pod/default/dyn"},
+	// One NAD attached twice, each interface named: kube-ovn suffixes both
+	// ports with the interface (pkg/controller/pod.go, getPodKubeovnNets).
+	{"router.default", "ovn-default", "8e:0b:52:3c:1d:11 10.16.0.21", "default/router", "node-1", false, "Pod/default/router"},
+	{"router.default.attachnet.default.ovn.net1", "attachnet", "8e:0b:52:3c:1d:12 172.17.0.21", "default/router", "node-1", false, "Pod/default/router"},
+	{"router.default.attachnet.default.ovn.net2", "attachnet", "8e:0b:52:3c:1d:13 172.17.0.22", "default/router", "node-1", false, "Pod/default/router"},
 	{"app.ns1", "subnet1", "8e:0b:52:3c:1d:03 10.66.0.11", "ns1/app", "node-1", false, "Pod/ns1/app"},
 	{"pinned.ns1", "ovn-default", "8e:0b:52:3c:1d:04 10.16.0.20", "ns1/pinned", "node-2", false, "Pod/ns1/pinned"},
 	{"db-0.ns1", "subnet1", "8e:0b:52:3c:1d:05 10.66.0.12", "ns1/db-0", "node-1", false, "Pod/ns1/db-0"},
