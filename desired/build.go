@@ -45,6 +45,7 @@ func buildScoped(in Inputs, cfg Config, have state.State, sc *scope) Result {
 	b.indexNamespaces(in.Namespaces)
 	b.adopt = cfg.Adopt
 	b.buildNetworks(cfg, in.NetworkAttachmentDefinitions)
+	b.markNorthdFirst()
 	if sc != nil {
 		sc.ownersStarted = true
 	}
@@ -122,7 +123,9 @@ type builder struct {
 	// again is set when a claim waits for a port this pass removes or
 	// readdresses (see Result.Again).
 	again bool
-	buf   []byte
+	// v4 is the IPv4 family of each network on a switch of ours, by switch.
+	v4  map[string]*family
+	buf []byte
 }
 
 // newBuilder returns a builder for in and have; full says whether it
@@ -670,6 +673,14 @@ func (b *builder) finish() Result {
 		}
 	}
 
+	// An incremental Build sees its owners' ports alone: Incremental
+	// splices the rest in, and writes exclude_ips then.
+	if b.scoped == nil {
+		held := b.northdHeld()
+		for sw, f := range b.v4 {
+			b.want.Switches[sw].ExcludeIPs = f.northdExclude(held[sw])
+		}
+	}
 	b.index()
 
 	raw := make([]ownedProblem, len(b.problems))
@@ -677,7 +688,7 @@ func (b *builder) finish() Result {
 		raw[i] = ownedProblem{p, b.problemOwners[i]}
 	}
 	sortProblems(b.notices)
-	return Result{Want: b.want, Problems: compactProblems(raw), Notices: b.notices, Again: b.again, specs: b.specs, raw: raw}
+	return Result{Want: b.want, Problems: compactProblems(raw), Notices: b.notices, Again: b.again, specs: b.specs, raw: raw, v4: b.v4}
 }
 
 // ownedProblem is a Problem with the owner whose ports it is about, ""
@@ -793,7 +804,69 @@ func (b *builder) emitSwitch(n *network) {
 		b.want.Switches[n.sw] = cloneSwitch(hs)
 		return
 	}
-	b.want.Switches[n.sw] = n.switchValue()
+	b.want.Switches[n.sw] = n.switchValue(nil)
+	if n.fam[ipv4].prefix.IsValid() {
+		if b.v4 == nil {
+			b.v4 = map[string]*family{}
+		}
+		b.v4[n.sw] = &n.fam[ipv4]
+	}
+}
+
+// markNorthdFirst sets, on every IPv4 network whose switch has
+// other_config:subnet (ovn-sync writes it on its own switches; another's
+// may carry one), the first address of that subnet, which northd marks
+// taken (family.first).
+func (b *builder) markNorthdFirst() {
+	for _, n := range b.networks {
+		f := &n.fam[ipv4]
+		if !f.prefix.IsValid() {
+			continue
+		}
+		p := f.prefix
+		if hs := b.have.Switches[n.sw]; hs != nil && !hs.Owned() {
+			q, err := netip.ParsePrefix(hs.Subnet)
+			if err != nil || !q.Addr().Is4() {
+				continue
+			}
+			p = q
+		}
+		if a := p.Masked().Addr().Next(); inRange(f.usable, a) {
+			f.first = a
+		}
+	}
+}
+
+// northdHeld lists, per switch of ours, the IPv4 addresses the ports of
+// want hold that northd would mark taken before reading them
+// (family.northdHeld), sorted: a full Build's, from its specs, once want
+// holds its ports.
+func (b *builder) northdHeld() map[string][]netip.Addr {
+	var held map[string][]netip.Addr
+	for _, s := range b.specs {
+		if b.want.Ports.Get(s.name) != s.port {
+			continue
+		}
+		f := b.v4[s.port.Switch]
+		if f == nil {
+			continue
+		}
+		a := s.ip[ipv4]
+		if s.state != specBuild {
+			a = parseLSPAddresses(s.port.Addresses).ip[ipv4]
+		}
+		if a.IsValid() && f.northdHeld(a) {
+			if held == nil {
+				held = map[string][]netip.Addr{}
+			}
+			held[s.port.Switch] = append(held[s.port.Switch], a)
+		}
+	}
+	for sw, as := range held {
+		slices.SortFunc(as, netip.Addr.Compare)
+		held[sw] = slices.Compact(as)
+	}
+	return held
 }
 
 // needSwitch makes sure a kept port's switch is kept too: deleting a switch

@@ -3,6 +3,7 @@ package desired
 import (
 	"fmt"
 	"maps"
+	"net/netip"
 	"reflect"
 	"slices"
 	"strings"
@@ -57,6 +58,12 @@ type base struct {
 	unsettled map[string]bool
 	// held indexes the addresses of want's ports.
 	held *heldIndex
+	// v4 is the IPv4 family of each network on a switch of ours, and
+	// northd counts, per such switch, the ports of want holding each
+	// address northd marks taken (family.northdHeld): exclude_ips leaves
+	// those out.
+	v4     map[string]*family
+	northd map[string]map[netip.Addr]int
 	// note is what the caller noted of want (Note); nil until it does.
 	note *Note
 	// launchers, vmiVM and migVMI relate KubeVirt objects by name, as the
@@ -164,6 +171,7 @@ func (x *Incremental) Full(in Inputs, cfg Config, have state.State) Result {
 	b.held = newHeldIndex(r.Want.Ports)
 	b.byOwner = make(map[string][]string, r.Want.Ports.Len())
 	b.switchRefs, b.dhcpRefs = map[string]int{}, map[string]int{}
+	b.v4, b.northd = r.v4, map[string]map[netip.Addr]int{}
 	for name, p := range r.Want.Ports.All() {
 		b.byOwner[p.Owner] = append(b.byOwner[p.Owner], name)
 		b.count(p, 1)
@@ -198,6 +206,18 @@ func (b *base) set(r Result) {
 func (b *base) count(p *state.Port, d int) {
 	if p.Switch != "" {
 		b.switchRefs[p.Switch] += d
+	}
+	if f := b.v4[p.Switch]; f != nil {
+		if a := parseLSPAddresses(p.Addresses).ip[ipv4]; a.IsValid() && f.northdHeld(a) {
+			m := b.northd[p.Switch]
+			if m == nil {
+				m = map[netip.Addr]int{}
+				b.northd[p.Switch] = m
+			}
+			if m[a] += d; m[a] == 0 {
+				delete(m, a)
+			}
+		}
 	}
 	if p.DHCPv4 != "" {
 		b.dhcpRefs[p.DHCPv4] += d
@@ -420,6 +440,7 @@ func join(objs Objects, groups map[nsName]bool) {
 // b, and returns the whole result. Maps of the last result are copied, not
 // changed: callers may still hold it.
 func (b *base) splice(r Result, owners map[string]bool) Result {
+	b.v4 = r.v4 // the same networks as the last result's: a change to one builds in full
 	ports := b.want.Ports.Clone()
 	var removed []state.Entry
 	var names []string
@@ -445,6 +466,11 @@ func (b *base) splice(r Result, owners map[string]bool) Result {
 	// only for the kept ports of owners not rebuilt stays while some port
 	// still refers to it.
 	switches, dhcp := r.Want.Switches, r.Want.DHCP
+	for name, f := range r.v4 {
+		if sw := switches[name]; sw != nil && sw.Owned() {
+			sw.ExcludeIPs = f.northdExclude(slices.SortedFunc(maps.Keys(b.northd[name]), netip.Addr.Compare))
+		}
+	}
 	for name, s := range b.want.Switches {
 		if _, ok := switches[name]; !ok && b.switchRefs[name] > 0 {
 			switches[name] = s

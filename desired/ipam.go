@@ -28,8 +28,10 @@ type pool struct {
 func newPool(f *family) *pool {
 	r := f.usable
 	excl := f.excl
-	if f.gateway.IsValid() {
-		excl = mergeRanges(append(slices.Clone(excl), IPRange{From: f.gateway, To: f.gateway}), f.gateway.Is4())
+	for _, a := range [2]netip.Addr{f.gateway, f.first} {
+		if a.IsValid() {
+			excl = mergeRanges(append(slices.Clone(excl), IPRange{From: a, To: a}), a.Is4())
+		}
 	}
 	pl := &pool{next: r.From, last: r.To, excl: excl}
 	pl.done = r.To.Less(r.From)

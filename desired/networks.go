@@ -85,6 +85,12 @@ type family struct {
 	gateway netip.Addr
 	// excl is never handed out and never granted to a request: merged, sorted.
 	excl []IPRange
+	// first is, for IPv4 on a switch with other_config:subnet, the
+	// subnet's first address, which northd's IPAM marks taken whatever
+	// exclude_ips says (init_ipam_ipv4): a port of ours on it makes northd
+	// log "Duplicate IP set". It is never handed out nor granted to a new
+	// request; a port that holds it keeps it, as an excluded address.
+	first netip.Addr
 	// pool is created on first dynamic allocation.
 	pool *pool
 }
@@ -124,6 +130,27 @@ func (f *family) excluded(a netip.Addr) bool {
 		return 0
 	})
 	return i < len(f.excl) && inRange(f.excl[i], a)
+}
+
+// reservedByOVN says why a port of ours should not be given a, though it
+// may keep it: excluded, or the first address northd marks taken; "" when
+// neither.
+func (f *family) reservedByOVN(a netip.Addr, key string) string {
+	switch {
+	case f.excluded(a):
+		return "is excluded from allocation on network " + key + " (never handed out)"
+	case a == f.first:
+		return "is the first address of the switch's subnet, which OVN's northd reserves (never handed out)"
+	}
+	return ""
+}
+
+// northdHeld reports whether northd's IPAM marks a taken on the switch of
+// f before it reads the ports' addresses: the subnet's first address, or
+// one of exclude_ips. A port of ours holding such an address makes northd
+// log "Duplicate IP set": exclude_ips leaves out those our ports hold.
+func (f *family) northdHeld(a netip.Addr) bool {
+	return a.Is4() && f.prefix.IsValid() && (a == f.first || f.excluded(a) || a == f.gateway)
 }
 
 // unusable says why a can never be a port's address on n, or returns "":
@@ -169,7 +196,13 @@ func (n *network) cidr() string {
 }
 
 // switchValue is the Logical_Switch ovn-sync wants for n when it owns it.
-func (n *network) switchValue() *state.Switch {
+//
+// held lists the IPv4 addresses ports of ours on the switch hold that
+// northd would mark taken (northdHeld), sorted: exclude_ips leaves them out,
+// as northd holds a port's static address for it anyway, and a port on an
+// excluded address (a request kube-ovn granted, one excluded later) would
+// make northd log "Duplicate IP set" for it.
+func (n *network) switchValue(held []netip.Addr) *state.Switch {
 	s := &state.Switch{Name: n.sw, Owner: n.owner, Network: n.key}
 	if p := n.fam[ipv4].prefix; p.IsValid() {
 		s.Subnet = p.String()
@@ -178,17 +211,17 @@ func (n *network) switchValue() *state.Switch {
 		// OVN's other_config:ipv6_prefix is the prefix address without its length.
 		s.IPv6Prefix = p.Addr().String()
 	}
-	s.ExcludeIPs = n.fam[ipv4].northdExclude()
+	s.ExcludeIPs = n.fam[ipv4].northdExclude(held)
 	return s
 }
 
 // northdExclude is other_config:exclude_ips for an IPv4 family: what f
 // never hands out, excluded ranges and the gateway, clamped to the usable
-// range, as northd reads it: addresses and "a..b" ranges separated by
-// spaces, sorted. Northd's IPAM has no exclusions for IPv6 (it derives
-// addresses from MACs), so an IPv6 family has none; nor has a family
-// without a subnet.
-func (f *family) northdExclude() string {
+// range, without the addresses in held (sorted), as northd reads it:
+// addresses and "a..b" ranges separated by spaces, sorted. Northd's IPAM
+// has no exclusions for IPv6 (it derives addresses from MACs), so an IPv6
+// family has none; nor has a family without a subnet.
+func (f *family) northdExclude(held []netip.Addr) string {
 	if !f.prefix.IsValid() || !f.prefix.Addr().Is4() {
 		return ""
 	}
@@ -196,8 +229,12 @@ func (f *family) northdExclude() string {
 	if f.gateway.IsValid() {
 		rs = append(rs, IPRange{From: f.gateway, To: f.gateway})
 	}
+	rs = mergeRanges(rs, true)
+	if len(held) > 0 {
+		rs = punch(rs, held)
+	}
 	var b strings.Builder
-	for _, r := range mergeRanges(rs, true) {
+	for _, r := range rs {
 		if r.From.Less(f.usable.From) {
 			r.From = f.usable.From
 		}
@@ -217,6 +254,31 @@ func (f *family) northdExclude() string {
 		}
 	}
 	return b.String()
+}
+
+// punch returns the merged, sorted ranges rs without the addresses of
+// held, sorted.
+func punch(rs []IPRange, held []netip.Addr) []IPRange {
+	var out []IPRange
+	for _, r := range rs {
+		for _, a := range held {
+			if !inRange(r, a) {
+				continue
+			}
+			if r.From.Less(a) {
+				out = append(out, IPRange{From: r.From, To: a.Prev()})
+			}
+			if a == r.To {
+				r = IPRange{} // nothing left
+				break
+			}
+			r.From = a.Next()
+		}
+		if r.From.IsValid() {
+			out = append(out, r)
+		}
+	}
+	return out
 }
 
 // nadRef names a NetworkAttachmentDefinition.
@@ -636,7 +698,7 @@ func (b *builder) inUse(key string) bool {
 func (b *builder) outside(n *network) string {
 	hs := b.have.Switches[n.sw]
 	if hs != nil && hs.Owned() && hs.Network == n.key {
-		if want := n.switchValue(); want.Subnet == hs.Subnet && want.IPv6Prefix == hs.IPv6Prefix {
+		if want := n.switchValue(nil); want.Subnet == hs.Subnet && want.IPv6Prefix == hs.IPv6Prefix {
 			return ""
 		}
 	}

@@ -693,8 +693,8 @@ func (r *reqReader) refused(a netip.Addr) string {
 	if why := n.unusable(a); why != "" {
 		return why
 	}
-	if n.fam[familyOf(a)].excluded(a) && !r.granted && !r.b.holds(r.s, a) {
-		return "is excluded from allocation on network " + n.key + " (never handed out)"
+	if why := n.fam[familyOf(a)].reservedByOVN(a, n.key); why != "" && !r.granted && !r.b.holds(r.s, a) {
+		return why
 	}
 	return ""
 }

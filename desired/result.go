@@ -33,6 +33,9 @@ type Result struct {
 	// spliced how it came from the last one (Spliced).
 	rebuilt map[string]bool
 	spliced *Spliced
+	// v4 is the IPv4 family of each network on a switch of ours, by
+	// switch: what its other_config:exclude_ips is written from.
+	v4 map[string]*family
 }
 
 // Source says where one of a port's addresses came from.

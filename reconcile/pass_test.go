@@ -280,7 +280,7 @@ func TestPublications(t *testing.T) {
 		"ovn.kubernetes.io/cidr":                       "10.16.0.0/16",
 		"ovn.kubernetes.io/gateway":                    "10.16.0.1",
 		"blue.tenant.ovn.kubernetes.io/allocated":      "true",
-		"blue.tenant.ovn.kubernetes.io/ip_address":     "192.168.1.1",
+		"blue.tenant.ovn.kubernetes.io/ip_address":     "192.168.1.2",
 		"blue.tenant.ovn.kubernetes.io/mac_address":    "02:00:00:00:00:01",
 		"blue.tenant.ovn.kubernetes.io/cidr":           "192.168.1.0/24",
 		"blue.tenant.ovn.kubernetes.io/gateway":        "192.168.1.254",
@@ -426,7 +426,7 @@ func TestExplain(t *testing.T) {
 			"VirtualMachine tenant/db",
 			"port db.tenant.blue.tenant.ovn",
 			"02:00:00:00:00:01          request   spec.domain.devices.interfaces[blue].macAddress",
-			"192.168.1.1                allocated",
+			"192.168.1.2                allocated",
 			"chassis: node-2: the VMI's node",
 			"change: create",
 		} {
