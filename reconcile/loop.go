@@ -144,6 +144,13 @@ type Loop struct {
 	// with FullPasses); only the goroutine running passes uses them.
 	inc  desired.Incremental
 	memo desired.Memo
+	// lastWant is the desired state of the last pass that succeeded since
+	// the lease was won (nil before the first); left is set when a pass
+	// that succeeded may have left rows of ours it did not want (a delete
+	// withheld, a switch still in use) and no pass has diffed every row
+	// since. Only the goroutine running passes uses them (see repairs).
+	lastWant *state.State
+	left     bool
 
 	mu      sync.Mutex
 	leading bool
@@ -273,6 +280,8 @@ func (l *Loop) Lead(ctx context.Context, stop <-chan struct{}) {
 	l.mu.Lock()
 	l.leading, l.passed, l.lastErr = true, false, nil
 	l.mu.Unlock()
+	// Another replica may have written the NB since this one last led.
+	l.lastWant, l.left = nil, false
 	defer func() {
 		l.setWant(nil)
 		l.mu.Lock()
@@ -635,10 +644,11 @@ func (l *Loop) pass(ctx context.Context, t trigger) error {
 	for _, n := range out.Result.Notices {
 		l.log.V(1).Info("pending change", "object", n.Kind+"/"+n.Namespace+"/"+n.Name, "reason", n.Reason, "message", n.Message)
 	}
+	inUse := false
 	if err != nil && errors.Is(err, apply.ErrSwitchInUse) {
 		// Everything else was done; the switch waits for its foreign ports.
 		l.log.Info("switch not deleted", "reason", err.Error())
-		err = nil
+		err, inUse = nil, true
 	}
 	dur := time.Since(start)
 	l.m.passDuration.WithLabelValues(kind).Observe(dur.Seconds())
@@ -661,8 +671,13 @@ func (l *Loop) pass(ctx context.Context, t trigger) error {
 		}
 		return err
 	}
-	if t&(trigKube|trigStartup|trigRecheck) == 0 {
-		l.m.driftRepairs.Add(float64(res.Created + res.Updated + res.Deleted))
+	l.m.driftRepairs.Add(float64(min(repairs(l.lastWant, l.left, out.Result.Want, applied), res.Created+res.Updated+res.Deleted)))
+	l.lastWant = &out.Result.Want
+	switch {
+	case out.Plan.Withheld > 0 || inUse:
+		l.left = true
+	case !out.Scoped:
+		l.left = false
 	}
 	l.m.passes.WithLabelValues(kind, "success").Inc()
 	l.m.ownedPorts.Set(float64(out.Result.Want.OwnedPorts()))
@@ -682,4 +697,47 @@ func (l *Loop) pass(ctx context.Context, t trigger) error {
 		l.opts.Publish(ctx, out, *snap)
 	}
 	return nil
+}
+
+// repairs counts the changes of plan, carried out by a pass that
+// succeeded and wanted want, that put back what someone else changed in
+// the NB: each writes a row as the last pass that succeeded wanted it too
+// (last), so no Kubernetes change asked for it and the NB held it
+// otherwise, or deletes a row of ours that pass neither wanted nor, left
+// unset, may have left. It goes by the rows, not by what triggered the
+// pass: drift seen while a pass runs is repaired by the next along with
+// the Kubernetes changes that came meanwhile, or by a pass for a
+// Kubernetes change that read the NB after it. With no last pass (the
+// first since the lease was won) nothing is known to have drifted.
+func repairs(last *state.State, left bool, want state.State, plan diff.Plan) int {
+	if last == nil {
+		return 0
+	}
+	n := 0
+	for i := range plan.Changes {
+		c := &plan.Changes[i]
+		var before, now bool // in last, in want
+		var same bool        // as last and want have it
+		switch c.Kind {
+		case diff.KindPort:
+			a, w := last.Ports.Get(c.Name), want.Ports.Get(c.Name)
+			before, now = a != nil, w != nil
+			same = before && now && a.Equal(w)
+		case diff.KindSwitch:
+			a, w := last.Switches[c.Name], want.Switches[c.Name]
+			before, now = a != nil, w != nil
+			same = before && now && a.Equal(w)
+		case diff.KindDHCP:
+			a, w := last.DHCP[c.Name], want.DHCP[c.Name]
+			before, now = a != nil, w != nil
+			same = before && now && a.Equal(w)
+		}
+		switch {
+		case c.Action == diff.Delete && !before && !now && !left:
+			n++
+		case c.Action != diff.Delete && same:
+			n++
+		}
+	}
+	return n
 }

@@ -354,6 +354,16 @@ func TestLoopWithholdsDeletes(t *testing.T) {
 	f.src.setSynced(sources.KindVirtualMachine, true)
 	f.src.set(func(map[string]*corev1.Pod) {})
 	f.waitPorts(t, 3)
+	// The pass sets the gauge after it counted its repairs.
+	looptest.WaitFor(t, 5*time.Second, "the delete's pass ended", func() error {
+		if n := f.metric("ovn_sync_owned_ports"); n != 3 {
+			return fmt.Errorf("owned ports %v", n)
+		}
+		return nil
+	})
+	if n := f.metric("ovn_sync_drift_repairs_total"); n != 0 {
+		t.Errorf("drift repairs %v, want 0: the withheld delete repairs nothing", n)
+	}
 }
 
 // TestLoopGuardBacksOff: a pass the mass-delete guard refuses is retried
@@ -421,4 +431,74 @@ func TestLoopRepairsDrift(t *testing.T) {
 		}
 		return nil
 	})
+}
+
+// TestLoopCountsRepairsAmongChanges: someone edits one of our ports while a
+// pass runs, and Kubernetes changes come meanwhile (a pod deleted, one
+// created). The next pass, which both triggered, does all three: the
+// repair is counted, the changes Kubernetes asked for are not.
+func TestLoopCountsRepairsAmongChanges(t *testing.T) {
+	hold, held := make(chan struct{}), make(chan struct{})
+	var armed atomic.Bool
+	var holdOnce, releaseOnce sync.Once
+	release := func() { releaseOnce.Do(func() { close(hold) }) }
+	report := func(reconcile.Outcome, sources.Snapshot) {
+		if armed.Load() {
+			holdOnce.Do(func() { close(held); <-hold })
+		}
+	}
+	f := startFakeLoopReport(t, time.Millisecond, report, func(pods map[string]*corev1.Pod) { addPods(pods, 0, 3) })
+	t.Cleanup(release) // before the loop's own cleanup waits for it
+	f.waitPorts(t, 3)
+	looptest.WaitFor(t, 5*time.Second, "the startup pass", func() error {
+		if f.metric("ovn_sync_passes_total", "result", "success") < 1 {
+			return fmt.Errorf("no pass")
+		}
+		return nil
+	})
+	// A pass for a pod created, held in its report once it has applied.
+	armed.Store(true)
+	f.src.set(func(pods map[string]*corev1.Pod) { addPods(pods, 3, 4) })
+	select {
+	case <-held:
+	case <-time.After(10 * time.Second):
+		t.Fatal("no pass after a change")
+	}
+	p0 := f.nb.State().Ports.Get("p0.ns")
+	set := &nbdb.LogicalSwitchPort{UUID: p0.UUID, Options: map[string]string{"requested-chassis": "n9"}}
+	upd, err := f.nb.Client().Where(set).Update(set, &set.Options)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.nb.Client().Transact(context.Background(), upd...); err != nil {
+		t.Fatal(err)
+	}
+	looptest.WaitFor(t, 5*time.Second, "the edit seen as drift", func() error {
+		if n := f.metric("ovn_sync_drift_events_total", "table", nbdb.LogicalSwitchPortTable); n < 1 {
+			return fmt.Errorf("drift events %v", n)
+		}
+		return nil
+	})
+	f.src.set(func(pods map[string]*corev1.Pod) { delete(pods, "p1"); addPods(pods, 4, 5) })
+	release()
+	looptest.WaitFor(t, 5*time.Second, "the edit repaired and the pods' ports changed", func() error {
+		s := f.nb.State()
+		if p := s.Ports.Get("p0.ns"); p == nil || p.RequestedChassis != "n1" {
+			return fmt.Errorf("p0.ns = %+v", p)
+		}
+		if s.Ports.Get("p1.ns") != nil || s.Ports.Get("p4.ns") == nil {
+			return fmt.Errorf("p1.ns still there or p4.ns not yet")
+		}
+		return nil
+	})
+	// The pass counts after its transaction, which the NB shows first.
+	looptest.WaitFor(t, 5*time.Second, "the repair counted", func() error {
+		if n := f.metric("ovn_sync_drift_repairs_total"); n < 1 {
+			return fmt.Errorf("drift repairs %v, want 1", n)
+		}
+		return nil
+	})
+	if n := f.metric("ovn_sync_drift_repairs_total"); n != 1 {
+		t.Errorf("drift repairs %v, want 1: the pod deleted and the pod created are not repairs", n)
+	}
 }

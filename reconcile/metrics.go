@@ -66,7 +66,7 @@ func NewMetrics() *Metrics {
 	m.driftEvents = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "ovn_sync_drift_events_total",
 		Help: "NB changes to rows ovn-sync owns that it did not make, by table."}, []string{"table"})
 	m.driftRepairs = prometheus.NewCounter(prometheus.CounterOpts{Name: "ovn_sync_drift_repairs_total",
-		Help: "Changes carried out by passes that no Kubernetes change triggered (NB drift, resync, reconnect): each repairs drift."})
+		Help: "Changes carried out that put back what someone else changed in the NB: rows written as the last successful pass wanted them too, or rows of ours deleted that no pass wanted."})
 	m.synced = prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "ovn_sync_synced",
 		Help: "1 when a source has synced (an informer per kind, absent CRDs count as synced; nb: connected with its cache loaded)."}, []string{"source"})
 	m.leader = prometheus.NewGauge(prometheus.GaugeOpts{Name: "ovn_sync_leader", Help: "1 while this process holds the lease and writes."})
