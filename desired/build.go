@@ -41,7 +41,7 @@ func Build(in Inputs, cfg Config, have state.State) Result {
 // Incremental.Update).
 func buildScoped(in Inputs, cfg Config, have state.State, sc *scope) Result {
 	b := newBuilder(in, have, sc == nil)
-	b.scoped = sc
+	b.scoped, b.cfg = sc, &cfg
 	b.indexNamespaces(in.Namespaces)
 	b.adopt = cfg.Adopt
 	b.buildNetworks(cfg, in.NetworkAttachmentDefinitions)
@@ -126,6 +126,10 @@ type builder struct {
 	// v4 is the IPv4 family of each network on a switch of ours, by switch.
 	v4  map[string]*family
 	buf []byte
+	// cfg is the Build's config; occupied counts, in a full Build near a
+	// switch's limit, the ports each switch holds (limitPorts).
+	cfg      *Config
+	occupied map[string]int
 }
 
 // newBuilder returns a builder for in and have; full says whether it
@@ -586,6 +590,7 @@ func (b *builder) resolve() {
 			b.pending = append(b.pending, s)
 		}
 	}
+	b.limitPorts()
 	b.allocate()
 }
 
@@ -674,12 +679,19 @@ func (b *builder) finish() Result {
 	}
 
 	// An incremental Build sees its owners' ports alone: Incremental
-	// splices the rest in, and writes exclude_ips then.
+	// splices the rest in, and writes exclude_ips and counts then.
+	var ports, foreign map[string]int
 	if b.scoped == nil {
 		held := b.northdHeld()
 		for sw, f := range b.v4 {
 			b.want.Switches[sw].ExcludeIPs = f.northdExclude(held[sw])
 		}
+		refs := map[string]int{}
+		for _, p := range b.want.Ports.All() {
+			refs[p.Switch]++
+		}
+		foreign = foreignPorts(b.have)
+		ports = switchPorts(refs, foreign)
 	}
 	b.index()
 
@@ -688,7 +700,7 @@ func (b *builder) finish() Result {
 		raw[i] = ownedProblem{p, b.problemOwners[i]}
 	}
 	sortProblems(b.notices)
-	return Result{Want: b.want, Problems: compactProblems(raw), Notices: b.notices, Again: b.again, specs: b.specs, raw: raw, v4: b.v4}
+	return Result{Want: b.want, Problems: compactProblems(raw), Notices: b.notices, Again: b.again, SwitchPorts: ports, specs: b.specs, raw: raw, v4: b.v4, foreign: foreign}
 }
 
 // ownedProblem is a Problem with the owner whose ports it is about, ""

@@ -51,9 +51,12 @@ type base struct {
 	// switchRefs and dhcpRefs count the ports of want on each switch and
 	// referring to each DHCP_Options row.
 	switchRefs, dhcpRefs map[string]int
-	raw                  []ownedProblem
-	notices              []Problem
-	again                bool
+	// foreign counts the others' ports on each switch, as the last full
+	// Build found them.
+	foreign map[string]int
+	raw     []ownedProblem
+	notices []Problem
+	again   bool
 	// unsettled are the owners every Update rebuilds.
 	unsettled map[string]bool
 	// held indexes the addresses of want's ports.
@@ -171,7 +174,7 @@ func (x *Incremental) Full(in Inputs, cfg Config, have state.State) Result {
 	b.held = newHeldIndex(r.Want.Ports)
 	b.byOwner = make(map[string][]string, r.Want.Ports.Len())
 	b.switchRefs, b.dhcpRefs = map[string]int{}, map[string]int{}
-	b.v4, b.northd = r.v4, map[string]map[netip.Addr]int{}
+	b.v4, b.northd, b.foreign = r.v4, map[string]map[netip.Addr]int{}, r.foreign
 	for name, p := range r.Want.Ports.All() {
 		b.byOwner[p.Owner] = append(b.byOwner[p.Owner], name)
 		b.count(p, 1)
@@ -255,7 +258,7 @@ func (x *Incremental) Update(objs Objects, changed []ObjectRef, cfg Config, have
 		x.Reset()
 		return Result{}, why
 	}
-	sc := &scope{owners: sel.owners, prior: &b.want, held: b.held, objs: objs}
+	sc := &scope{owners: sel.owners, prior: &b.want, held: b.held, objs: objs, refs: b.switchRefs, foreign: b.foreign}
 	r = buildScoped(sel.in, cfg, have, sc)
 	if sc.why == "" {
 		for _, p := range r.Want.Ports.All() {
@@ -508,6 +511,9 @@ func (b *base) splice(r Result, owners map[string]bool) Result {
 		specs:    r.specs,
 		raw:      raw,
 		rebuilt:  owners,
+		// The others' ports are as the last full Build counted them.
+		SwitchPorts: switchPorts(b.switchRefs, b.foreign),
+		foreign:     b.foreign,
 	}
 	if b.note != nil {
 		out.spliced = &Spliced{Ports: names, Noted: *b.note}
@@ -533,6 +539,9 @@ type scope struct {
 	// owner after that could not be told apart.
 	ownersStarted bool
 	why           string
+	// refs counts the last result's ports on each switch, foreign the
+	// others' ports the last full Build counted there (limitPorts).
+	refs, foreign map[string]int
 }
 
 // abort gives up the incremental Build: why says what it could not do.

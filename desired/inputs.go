@@ -54,6 +54,10 @@ type Config struct {
 	DefaultGateway []netip.Addr
 	// DefaultDHCP is the default network's native DHCP; see WithDHCP.
 	DefaultDHCP DHCP
+
+	// switchPorts, when not 0, replaces MaxSwitchPorts: tests reach a
+	// full switch with a few ports.
+	switchPorts int
 }
 
 // IPRange is an inclusive range of addresses of one family. A single address

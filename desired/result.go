@@ -25,6 +25,11 @@ type Result struct {
 	// keeps what it has until that is done, and a pass over the applied
 	// result gives the address out. The caller should run one.
 	Again bool
+	// SwitchPorts counts, on each switch that holds ports, those it holds
+	// once Want is applied, as far as Build can place them: ours, and
+	// kube-ovn's by their external_ids:ls. None passes MaxSwitchPorts
+	// through a port of ours.
+	SwitchPorts map[string]int
 
 	specs []*portSpec
 	// raw are the problems before compacting, each with its owner.
@@ -36,6 +41,9 @@ type Result struct {
 	// v4 is the IPv4 family of each network on a switch of ours, by
 	// switch: what its other_config:exclude_ips is written from.
 	v4 map[string]*family
+	// foreign counts, on each switch, the ports that are not ours and that
+	// kube-ovn placed there (a full Build's only).
+	foreign map[string]int
 }
 
 // Source says where one of a port's addresses came from.

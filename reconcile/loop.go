@@ -681,6 +681,7 @@ func (l *Loop) pass(ctx context.Context, t trigger) error {
 	}
 	l.m.passes.WithLabelValues(kind, "success").Inc()
 	l.m.ownedPorts.Set(float64(out.Result.Want.OwnedPorts()))
+	l.m.setSwitchPorts(out.Result.SwitchPorts)
 	l.m.lastSuccess.SetToCurrentTime()
 	l.mu.Lock()
 	l.passed, l.lastErr = true, nil

@@ -6,6 +6,7 @@ import (
 	dto "github.com/prometheus/client_model/go"
 
 	"github.com/ovn-sync/ovn-sync/apply"
+	"github.com/ovn-sync/ovn-sync/desired"
 	"github.com/ovn-sync/ovn-sync/diff"
 )
 
@@ -32,6 +33,8 @@ type Metrics struct {
 	nbConnected   prometheus.Gauge
 	nbReconnects  prometheus.Counter
 	ownedPorts    prometheus.Gauge
+	switchPorts   *prometheus.GaugeVec // switch
+	switchLimit   prometheus.Gauge
 	informerEvent *prometheus.CounterVec // kind
 	patches       *prometheus.CounterVec // result
 	kubeEvents    *prometheus.CounterVec // reason
@@ -82,11 +85,16 @@ func NewMetrics() *Metrics {
 	m.lastSuccess = prometheus.NewGauge(prometheus.GaugeOpts{Name: "ovn_sync_last_success_timestamp_seconds", Help: "Unix time of the last successful pass."})
 	m.builds = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "ovn_sync_builds_total",
 		Help: "Desired states built, by kind: incremental (the owners a change touches) or full."}, []string{"kind"})
+	m.switchPorts = prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "ovn_sync_switch_ports",
+		Help: "Ports on each logical switch that holds ports, as of the last pass: ovn-sync's, and kube-ovn's by their external_ids:ls."}, []string{"switch"})
+	m.switchLimit = prometheus.NewGauge(prometheus.GaugeOpts{Name: "ovn_sync_switch_port_limit",
+		Help: "Ports OVN binds on one logical switch (a port's tunnel key is 15 bits, ovn-nb(5)): ovn-sync writes no port past it."})
+	m.switchLimit.Set(desired.MaxSwitchPorts)
 	m.mismatches = prometheus.NewCounter(prometheus.CounterOpts{Name: "ovn_sync_incremental_mismatches_total",
 		Help: "Incremental desired states that differed from a full Build of the same inputs (a bug: the full result was used)."})
 	for _, c := range []prometheus.Collector{m.builds, m.mismatches, m.passes, m.passDuration, m.changes, m.operations, m.transactions, m.txnDuration,
 		m.planSize, m.withheld, m.problems, m.driftEvents, m.driftRepairs, m.synced, m.leader, m.nbConnected, m.nbReconnects,
-		m.ownedPorts, m.informerEvent, m.patches, m.kubeEvents, m.lastSuccess,
+		m.ownedPorts, m.switchPorts, m.switchLimit, m.informerEvent, m.patches, m.kubeEvents, m.lastSuccess,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{})} {
 		f(c)
 	}
@@ -168,4 +176,13 @@ func b2f(b bool) float64 {
 		return 1
 	}
 	return 0
+}
+
+// setSwitchPorts shows each switch's ports as ports counts them; a switch
+// no longer counted goes.
+func (m *Metrics) setSwitchPorts(ports map[string]int) {
+	m.switchPorts.Reset()
+	for sw, n := range ports {
+		m.switchPorts.WithLabelValues(sw).Set(float64(n))
+	}
 }

@@ -4,6 +4,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"maps"
+	"slices"
 
 	"github.com/ovn-sync/ovn-sync/apply"
 	"github.com/ovn-sync/ovn-sync/desired"
@@ -27,8 +29,23 @@ func (out Outcome) WritePlans(w io.Writer, applied bool) {
 		fmt.Fprintln(w, p.String())
 	}
 	fmt.Fprintln(w, out.Plan.String())
+	out.writeFullSwitches(w)
 	if applied && (out.Applied.Ops > 0 || !out.Plan.Empty()) {
 		fmt.Fprintf(w, "Applied %d operations in %d transactions.\n", out.Applied.Ops, len(out.Applied.Txns))
+	}
+}
+
+// NearlyFull is the share of desired.MaxSwitchPorts past which the text
+// of a plan names a switch.
+const NearlyFull = 0.9
+
+// writeFullSwitches names the switches that hold nearly as many ports as
+// OVN binds on one switch, or as many.
+func (out Outcome) writeFullSwitches(w io.Writer) {
+	for _, sw := range slices.Sorted(maps.Keys(out.Result.SwitchPorts)) {
+		if n := out.Result.SwitchPorts[sw]; float64(n) >= NearlyFull*desired.MaxSwitchPorts {
+			fmt.Fprintf(w, "Switch %s holds %d ports of the %d OVN binds on one switch.\n", sw, n, desired.MaxSwitchPorts)
+		}
 	}
 }
 
@@ -41,12 +58,21 @@ type report struct {
 	Problems []desired.Problem `json:"problems"`
 	Notices  []desired.Problem `json:"notices"`
 	Applied  *apply.Result     `json:"applied,omitempty"`
+	// Switches counts the ports on each switch that holds ports once the
+	// plan is applied (desired.Result.SwitchPorts), beside the most OVN
+	// binds on one.
+	Switches        map[string]int `json:"switch_ports"`
+	SwitchPortLimit int            `json:"switch_port_limit"`
 }
 
 // WriteJSON writes the outcome as one JSON document: the last plan, the
 // problems and notices, and (applied) what was sent.
 func (out Outcome) WriteJSON(w io.Writer, applied bool) error {
-	r := report{Plan: out.Plan.JSONValue(), Problems: out.Result.Problems, Notices: out.Result.Notices}
+	r := report{Plan: out.Plan.JSONValue(), Problems: out.Result.Problems, Notices: out.Result.Notices,
+		Switches: out.Result.SwitchPorts, SwitchPortLimit: desired.MaxSwitchPorts}
+	if r.Switches == nil {
+		r.Switches = map[string]int{}
+	}
 	if r.Problems == nil {
 		r.Problems = []desired.Problem{}
 	}
