@@ -391,26 +391,61 @@ var crdGVR = schema.GroupVersionResource{Group: "apiextensions.k8s.io", Version:
 // are served.
 func (s *Server) InstallCRDs() {
 	s.t.Helper()
-	ctx := context.Background()
 	files, err := fs.Glob(crdFiles, "crds/*.yaml")
 	if err != nil {
 		s.t.Fatal(err)
 	}
-	var names []string
+	var crds [][]byte
 	for _, f := range files {
 		data, err := crdFiles.ReadFile(f)
 		if err != nil {
 			s.t.Fatal(err)
 		}
+		crds = append(crds, data)
+	}
+	s.CreateCRDs(crds...)
+}
+
+// InstallCRDFiles creates the CRDs of the given YAML files (one each) and
+// waits until they are served.
+func (s *Server) InstallCRDFiles(paths ...string) {
+	s.t.Helper()
+	var crds [][]byte
+	for _, p := range paths {
+		data, err := os.ReadFile(p)
+		if err != nil {
+			s.t.Fatal(err)
+		}
+		crds = append(crds, data)
+	}
+	s.CreateCRDs(crds...)
+}
+
+// CreateCRDs creates CRDs from their YAML manifests (one each; one that
+// exists is fine) and waits until each is established and discovery serves
+// its group's versions.
+func (s *Server) CreateCRDs(manifests ...[]byte) {
+	s.t.Helper()
+	ctx := context.Background()
+	var names []string
+	groupVersions := map[string]bool{}
+	for i, data := range manifests {
 		var obj map[string]any
 		if err := yaml.Unmarshal(data, &obj); err != nil {
-			s.t.Fatalf("%s: %v", f, err)
+			s.t.Fatalf("CRD %d: %v", i, err)
 		}
 		u := &unstructured.Unstructured{Object: obj}
 		if _, err := s.Dynamic.Resource(crdGVR).Create(ctx, u, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
 			s.t.Fatalf("create CRD %s: %v", u.GetName(), err)
 		}
 		names = append(names, u.GetName())
+		group, _, _ := unstructured.NestedString(obj, "spec", "group")
+		versions, _, _ := unstructured.NestedSlice(obj, "spec", "versions")
+		for _, v := range versions {
+			if m, ok := v.(map[string]any); ok && m["served"] == true {
+				groupVersions[fmt.Sprintf("%s/%v", group, m["name"])] = true
+			}
+		}
 	}
 	deadline := time.Now().Add(30 * time.Second)
 	for _, n := range names {
@@ -425,7 +460,7 @@ func (s *Server) InstallCRDs() {
 			time.Sleep(50 * time.Millisecond)
 		}
 	}
-	for _, gv := range []string{"kubevirt.io/v1", "k8s.cni.cncf.io/v1", "kubeovn.io/v1"} {
+	for gv := range groupVersions {
 		for {
 			if _, err := s.Kube.Discovery().ServerResourcesForGroupVersion(gv); err == nil {
 				break
@@ -502,6 +537,28 @@ func (s *Server) ApplyFile(path string) {
 			s.t.Fatalf("create %s %s: %v", u.GetKind(), u.GetName(), err)
 		}
 	}
+}
+
+// ResourceFor returns the dynamic client of obj's resource (in obj's
+// namespace, "default" when it names none, for a namespaced kind), found
+// through discovery.
+func (s *Server) ResourceFor(obj *unstructured.Unstructured) (dynamic.ResourceInterface, error) {
+	gv, err := schema.ParseGroupVersion(obj.GetAPIVersion())
+	if err != nil {
+		return nil, err
+	}
+	m, err := s.mapper(gv.WithKind(obj.GetKind()))
+	if err != nil {
+		return nil, err
+	}
+	if !m.namespaced {
+		return s.Dynamic.Resource(m.gvr), nil
+	}
+	ns := obj.GetNamespace()
+	if ns == "" {
+		ns = "default"
+	}
+	return s.Dynamic.Resource(m.gvr).Namespace(ns), nil
 }
 
 type mapping struct {
