@@ -4,7 +4,7 @@ PKGS    := ./...
 VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 LDFLAGS := -X main.version=$(VERSION)
 
-.PHONY: all build test test-unit lint generate demo bench bench-e2e fuzz clean
+.PHONY: all build test test-unit lint generate manifests demo bench bench-e2e fuzz clean
 
 all: build
 
@@ -40,6 +40,12 @@ lint:
 # generate regenerates the NB models from the schema kept beside them.
 generate:
 	$(GO) tool modelgen -extended -p nbdb -o nbdb nbdb/ovn-nb.ovsschema
+
+# manifests renders the files of deploy/ made from the Helm chart in
+# deploy/chart/ovn-sync: the plain manifests, the alerting rules and the
+# dashboard (deploy's tests fail while one differs from the chart).
+manifests:
+	$(GO) run ./deploy/cmd/render
 
 demo:
 	$(GO) run ./cmd/ovn-sync demo
