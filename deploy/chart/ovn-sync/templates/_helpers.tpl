@@ -77,7 +77,9 @@ ovn-central's pods it must not clash with another container's. */}}
 {{- printf "%d" (mulf (float64 $num) $mult | floor | int64) -}}
 {{- end -}}
 
-{{/* ovn-sync.gomemlimit is GOMEMLIMIT in bytes: goMemLimitPercent of the memory limit; empty without one. */}}
+{{/* ovn-sync.gomemlimit is GOMEMLIMIT in bytes: goMemLimitPercent of the memory limit; empty without one.
+A plain byte count, which the Go runtime reads as bytes and go_gc_gomemlimit_bytes reports unchanged; the
+container quotes it, as an env value must be a string. */}}
 {{- define "ovn-sync.gomemlimit" -}}
 {{- $limit := dig "limits" "memory" "" (.Values.resources | default dict) -}}
 {{- $pct := int .Values.goMemLimitPercent -}}
