@@ -309,13 +309,17 @@ func (b *builder) buildSubnets(cfg Config, subnets []*kubeovnv1.Subnet) {
 	}
 }
 
+// NamespaceSwitchAnnotation is kube-ovn's ovn.kubernetes.io/logical_switch
+// on a Namespace: of a Namespace, Build reads its name and this alone.
+const NamespaceSwitchAnnotation = providerDefault + annLogicalSwitchSuffix
+
 // indexNamespaces reads each Namespace's ovn.kubernetes.io/logical_switch.
 func (b *builder) indexNamespaces(nss []*corev1.Namespace) {
 	for _, ns := range nss {
 		if ns == nil {
 			continue
 		}
-		if v := strings.TrimSpace(ns.Annotations[providerDefault+annLogicalSwitchSuffix]); v != "" {
+		if v := strings.TrimSpace(ns.Annotations[NamespaceSwitchAnnotation]); v != "" {
 			if b.kovn.nsSwitches == nil {
 				b.kovn.nsSwitches = map[string]string{}
 			}

@@ -36,6 +36,7 @@ type Metrics struct {
 	switchPorts   *prometheus.GaugeVec // switch
 	switchLimit   prometheus.Gauge
 	informerEvent *prometheus.CounterVec // kind
+	dropped       *prometheus.CounterVec // kind
 	patches       *prometheus.CounterVec // result
 	kubeEvents    *prometheus.CounterVec // reason
 	lastSuccess   prometheus.Gauge
@@ -78,6 +79,8 @@ func NewMetrics() *Metrics {
 	m.ownedPorts = prometheus.NewGauge(prometheus.GaugeOpts{Name: "ovn_sync_owned_ports", Help: "Ports ovn-sync owns in the NB, as of the last pass."})
 	m.informerEvent = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "ovn_sync_informer_events_total",
 		Help: "Informer events by kind (each only schedules a pass)."}, []string{"kind"})
+	m.dropped = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "ovn_sync_changes_dropped_total",
+		Help: "Informer updates dropped as irrelevant, by kind: nothing ovn-sync reads changed (a status, labels, managed fields), so no pass."}, []string{"kind"})
 	m.patches = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "ovn_sync_annotation_patches_total",
 		Help: "Annotation patches publishing addresses on pods and VirtualMachines, by result (patched, gone, error)."}, []string{"result"})
 	m.kubeEvents = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "ovn_sync_problem_events_total",
@@ -94,7 +97,7 @@ func NewMetrics() *Metrics {
 		Help: "Incremental desired states that differed from a full Build of the same inputs (a bug: the full result was used)."})
 	for _, c := range []prometheus.Collector{m.builds, m.mismatches, m.passes, m.passDuration, m.changes, m.operations, m.transactions, m.txnDuration,
 		m.planSize, m.withheld, m.problems, m.driftEvents, m.driftRepairs, m.synced, m.leader, m.nbConnected, m.nbReconnects,
-		m.ownedPorts, m.switchPorts, m.switchLimit, m.informerEvent, m.patches, m.kubeEvents, m.lastSuccess,
+		m.ownedPorts, m.switchPorts, m.switchLimit, m.informerEvent, m.dropped, m.patches, m.kubeEvents, m.lastSuccess,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{})} {
 		f(c)
 	}
@@ -161,6 +164,10 @@ func (m *Metrics) Registry() *prometheus.Registry { return m.reg }
 
 // InformerEvent counts one informer event of kind.
 func (m *Metrics) InformerEvent(kind string) { m.informerEvent.WithLabelValues(kind).Inc() }
+
+// ChangeDropped counts one informer update of kind that changed nothing
+// ovn-sync reads.
+func (m *Metrics) ChangeDropped(kind string) { m.dropped.WithLabelValues(kind).Inc() }
 
 // Publication counts one annotation patch by result (patched, gone, error).
 func (m *Metrics) Publication(result string) { m.patches.WithLabelValues(result).Inc() }

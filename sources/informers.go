@@ -96,6 +96,10 @@ type InformerOptions struct {
 	// of the object, before the change notification is sent. It must not
 	// block (a metrics counter, say).
 	OnEvent func(Kind)
+	// OnDrop, when set, is called for every update that changed nothing
+	// ovn-sync reads (see sameRead), with the kind of the object: such an
+	// update names nothing and starts no pass. It must not block.
+	OnDrop func(Kind)
 }
 
 // Informers watches the objects desired.Build reads and hands them out as
@@ -410,6 +414,16 @@ func (s *Informers) watch(k Kind, inf cache.SharedIndexInformer) {
 			// Periodic relists deliver unchanged objects; they change nothing.
 			if sameVersion(old, cur) {
 				s.landed(k, cur)
+				return
+			}
+			// Nor does a write of what the store does not keep (a status,
+			// labels): the store holds cur, which reads as old did. Its
+			// transform marked it in flight; it lands here.
+			if sameRead(old, cur) {
+				s.landed(k, cur)
+				if s.opts.OnDrop != nil {
+					s.opts.OnDrop(k)
+				}
 				return
 			}
 			event(cur)
@@ -1081,7 +1095,7 @@ func typedTransform(k Kind) cache.TransformFunc {
 			if err := runtime.DefaultUnstructuredConverter.FromUnstructured(v.Object, typed); err != nil {
 				return &unconvertible{Unstructured: v, err: err.Error()}
 			}
-			return leanKubeVirt(typed)
+			return leanKubeOVN(leanKubeVirt(typed))
 		}
 		return obj
 	}
@@ -1151,6 +1165,8 @@ func leanMeta(m metav1.ObjectMeta) metav1.ObjectMeta {
 // of the objects: this is what bounds the informers' memory on a big
 // cluster. The store's pod is never written back (annotations are
 // published with a merge patch), so nothing dropped here can be lost.
+// StatefulSets and Namespaces, which the same factory reads, are kept in
+// their lean forms too (leanStatefulSet, leanNamespace).
 func stripPod(obj any) (any, error) {
 	switch p := obj.(type) {
 	case cache.DeletedFinalStateUnknown:
@@ -1165,14 +1181,9 @@ func stripPod(obj any) (any, error) {
 			Status:     corev1.PodStatus{Phase: p.Status.Phase},
 		}, nil
 	case *appsv1.StatefulSet:
-		// Of a StatefulSet only its replicas and ordinals are read.
-		lean := &appsv1.StatefulSet{
-			TypeMeta:   p.TypeMeta,
-			ObjectMeta: p.ObjectMeta,
-			Spec:       appsv1.StatefulSetSpec{Replicas: p.Spec.Replicas, Ordinals: p.Spec.Ordinals},
-		}
-		lean.ManagedFields = nil
-		return lean, nil
+		return leanStatefulSet(p), nil
+	case *corev1.Namespace:
+		return leanNamespace(p), nil
 	}
 	return stripManagedFields(obj)
 }

@@ -235,9 +235,12 @@ func TestInformersIP(t *testing.T) {
 	start(t, f)
 	snap := f.inf.Inputs()
 	got := snap.Inputs.IPs
+	// The fields Build reads, as written; podType, which it does not
+	// read, dropped.
 	if len(got) != 1 || got[0].Name != "db.tenant" || got[0].Spec.PodName != "db" || got[0].Spec.Namespace != "tenant" ||
-		got[0].Spec.PodType != "VirtualMachine" || got[0].Spec.V4IPAddress != "10.16.0.7" || got[0].Spec.MacAddress != "00:00:00:4f:7a:03" {
-		t.Errorf("Inputs().IPs = %+v, want db.tenant as written", got)
+		got[0].Spec.Subnet != "ovn-default" || got[0].Spec.V4IPAddress != "10.16.0.7" || got[0].Spec.MacAddress != "00:00:00:4f:7a:03" ||
+		got[0].Spec.PodType != "" {
+		t.Errorf("Inputs().IPs = %+v, want db.tenant as written, without podType", got)
 	}
 	if len(snap.Unreadable) != 0 {
 		t.Errorf("Unreadable = %v", snap.Unreadable)
@@ -497,7 +500,7 @@ func TestInformersChanged(t *testing.T) {
 		t.Fatal(err)
 	}
 	ns = ns.DeepCopy()
-	ns.ResourceVersion = "2"
+	ns.ResourceVersion, ns.Annotations = "2", map[string]string{desired.NamespaceSwitchAnnotation: "subnet1"}
 	if _, err := f.kube.CoreV1().Namespaces().Update(ctx, ns, metav1.UpdateOptions{}); err != nil {
 		t.Fatal(err)
 	}

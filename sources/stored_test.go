@@ -5,6 +5,7 @@ import (
 	"reflect"
 	"testing"
 
+	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -13,6 +14,7 @@ import (
 	kubevirtv1 "kubevirt.io/api/core/v1"
 	"sigs.k8s.io/randfill"
 
+	kubeovnv1 "github.com/ovn-sync/ovn-sync/apis/kubeovn/v1"
 	"github.com/ovn-sync/ovn-sync/desired"
 	"github.com/ovn-sync/ovn-sync/state"
 )
@@ -85,8 +87,8 @@ func TestCompactingTransforms(t *testing.T) {
 	}
 	ns := &corev1.Namespace{}
 	ns.Name = "default"
-	if out, _ := pods(ns); out != any(ns) {
-		t.Errorf("transform of a namespace gave %T", out)
+	if out, _ := pods(ns); !reflect.DeepEqual(out, any(ns)) {
+		t.Errorf("transform of a namespace gave %#v, want it as it was", out)
 	}
 	sv := check(compacting(typedTransform(KindVirtualMachineInstance)), vmi, vmi.DeepCopy())
 	var bad []Unreadable
@@ -134,8 +136,30 @@ func TestStoredFieldManifests(t *testing.T) {
 				o, _ := compacting(typedTransform(KindVirtualMachineInstance))(fatten(t, vmi))
 				vmis = append(vmis, o)
 			}
+			// The few kinds every Build reads whole, in their lean forms.
+			var nss, sets, subnets, ips []any
+			for _, ns := range served.Namespaces {
+				o, _ := compacting(stripPod)(ns.DeepCopy())
+				nss = append(nss, o)
+			}
+			for _, s := range served.StatefulSets {
+				o, _ := compacting(stripPod)(s.DeepCopy())
+				sets = append(sets, o)
+			}
+			for _, s := range served.Subnets {
+				o, _ := compacting(typedTransform(KindSubnet))(unstructuredOf(t, s))
+				subnets = append(subnets, o)
+			}
+			for _, ip := range served.IPs {
+				o, _ := compacting(typedTransform(KindIP))(unstructuredOf(t, ip))
+				ips = append(ips, o)
+			}
 			var bad []Unreadable
 			read := served
+			read.Namespaces = collect[*corev1.Namespace](KindNamespace, nss, &bad)
+			read.StatefulSets = collect[*appsv1.StatefulSet](KindStatefulSet, sets, &bad)
+			read.Subnets = collect[*kubeovnv1.Subnet](KindSubnet, subnets, &bad)
+			read.IPs = collect[*kubeovnv1.IP](KindIP, ips, &bad)
 			read.Pods = collect[*corev1.Pod](KindPod, pods, &bad)
 			read.VirtualMachines = collect[*kubevirtv1.VirtualMachine](KindVirtualMachine, vms, &bad)
 			read.VirtualMachineInstances = collect[*kubevirtv1.VirtualMachineInstance](KindVirtualMachineInstance, vmis, &bad)
@@ -163,4 +187,17 @@ func TestStoredFieldManifests(t *testing.T) {
 			}
 		})
 	}
+}
+
+// unstructuredOf is obj as the dynamic informer lists it, with managed
+// fields.
+func unstructuredOf(t *testing.T, obj runtime.Object) *unstructured.Unstructured {
+	t.Helper()
+	m, err := runtime.DefaultUnstructuredConverter.ToUnstructured(obj)
+	if err != nil {
+		t.Fatal(err)
+	}
+	u := &unstructured.Unstructured{Object: m}
+	u.SetManagedFields([]metav1.ManagedFieldsEntry{{Manager: "kube-ovn-controller", Operation: "Update"}})
+	return u
 }

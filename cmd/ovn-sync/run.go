@@ -231,6 +231,7 @@ func runMain(ctx context.Context, rf *runFlags, log logr.Logger) error {
 	src := sources.NewInformers(sources.InformerOptions{
 		Kube: kube, Dynamic: dyn, Logger: log.WithName("sources"),
 		OnEvent: func(k sources.Kind) { m.InformerEvent(string(k)) },
+		OnDrop:  func(k sources.Kind) { m.ChangeDropped(string(k)) },
 	})
 	opts := reconcile.LoopOptions{
 		Pass: rf.nb.options(cfg), Resync: rf.resync, Coalesce: rf.coalesce,
