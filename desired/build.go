@@ -221,7 +221,7 @@ func (b *builder) problemFor(o *owner, kind, ns, name, reason, msg string) {
 	if o != nil {
 		id = o.id
 	} else if b.scoped != nil && b.scoped.ownersStarted {
-		b.scoped.abort("a problem of no owner while reading owners: " + reason)
+		b.scoped.abort(why(ReasonUnowned, "a problem of no owner while reading owners: "+reason))
 	}
 	b.problems = append(b.problems, Problem{Kind: kind, Namespace: ns, Name: name, Reason: reason, Message: msg})
 	b.problemOwners = append(b.problemOwners, id)

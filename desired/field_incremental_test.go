@@ -64,7 +64,7 @@ func TestIncrementalFieldManifests(t *testing.T) {
 			want := Build(in, cfg, have)
 			r, why := x.Update(ObjectsOf(in), changed, cfg, have)
 			if why != "" {
-				whys[strings.SplitN(why, " (", 2)[0]]++
+				whys[why.Reason()]++
 				fulls++
 				r = x.Full(in, cfg, have)
 			} else {

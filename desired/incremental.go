@@ -8,9 +8,6 @@ import (
 	"slices"
 	"strings"
 
-	corev1 "k8s.io/api/core/v1"
-	kubevirtv1 "kubevirt.io/api/core/v1"
-
 	"github.com/ovn-sync/ovn-sync/state"
 )
 
@@ -22,13 +19,16 @@ import (
 // for the same inputs and NB; Full passes check it (see reconcile), and
 // the property test drives it through random events against Build.
 //
-// Update gives up, and the caller builds in full, when a change reaches
-// further than owners: a NAD, a Subnet, a Namespace, a StatefulSet, an IP
-// object or the config; when a port name or an address held twice involves
-// an owner outside the rebuild; or when the last result waits for an
-// address (Result.Again). Owners whose last result was not settled (a
-// Problem, a Notice, a port kept or failed) are rebuilt by every Update, as
-// a change elsewhere (an address freed) may settle them.
+// Which owners a change of each kind of object touches is declared once
+// (scopes): a Namespace's the owners in it, a StatefulSet's its pods, an
+// IP object's the owners it names and the owner of its port. Update gives
+// up, and the caller builds in full, when a change reaches every owner (a
+// NAD, a Subnet, the config); when a port name or an address held twice
+// involves an owner outside the rebuild; or when the last result waits for
+// an address (Result.Again). Why says which (Why.Reason). Owners whose
+// last result was not settled (a Problem, a Notice, a port kept or failed)
+// are rebuilt by every Update, as a change elsewhere (an address freed)
+// may settle them.
 //
 // Update trusts that the NB holds, for the owners it does not rebuild,
 // what the last result wanted: the caller applies every result, and builds
@@ -74,6 +74,16 @@ type base struct {
 	// a launcher pod's VMI, a VMI's VM (when named otherwise), a
 	// migration's VMI.
 	launchers, vmiVM, migVMI relations
+	// byNamespace and bySet index the owners of want's ports: those of
+	// each namespace, and the pods named like a StatefulSet's
+	// (<set>-<ordinal>) of each set. nsSwitch is each Namespace's
+	// ovn.kubernetes.io/logical_switch as the last result read it, and
+	// ipNamed the owners ("<ns>/<name>") each IP object named (keyed by
+	// its name alone), as the relations above (see scopes).
+	byNamespace map[string]map[string]bool
+	bySet       map[nsName]map[string]bool
+	nsSwitch    map[string]string
+	ipNamed     relations
 }
 
 // relations are, for each KubeVirt object, the names of the groups (a VM's
@@ -153,7 +163,21 @@ func (r *Result) Spliced() (s Spliced, ok bool) {
 // Full builds from scratch, as Build, and keeps the result for Update.
 func (x *Incremental) Full(in Inputs, cfg Config, have state.State) Result {
 	r := Build(in, cfg, have)
-	b := &base{cfg: cfg, launchers: relations{}, vmiVM: relations{}, migVMI: relations{}}
+	b := &base{cfg: cfg, launchers: relations{}, vmiVM: relations{}, migVMI: relations{}, ipNamed: relations{},
+		byNamespace: map[string]map[string]bool{}, bySet: map[nsName]map[string]bool{}, nsSwitch: map[string]string{}}
+	for _, ns := range in.Namespaces {
+		if ns == nil {
+			continue
+		}
+		if v := strings.TrimSpace(ns.Annotations[NamespaceSwitchAnnotation]); v != "" {
+			b.nsSwitch[ns.Name] = v
+		}
+	}
+	for _, ip := range in.IPs {
+		if ip != nil && ip.Spec.PodName != "" {
+			b.ipNamed.add(nsName{"", ip.Name}, ip.Spec.Namespace+"/"+ip.Spec.PodName)
+		}
+	}
 	for _, p := range in.Pods {
 		if p != nil && isLauncher(p) {
 			b.launchers.add(nsName{p.Namespace, p.Name}, launcherVMI(p))
@@ -177,6 +201,7 @@ func (x *Incremental) Full(in Inputs, cfg Config, have state.State) Result {
 	b.v4, b.northd, b.foreign = r.v4, map[string]map[netip.Addr]int{}, r.foreign
 	for name, p := range r.Want.Ports.All() {
 		b.byOwner[p.Owner] = append(b.byOwner[p.Owner], name)
+		b.indexOwner(p.Owner)
 		b.count(p, 1)
 	}
 	b.set(r)
@@ -241,202 +266,41 @@ func (b *base) count(p *state.Port, d int) {
 // reads whole (Objects.Networks), not the number of objects.
 //
 // The Result's Ports (its facts) cover the owners rebuilt only.
-func (x *Incremental) Update(objs Objects, changed []ObjectRef, cfg Config, have state.State) (r Result, why string) {
+func (x *Incremental) Update(objs Objects, changed []ObjectRef, cfg Config, have state.State) (r Result, w Why) {
 	b := x.b
 	switch {
 	case b == nil:
-		return Result{}, "no earlier result"
+		return Result{}, why(ReasonNoBase, "no earlier result")
 	case !reflect.DeepEqual(cfg, b.cfg):
 		x.Reset()
-		return Result{}, "the config changed"
+		return Result{}, why(ReasonConfig, "the config changed")
 	case b.again:
 		x.Reset()
-		return Result{}, "the last result waits for an address"
+		return Result{}, why(ReasonAgain, "the last result waits for an address")
 	}
-	sel, why := b.rebuildOf(objs, changed)
-	if why != "" {
+	sel, w := b.rebuildOf(objs, changed)
+	if w != "" {
 		x.Reset()
-		return Result{}, why
+		return Result{}, w
 	}
 	sc := &scope{owners: sel.owners, prior: &b.want, held: b.held, objs: objs, refs: b.switchRefs, foreign: b.foreign}
 	r = buildScoped(sel.in, cfg, have, sc)
 	if sc.why == "" {
 		for _, p := range r.Want.Ports.All() {
 			if !sc.owners[p.Owner] {
-				sc.abort("a port of " + p.Owner + ", which was not rebuilt")
+				sc.abort(why(ReasonPortHeld, "a port of "+p.Owner+", which was not rebuilt"))
 				break
 			}
 		}
 	}
 	if u := objs.Unreadable(); u != "" && sc.why == "" {
-		sc.abort("an object could not be read: " + u)
+		sc.abort(why(ReasonUnreadable, "an object could not be read: "+u))
 	}
 	if sc.why != "" {
 		x.Reset()
 		return Result{}, sc.why
 	}
 	return b.splice(r, sc.owners), ""
-}
-
-// rebuild is what an Update rebuilds: the owners, and the inputs that
-// hold their objects (and every network's).
-type rebuild struct {
-	owners map[string]bool
-	in     Inputs
-}
-
-// rebuildOf finds the owners changed touches and looks up the objects they
-// read. It also brings b's relations up to date with the changed objects.
-func (b *base) rebuildOf(objs Objects, changed []ObjectRef) (rebuild, string) {
-	pods := map[nsName]bool{}   // plain pod owners
-	groups := map[nsName]bool{} // KubeVirt names: a VM's, a VMI's
-	var changedPods []nsName
-	for _, c := range changed {
-		k := nsName{c.Namespace, c.Name}
-		switch c.Kind {
-		case kindPod:
-			pods[k] = true
-			changedPods = append(changedPods, k)
-		case kindVirtualMachine:
-			groups[k] = true
-		case kindVirtualMachineInst:
-			groups[k] = true
-			// The VMs it was of, and the one it is of now.
-			for _, v := range b.vmiVM.take(k) {
-				groups[nsName{k.ns, v}] = true
-			}
-			if vmi := objs.VirtualMachineInstance(k.ns, k.name); vmi != nil {
-				if vm := OwnerVM(vmi); vm != "" && vm != vmi.Name {
-					b.vmiVM.add(k, vm)
-					groups[nsName{k.ns, vm}] = true
-				}
-			}
-		case state.KindVirtualMachineInstanceMigration:
-			for _, v := range b.migVMI.take(k) {
-				groups[nsName{k.ns, v}] = true
-			}
-			if m := objs.Migration(k.ns, k.name); m != nil {
-				b.migVMI.add(k, m.Spec.VMIName)
-				groups[nsName{k.ns, m.Spec.VMIName}] = true
-			}
-		default:
-			return rebuild{}, "a " + c.Kind + " changed (" + c.String() + ")"
-		}
-	}
-	for id := range b.unsettled {
-		kind, rest, _ := strings.Cut(id, "/")
-		ns, name, _ := strings.Cut(rest, "/")
-		switch kind {
-		case kindPod:
-			pods[nsName{ns, name}] = true
-		case kindVirtualMachine, kindVirtualMachineInst:
-			groups[nsName{ns, name}] = true
-		}
-	}
-	// A changed pod joins the group of the VMI it ran (a deleted launcher
-	// pod is known by that alone) and of the one it runs now. Each pod is
-	// looked up once: a store may take it between two lookups, and the
-	// pod Build is given must be the one the groups were chosen by.
-	selected := map[nsName]*corev1.Pod{}
-	looked := make(map[nsName]*corev1.Pod, len(pods))
-	for _, k := range changedPods {
-		for _, v := range b.launchers.take(k) {
-			groups[nsName{k.ns, v}] = true
-		}
-		p := objs.Pod(k.ns, k.name)
-		looked[k] = p
-		if p != nil {
-			if v, ok := LauncherOf(p); ok {
-				b.launchers.add(k, v)
-				groups[nsName{k.ns, v}] = true
-			}
-		}
-	}
-	join(objs, groups)
-
-	sel := rebuild{owners: make(map[string]bool, len(pods)+2*len(groups))}
-	for k := range pods {
-		sel.owners[kindPod+"/"+k.ns+"/"+k.name] = true
-	}
-	for k := range groups {
-		sel.owners[kindVirtualMachine+"/"+k.ns+"/"+k.name] = true
-		sel.owners[kindVirtualMachineInst+"/"+k.ns+"/"+k.name] = true
-	}
-	if len(sel.owners) > max(64, len(b.byOwner)/4) {
-		return rebuild{}, "a quarter of the owners changed"
-	}
-	// The objects: the pods of pod owners; of each group its VM, VMI,
-	// launcher pods and migrations. Build reads them in any order.
-	for k := range pods {
-		p, ok := looked[k]
-		if !ok {
-			p = objs.Pod(k.ns, k.name)
-		}
-		if p == nil {
-			continue
-		}
-		selected[k] = p
-		if v, ok := LauncherOf(p); ok {
-			b.launchers.add(k, v) // Build sees it: its deletion must find the group
-		}
-	}
-	in := &sel.in
-	*in = objs.Networks()
-	vmis := map[nsName]*kubevirtv1.VirtualMachineInstance{}
-	// What the lookups find is remembered as the changed objects are: an
-	// object may be found here before a take names it, and be gone when
-	// one does (created and deleted since), its group then known by this.
-	for g := range groups {
-		for _, p := range objs.Launchers(g.ns, g.name) {
-			k := nsName{p.Namespace, p.Name}
-			selected[k] = p
-			b.launchers.add(k, g.name)
-		}
-		if vm := objs.VirtualMachine(g.ns, g.name); vm != nil {
-			in.VirtualMachines = append(in.VirtualMachines, vm)
-		}
-		if vmi := objs.VirtualMachineInstance(g.ns, g.name); vmi != nil {
-			vmis[g] = vmi
-		}
-		for _, vmi := range objs.OwnedVMIs(g.ns, g.name) {
-			k := nsName{vmi.Namespace, vmi.Name}
-			vmis[k] = vmi
-			if vmi.Name != g.name {
-				b.vmiVM.add(k, g.name)
-			}
-		}
-		for _, m := range objs.Migrations(g.ns, g.name) {
-			b.migVMI.add(nsName{m.Namespace, m.Name}, g.name)
-			in.Migrations = append(in.Migrations, m)
-		}
-	}
-	in.Pods = slices.Collect(maps.Values(selected))
-	in.VirtualMachineInstances = slices.Collect(maps.Values(vmis))
-	return sel, ""
-}
-
-// join adds to groups the names a VMI and the VM its owner reference names
-// share: one group.
-func join(objs Objects, groups map[nsName]bool) {
-	walk := slices.Collect(maps.Keys(groups))
-	add := func(k nsName) {
-		if !groups[k] {
-			groups[k] = true
-			walk = append(walk, k)
-		}
-	}
-	for len(walk) > 0 {
-		g := walk[len(walk)-1]
-		walk = walk[:len(walk)-1]
-		if vmi := objs.VirtualMachineInstance(g.ns, g.name); vmi != nil {
-			if vm := OwnerVM(vmi); vm != "" {
-				add(nsName{g.ns, vm})
-			}
-		}
-		for _, vmi := range objs.OwnedVMIs(g.ns, g.name) {
-			add(nsName{vmi.Namespace, vmi.Name})
-		}
-	}
 }
 
 // splice puts r, the result of the owners in owners, in place of theirs in
@@ -457,11 +321,13 @@ func (b *base) splice(r Result, owners map[string]bool) Result {
 			ports.Delete(name)
 		}
 		delete(b.byOwner, id)
+		b.unindexOwner(id)
 	}
 	for name, p := range r.Want.Ports.All() {
 		names = append(names, name)
 		ports.Set(name, p)
 		b.byOwner[p.Owner] = append(b.byOwner[p.Owner], name)
+		b.indexOwner(p.Owner)
 		b.count(p, 1)
 		b.held.add(p)
 	}
@@ -538,16 +404,16 @@ type scope struct {
 	// ownersStarted is set once the networks are built: a problem of no
 	// owner after that could not be told apart.
 	ownersStarted bool
-	why           string
+	why           Why
 	// refs counts the last result's ports on each switch, foreign the
 	// others' ports the last full Build counted there (limitPorts).
 	refs, foreign map[string]int
 }
 
-// abort gives up the incremental Build: why says what it could not do.
-func (sc *scope) abort(why string) {
+// abort gives up the incremental Build: w says what it could not do.
+func (sc *scope) abort(w Why) {
 	if sc.why == "" {
-		sc.why = why
+		sc.why = w
 	}
 }
 
@@ -557,7 +423,7 @@ func (sc *scope) abort(why string) {
 func (sc *scope) outside(name string, hp *state.Port, o *owner) bool {
 	for _, p := range [2]*state.Port{hp, sc.prior.Ports.Get(name)} {
 		if p != nil && p.Owned() && p.Owner != o.id && !sc.owners[p.Owner] {
-			sc.abort("port " + name + " is wanted by " + o.id + " and held by " + p.Owner)
+			sc.abort(why(ReasonPortHeld, "port "+name+" is wanted by "+o.id+" and held by "+p.Owner))
 			return true
 		}
 	}

@@ -49,7 +49,22 @@ func newCluster(t *rapid.T) *cluster {
 			Spec: kubeovnv1.IPSpec{PodName: "db-1", Namespace: "tenant", Subnet: "ovn-default",
 				IPAddress: "10.16.0.9", V4IPAddress: "10.16.0.9", MacAddress: "00:00:00:53:1f:09"}})
 	}
+	if rapid.Bool().Draw(t, "subnet") {
+		// A kube-ovn Subnet of the default network that Namespaces may
+		// name (ovn.kubernetes.io/logical_switch).
+		c.put(subnet1(nil))
+	}
+	for _, ns := range []string{"default", "tenant"} {
+		c.put(&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}})
+	}
 	return c
+}
+
+// subnet1 is a kube-ovn Subnet of the default network, sub1, bound to
+// namespaces.
+func subnet1(namespaces []string) *kubeovnv1.Subnet {
+	return &kubeovnv1.Subnet{ObjectMeta: metav1.ObjectMeta{Name: "sub1"},
+		Spec: kubeovnv1.SubnetSpec{CIDRBlock: "10.17.0.0/28", Gateway: "10.17.0.1", Namespaces: namespaces}}
 }
 
 func refOf(o any) ObjectRef {
@@ -68,6 +83,10 @@ func refOf(o any) ObjectRef {
 		return ObjectRef{"StatefulSet", v.Namespace, v.Name}
 	case *kubeovnv1.IP:
 		return ObjectRef{state.KindIP, "", v.Name}
+	case *corev1.Namespace:
+		return ObjectRef{kindNamespace, "", v.Name}
+	case *kubeovnv1.Subnet:
+		return ObjectRef{kindSubnet, "", v.Name}
 	}
 	panic(fmt.Sprintf("%T", o))
 }
@@ -105,6 +124,10 @@ func inputsOf(objects map[ObjectRef]any) Inputs {
 			in.StatefulSets = append(in.StatefulSets, v)
 		case *kubeovnv1.IP:
 			in.IPs = append(in.IPs, v)
+		case *corev1.Namespace:
+			in.Namespaces = append(in.Namespaces, v)
+		case *kubeovnv1.Subnet:
+			in.Subnets = append(in.Subnets, v)
 		}
 	}
 	return in
@@ -177,7 +200,7 @@ func (c *cluster) launcher(vmi, suffix, node string, created metav1.Time) *corev
 // event changes the cluster as an informer would see it and returns the
 // objects it changed.
 func (c *cluster) event(t *rapid.T) []ObjectRef {
-	return c.eventOf(t, rapid.IntRange(0, 13).Draw(t, "event"))
+	return c.eventOf(t, rapid.IntRange(0, 17).Draw(t, "event"))
 }
 
 // eventOf makes an event of kind k (a case of event).
@@ -317,6 +340,62 @@ func (c *cluster) eventOf(t *rapid.T, k int) []ObjectRef {
 			}
 			return refs
 		}
+	case 14: // a Namespace names a switch, or another, or none; or only its labels change
+		ns := rapid.SampledFrom([]string{"default", "tenant"}).Draw(t, "namespace")
+		n := c.objects[ObjectRef{kindNamespace, "", ns}].(*corev1.Namespace).DeepCopy()
+		if rapid.IntRange(0, 3).Draw(t, "labels only") == 0 {
+			n.Labels = map[string]string{"serial": fmt.Sprint(c.serial)}
+			c.serial++
+		} else {
+			n.Annotations = nil
+			if sw := rapid.SampledFrom([]string{"", "sub1", "missing", "ovn-default", "sub1,ovn-default", " sub1 "}).Draw(t, "ns switch"); sw != "" {
+				n.Annotations = map[string]string{NamespaceSwitchAnnotation: sw}
+			}
+		}
+		return []ObjectRef{c.put(n)}
+	case 15: // the StatefulSet is created, scaled, renumbered, being deleted or deleted
+		ref := ObjectRef{kindStatefulSet, "tenant", "db"}
+		set, ok := c.objects[ref].(*appsv1.StatefulSet)
+		if !ok || rapid.IntRange(0, 4).Draw(t, "new set") == 0 {
+			set = &appsv1.StatefulSet{ObjectMeta: metav1.ObjectMeta{Namespace: "tenant", Name: "db"}}
+		} else {
+			set = set.DeepCopy()
+		}
+		switch rapid.IntRange(0, 4).Draw(t, "set change") {
+		case 0:
+			return []ObjectRef{c.del(ref)}
+		case 1:
+			set.DeletionTimestamp = new(metav1.NewTime(epoch))
+		case 2:
+			set.Spec.Ordinals = &appsv1.StatefulSetOrdinals{Start: int32(rapid.IntRange(0, 1).Draw(t, "start"))}
+		default:
+			set.Spec.Replicas = new(int32(rapid.IntRange(0, 3).Draw(t, "replicas")))
+		}
+		return []ObjectRef{c.put(set)}
+	case 16: // an IP object is written, naming its pod or another, or goes
+		pod := rapid.SampledFrom([]string{"db-0", "db-1", "db-2", "pod1", "pod2", "vm3"}).Draw(t, "ip of")
+		ns := rapid.SampledFrom([]string{"tenant", "default"}).Draw(t, "ip ns")
+		name := pod + "." + ns
+		if _, ok := c.objects[ObjectRef{state.KindIP, "", name}]; ok && rapid.Bool().Draw(t, "ip gone") {
+			return []ObjectRef{c.del(ObjectRef{state.KindIP, "", name})}
+		}
+		names := pod
+		if rapid.IntRange(0, 3).Draw(t, "ip names another") == 0 {
+			names = rapid.SampledFrom([]string{"db-0", "pod1", "vm3"}).Draw(t, "ip names")
+		}
+		a := fmt.Sprintf("10.16.0.%d", rapid.IntRange(2, 16).Draw(t, "ip address"))
+		return []ObjectRef{c.put(&kubeovnv1.IP{ObjectMeta: metav1.ObjectMeta{Name: name},
+			Spec: kubeovnv1.IPSpec{PodName: names, Namespace: ns, Subnet: rapid.SampledFrom([]string{"ovn-default", "sub1", ""}).Draw(t, "ip subnet"),
+				IPAddress: a, V4IPAddress: a, MacAddress: fmt.Sprintf("00:00:00:53:1f:%02x", rapid.IntRange(0, 16).Draw(t, "ip mac"))}})}
+	case 17: // the Subnet changes or goes: not scoped
+		if rapid.IntRange(0, 3).Draw(t, "subnet gone") == 0 {
+			return []ObjectRef{c.del(ObjectRef{kindSubnet, "", "sub1"})}
+		}
+		var nss []string
+		if rapid.Bool().Draw(t, "bound") {
+			nss = []string{"tenant"}
+		}
+		return []ObjectRef{c.put(subnet1(nss))}
 	}
 	return nil
 }
@@ -389,7 +468,7 @@ func TestIncrementalMatchesBuild(t *testing.T) {
 				r = x.Full(in, c.cfg, have)
 				full = false
 			} else {
-				var why string
+				var why Why
 				last, _ := x.Want()
 				note := Note{Version: uint64(step), Ports: []string{"noted"}}
 				x.Note(note)
@@ -398,7 +477,7 @@ func TestIncrementalMatchesBuild(t *testing.T) {
 					checkSpliced(t, step, last, r, note)
 				}
 				if why != "" {
-					whys[strings.SplitN(why, " (", 2)[0]]++
+					whys[why.Reason()]++
 					fulls++
 					r = x.Full(in, c.cfg, have)
 				} else {
@@ -823,7 +902,7 @@ func TestIncrementalKeepsWhatFullKeeps(t *testing.T) {
 		} else {
 			in.Pods = append(in.Pods, p)
 		}
-		var why string
+		var why Why
 		if last, why = x.Update(ObjectsOf(in), changed, cfg, have); why != "" {
 			t.Fatalf("pass %d gave up: %s", i, why)
 		}

@@ -882,7 +882,7 @@ func (b *builder) settle(m *ipam, g []held) {
 	for _, e := range g {
 		p := m.ports[e.id]
 		if b.scoped != nil && p.Owned() && !b.scoped.owners[p.Owner] {
-			b.scoped.abort("an address held twice by a port of " + p.Owner)
+			b.scoped.abort(why(ReasonPortHeld, "an address held twice by a port of "+p.Owner))
 			return
 		}
 		if e.k.sw == 0 {

@@ -112,7 +112,7 @@ func (b *builder) limitPorts() {
 		}
 		for sw, n := range adds {
 			if b.scoped.refs[sw]+b.scoped.foreign[sw]+n > limit {
-				b.scoped.abort(fmt.Sprintf("switch %s would hold more than %d ports", sw, limit))
+				b.scoped.abort(why(ReasonSwitchFull, fmt.Sprintf("switch %s would hold more than %d ports", sw, limit)))
 			}
 		}
 		return

@@ -141,7 +141,7 @@ func TestSwitchFullIncrementalGivesUp(t *testing.T) {
 	}
 	objs = ObjectsOf(Inputs{Pods: pods})
 	_, why := x.Update(objs, []ObjectRef{{Kind: state.KindPod, Namespace: "ns", Name: "p3"}}, cfg, have)
-	if !strings.Contains(why, "ovn-default") {
+	if !strings.Contains(string(why), "ovn-default") || why.Reason() != ReasonSwitchFull {
 		t.Errorf("Update of the fourth port: why = %q, want it to give up naming the switch", why)
 	}
 }

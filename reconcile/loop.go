@@ -358,6 +358,8 @@ type reading struct {
 	unreadable []sources.Unreadable
 	objs       desired.Objects
 	listed     bool
+	// all is set when the source could not say what changed.
+	all bool
 }
 
 // read takes what changed and sets how a pass of trigger t builds: a pass
@@ -394,7 +396,7 @@ func (l *Loop) read(opts *Options, t trigger) *reading {
 		l.noteRead(ch.Changed, ch.AllChanged)
 		if ch.AllChanged {
 			snap := l.src.Inputs() // taken already
-			return &reading{snap: &snap, unreadable: snap.Unreadable, listed: true}
+			return &reading{snap: &snap, unreadable: snap.Unreadable, listed: true, all: true}
 		}
 		r := &reading{snap: &sources.Snapshot{Version: ch.Version, Changed: ch.Changed}, unreadable: ch.Unreadable, objs: ch.Objects}
 		opts.Changed, opts.Objects = &ch.Changed, ch.Objects
@@ -408,7 +410,7 @@ func (l *Loop) read(opts *Options, t trigger) *reading {
 	}
 	snap := l.src.Take()
 	l.noteRead(snap.Changed, snap.AllChanged)
-	r := &reading{snap: &snap, unreadable: snap.Unreadable, listed: true}
+	r := &reading{snap: &snap, unreadable: snap.Unreadable, listed: true, all: snap.AllChanged}
 	if snap.AllChanged {
 		return r
 	}
@@ -420,6 +422,31 @@ func (l *Loop) read(opts *Options, t trigger) *reading {
 		opts.Changed, opts.SelfCheck = &changed, true
 	}
 	return r
+}
+
+// fullReason says, from a small fixed set, why a pass of trigger t built
+// in full: what Update gave up on (desired.Reasons), else what the pass
+// was for (startup, reconnect, drift, resync), that the source could not
+// say what changed (all-changed), or that a verification found the
+// incremental result wrong (mismatch).
+func fullReason(t trigger, rd *reading, out *Outcome) string {
+	switch {
+	case out.Checked && out.Mismatch != "" && !out.Behind && t&trigResync == 0:
+		return "mismatch"
+	case out.Full != "":
+		return out.Full.Reason()
+	case t&trigStartup != 0:
+		return "startup"
+	case t&trigReconnect != 0:
+		return "reconnect"
+	case t&trigDrift != 0:
+		return "drift"
+	case rd.all:
+		return "all-changed"
+	case t&trigResync != 0:
+		return "resync"
+	}
+	return "other"
 }
 
 // BurstChanges is how many changed objects make a pass's reading a burst:
@@ -617,14 +644,19 @@ func (l *Loop) pass(ctx context.Context, t trigger) error {
 		l.m.mismatches.Inc()
 		l.log.Error(errors.New(out.Mismatch), "incremental desired state differs from a full Build: the full one is used", "trigger", t.String())
 	}
+	build := "full"
 	if !l.opts.FullPasses {
-		kind := "full"
-		if out.Incremental {
-			kind = "incremental"
-		} else if out.Full != "" {
-			l.log.V(1).Info("full build", "reason", out.Full)
+		kind, reason := "incremental", "change"
+		if !out.Incremental {
+			kind, reason = "full", fullReason(t, rd, &out)
+			build = "full: " + reason
+			if out.Full != "" {
+				l.log.V(1).Info("full build", "reason", reason, "why", string(out.Full))
+			}
+		} else {
+			build = kind
 		}
-		l.m.builds.WithLabelValues(kind).Inc()
+		l.m.builds.WithLabelValues(kind, reason).Inc()
 	}
 	res, problems := out.Applied, out.Result.Problems
 	applied := out.Plan
@@ -687,7 +719,7 @@ func (l *Loop) pass(ctx context.Context, t trigger) error {
 	l.passed, l.lastErr = true, nil
 	l.mu.Unlock()
 	counts := out.Plan.Counts()
-	kv := []any{"trigger", t.String(), "add", counts.Add, "change", counts.Change, "destroy", counts.Destroy,
+	kv := []any{"trigger", t.String(), "build", build, "add", counts.Add, "change", counts.Change, "destroy", counts.Destroy,
 		"withheld", out.Plan.Withheld, "transactions", len(res.Txns), "problems", len(problems), "duration", dur.String()}
 	if out.Plan.Empty() && len(out.Earlier) == 0 {
 		l.log.V(1).Info("pass: no changes", kv...)

@@ -40,7 +40,7 @@ type Metrics struct {
 	patches       *prometheus.CounterVec // result
 	kubeEvents    *prometheus.CounterVec // reason
 	lastSuccess   prometheus.Gauge
-	builds        *prometheus.CounterVec // kind: incremental, full
+	builds        *prometheus.CounterVec // kind: incremental, full; reason
 	mismatches    prometheus.Counter
 }
 
@@ -87,7 +87,9 @@ func NewMetrics() *Metrics {
 		Help: "Kubernetes Events emitted for new problems, by reason."}, []string{"reason"})
 	m.lastSuccess = prometheus.NewGauge(prometheus.GaugeOpts{Name: "ovn_sync_last_success_timestamp_seconds", Help: "Unix time of the last successful pass."})
 	m.builds = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "ovn_sync_builds_total",
-		Help: "Desired states built, by kind: incremental (the owners a change touches) or full."}, []string{"kind"})
+		Help: "Desired states built, by kind: incremental (the owners a change touches) or full, and reason: change for an incremental one; " +
+			"startup, resync, reconnect, drift, all-changed, mismatch, or what the change reached (config, nad, subnet, namespace, too-many, port-held, ...) for a full one."},
+		[]string{"kind", "reason"})
 	m.switchPorts = prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "ovn_sync_switch_ports",
 		Help: "Ports on each logical switch that holds ports, as of the last pass: ovn-sync's, and kube-ovn's by their external_ids:ls."}, []string{"switch"})
 	m.switchLimit = prometheus.NewGauge(prometheus.GaugeOpts{Name: "ovn_sync_switch_port_limit",
@@ -101,8 +103,8 @@ func NewMetrics() *Metrics {
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{})} {
 		f(c)
 	}
-	m.builds.WithLabelValues("incremental")
-	m.builds.WithLabelValues("full")
+	m.builds.WithLabelValues("incremental", "change")
+	m.builds.WithLabelValues("full", "startup")
 	for _, a := range []string{"create", "update", "delete"} {
 		for _, o := range []string{"port", "switch"} {
 			m.changes.WithLabelValues(o, a)

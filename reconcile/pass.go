@@ -114,7 +114,7 @@ type Outcome struct {
 	// (see Options.Incremental).
 	Rebuilt     bool
 	Incremental bool
-	Full        string
+	Full        desired.Why
 	Scoped      bool
 	// Checked is set when a self-check or verification compared an
 	// incremental result with a full Build, or a plan over some ports with

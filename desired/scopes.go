@@ -1,0 +1,371 @@
+package desired
+
+import (
+	"maps"
+	"slices"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+	kubevirtv1 "kubevirt.io/api/core/v1"
+
+	"github.com/ovn-sync/ovn-sync/state"
+)
+
+// Why says why Incremental.Update gave up and the caller must build in
+// full: "" when it did not, else one of the Reasons, ": " and what it was.
+type Why string
+
+// Reasons a Why gives, a small fixed set (a metric's label). The caller of
+// Update adds its own: a first pass, a resync, ...
+const (
+	ReasonNoBase     = "no-base"         // no result to update: the first call, or after one gave up or a pass failed
+	ReasonConfig     = "config"          // the config changed: every owner
+	ReasonAgain      = "again"           // the last result waits for an address
+	ReasonNAD        = "nad"             // a NetworkAttachmentDefinition changed
+	ReasonSubnet     = "subnet"          // a kube-ovn Subnet changed
+	ReasonTooMany    = "too-many"        // a quarter of the owners to rebuild
+	ReasonPortHeld   = "port-held"       // a port name, or an address held twice, involves an owner not rebuilt
+	ReasonUnreadable = "unreadable"      // an object looked up could not be read
+	ReasonUnowned    = "unowned-problem" // a problem of no owner while owners were read
+	ReasonUnscoped   = "unscoped"        // a kind no scope is declared for
+	ReasonSwitchFull = "switch-full"     // a switch would hold more ports than OVN binds
+)
+
+func why(reason, detail string) Why { return Why(reason + ": " + detail) }
+
+// Reason is the reason w starts with, "" for no Why.
+func (w Why) Reason() string {
+	r, _, _ := strings.Cut(string(w), ": ")
+	return r
+}
+
+// Kinds of the objects every Build reads whole, as ObjectRef names them.
+const (
+	kindNamespace   = "Namespace"
+	kindStatefulSet = "StatefulSet"
+)
+
+// scopes is, for every kind of object Inputs holds, which owners a change
+// of one can affect: a scope adds them to those touched, or says why it
+// cannot tell (the caller then builds in full). The config, which is not
+// an object, affects every owner (Update builds in full when it changed).
+//
+//	Pod                  itself; a virt-launcher pod its VM's group, the one it ran and the one it runs
+//	VirtualMachine       its group (the VM and the VMIs its owner references join)
+//	VMI                  its group, and the VMs it was and is of
+//	migration            the groups of the VMI it was and is of
+//	Namespace            the owners in it, when its ovn.kubernetes.io/logical_switch changed
+//	StatefulSet          its pods (by name, <set>-<ordinal>): gone ones keep their ports by it
+//	IP object            the owner of the port it is named after, the owner it names and the one it named
+//	NAD, Subnet          not scoped: every owner
+//
+// An IP object's reservation (a gone StatefulSet pod's, keepStatefulSetPorts)
+// is read again by every Build, scoped or not, from the sets and their IP
+// objects: it only bounds what the owners rebuilt are given.
+var scopes = map[string]func(b *base, objs Objects, c ObjectRef, sel *touched) Why{
+	kindPod:                (*base).podScope,
+	kindVirtualMachine:     (*base).vmScope,
+	kindVirtualMachineInst: (*base).vmiScope,
+	state.KindVirtualMachineInstanceMigration: (*base).migrationScope,
+	kindNamespace:   (*base).namespaceScope,
+	kindStatefulSet: (*base).statefulSetScope,
+	state.KindIP:    (*base).ipScope,
+	kindNAD:         unscoped(ReasonNAD),
+	kindSubnet:      unscoped(ReasonSubnet),
+}
+
+// touched is the owners an Update rebuilds, as the scopes find them.
+type touched struct {
+	pods   map[nsName]bool // plain pod owners
+	groups map[nsName]bool // KubeVirt names: a VM's, a VMI's
+	// changedPods are the pods named as changed: each is looked up once,
+	// and joins the group of the VMI it ran.
+	changedPods []nsName
+}
+
+// owner selects the owner whose id is id ("<Kind>/<ns>/<name>").
+func (sel *touched) owner(id string) {
+	kind, rest, _ := strings.Cut(id, "/")
+	ns, name, _ := strings.Cut(rest, "/")
+	switch kind {
+	case kindPod:
+		sel.pods[nsName{ns, name}] = true
+	case kindVirtualMachine, kindVirtualMachineInst:
+		sel.groups[nsName{ns, name}] = true
+	}
+}
+
+func unscoped(reason string) func(*base, Objects, ObjectRef, *touched) Why {
+	return func(_ *base, _ Objects, c ObjectRef, _ *touched) Why {
+		return why(reason, "a "+c.Kind+" changed ("+c.String()+")")
+	}
+}
+
+func (b *base) podScope(_ Objects, c ObjectRef, sel *touched) Why {
+	k := nsName{c.Namespace, c.Name}
+	sel.pods[k] = true
+	sel.changedPods = append(sel.changedPods, k)
+	return ""
+}
+
+func (b *base) vmScope(_ Objects, c ObjectRef, sel *touched) Why {
+	sel.groups[nsName{c.Namespace, c.Name}] = true
+	return ""
+}
+
+func (b *base) vmiScope(objs Objects, c ObjectRef, sel *touched) Why {
+	k := nsName{c.Namespace, c.Name}
+	sel.groups[k] = true
+	// The VMs it was of, and the one it is of now.
+	for _, v := range b.vmiVM.take(k) {
+		sel.groups[nsName{k.ns, v}] = true
+	}
+	if vmi := objs.VirtualMachineInstance(k.ns, k.name); vmi != nil {
+		if vm := OwnerVM(vmi); vm != "" && vm != vmi.Name {
+			b.vmiVM.add(k, vm)
+			sel.groups[nsName{k.ns, vm}] = true
+		}
+	}
+	return ""
+}
+
+func (b *base) migrationScope(objs Objects, c ObjectRef, sel *touched) Why {
+	k := nsName{c.Namespace, c.Name}
+	for _, v := range b.migVMI.take(k) {
+		sel.groups[nsName{k.ns, v}] = true
+	}
+	if m := objs.Migration(k.ns, k.name); m != nil {
+		b.migVMI.add(k, m.Spec.VMIName)
+		sel.groups[nsName{k.ns, m.Spec.VMIName}] = true
+	}
+	return ""
+}
+
+// namespaceScope: of a Namespace, Build reads its
+// ovn.kubernetes.io/logical_switch, which places the primary interface of
+// an owner in it that has no port yet (step 4 of chooseNetwork). A change
+// of anything else rebuilds nothing. With no Subnet, the first Namespace
+// to name a switch (or the last to stop) also changes how the network of
+// an owner elsewhere is chosen (kubeOVNIndex.any), but only for one whose
+// port is on a Subnet that is gone: it has an UnknownSubnet problem, and
+// every Update rebuilds it.
+func (b *base) namespaceScope(objs Objects, c ObjectRef, sel *touched) Why {
+	cur := ""
+	for _, ns := range objs.Networks().Namespaces {
+		if ns != nil && ns.Name == c.Name {
+			cur = strings.TrimSpace(ns.Annotations[NamespaceSwitchAnnotation])
+		}
+	}
+	if cur == b.nsSwitch[c.Name] {
+		return ""
+	}
+	if cur == "" {
+		delete(b.nsSwitch, c.Name)
+	} else {
+		b.nsSwitch[c.Name] = cur
+	}
+	for id := range b.byNamespace[c.Name] {
+		sel.owner(id)
+	}
+	return ""
+}
+
+// statefulSetScope: a StatefulSet's replicas, ordinals and deletion decide
+// whether its gone pods keep their ports (keepStatefulSetPorts). Its pods
+// that have ports are the owners of the last result named like its pods
+// (a gone pod whose ports are kept is also unsettled, so rebuilt by every
+// Update); a gone pod with no port in it keeps none. Its live pods read
+// nothing of it (an ip_pool's ordinal is the pod's owner reference's).
+func (b *base) statefulSetScope(_ Objects, c ObjectRef, sel *touched) Why {
+	for id := range b.bySet[nsName{c.Namespace, c.Name}] {
+		sel.owner(id)
+	}
+	return ""
+}
+
+// ipScope: an IP object is read by the Build of the port it is named
+// after (readIPRecord), and names an owner, which it is a record of or a
+// problem on. Its owner kind is not kept (nothing else reads it): both a
+// pod and a VM of that name are rebuilt.
+func (b *base) ipScope(objs Objects, c ObjectRef, sel *touched) Why {
+	for _, k := range b.ipNamed.take(nsName{"", c.Name}) {
+		ns, name, _ := strings.Cut(k, "/")
+		sel.pods[nsName{ns, name}], sel.groups[nsName{ns, name}] = true, true
+	}
+	if ip := objs.IP(c.Name); ip != nil && ip.Spec.PodName != "" {
+		b.ipNamed.add(nsName{"", c.Name}, ip.Spec.Namespace+"/"+ip.Spec.PodName)
+		k := nsName{ip.Spec.Namespace, ip.Spec.PodName}
+		sel.pods[k], sel.groups[k] = true, true
+	}
+	if p := b.want.Ports.Get(c.Name); p != nil && p.Owner != "" {
+		sel.owner(p.Owner)
+	}
+	return ""
+}
+
+// indexOwner adds id, an owner of a port of want, to the owners by
+// namespace and by StatefulSet; unindexOwner takes it out.
+func (b *base) indexOwner(id string) {
+	kind, rest, _ := strings.Cut(id, "/")
+	ns, name, _ := strings.Cut(rest, "/")
+	if b.byNamespace[ns] == nil {
+		b.byNamespace[ns] = map[string]bool{}
+	}
+	b.byNamespace[ns][id] = true
+	if set, _, ok := StatefulSetPod(name); ok && kind == kindPod {
+		k := nsName{ns, set}
+		if b.bySet[k] == nil {
+			b.bySet[k] = map[string]bool{}
+		}
+		b.bySet[k][id] = true
+	}
+}
+
+func (b *base) unindexOwner(id string) {
+	kind, rest, _ := strings.Cut(id, "/")
+	ns, name, _ := strings.Cut(rest, "/")
+	if m := b.byNamespace[ns]; m != nil {
+		if delete(m, id); len(m) == 0 {
+			delete(b.byNamespace, ns)
+		}
+	}
+	if set, _, ok := StatefulSetPod(name); ok && kind == kindPod {
+		k := nsName{ns, set}
+		if m := b.bySet[k]; m != nil {
+			if delete(m, id); len(m) == 0 {
+				delete(b.bySet, k)
+			}
+		}
+	}
+}
+
+// rebuild is what an Update rebuilds: the owners, and the inputs that
+// hold their objects (and every network's).
+type rebuild struct {
+	owners map[string]bool
+	in     Inputs
+}
+
+// rebuildOf finds the owners changed touches (scopes) and looks up the
+// objects they read. It also brings b's relations up to date with the
+// changed objects.
+func (b *base) rebuildOf(objs Objects, changed []ObjectRef) (rebuild, Why) {
+	sel := &touched{pods: map[nsName]bool{}, groups: map[nsName]bool{}}
+	for _, c := range changed {
+		scope, ok := scopes[c.Kind]
+		if !ok {
+			return rebuild{}, why(ReasonUnscoped, "a "+c.Kind+" changed ("+c.String()+")")
+		}
+		if w := scope(b, objs, c, sel); w != "" {
+			return rebuild{}, w
+		}
+	}
+	for id := range b.unsettled {
+		sel.owner(id)
+	}
+	pods, groups := sel.pods, sel.groups
+	// A changed pod joins the group of the VMI it ran (a deleted launcher
+	// pod is known by that alone) and of the one it runs now. Each pod is
+	// looked up once: a store may take it between two lookups, and the
+	// pod Build is given must be the one the groups were chosen by.
+	selected := map[nsName]*corev1.Pod{}
+	looked := make(map[nsName]*corev1.Pod, len(pods))
+	for _, k := range sel.changedPods {
+		for _, v := range b.launchers.take(k) {
+			groups[nsName{k.ns, v}] = true
+		}
+		p := objs.Pod(k.ns, k.name)
+		looked[k] = p
+		if p != nil {
+			if v, ok := LauncherOf(p); ok {
+				b.launchers.add(k, v)
+				groups[nsName{k.ns, v}] = true
+			}
+		}
+	}
+	join(objs, groups)
+
+	r := rebuild{owners: make(map[string]bool, len(pods)+2*len(groups))}
+	for k := range pods {
+		r.owners[kindPod+"/"+k.ns+"/"+k.name] = true
+	}
+	for k := range groups {
+		r.owners[kindVirtualMachine+"/"+k.ns+"/"+k.name] = true
+		r.owners[kindVirtualMachineInst+"/"+k.ns+"/"+k.name] = true
+	}
+	if len(r.owners) > max(64, len(b.byOwner)/4) {
+		return rebuild{}, why(ReasonTooMany, "a quarter of the owners changed")
+	}
+	// The objects: the pods of pod owners; of each group its VM, VMI,
+	// launcher pods and migrations. Build reads them in any order.
+	for k := range pods {
+		p, ok := looked[k]
+		if !ok {
+			p = objs.Pod(k.ns, k.name)
+		}
+		if p == nil {
+			continue
+		}
+		selected[k] = p
+		if v, ok := LauncherOf(p); ok {
+			b.launchers.add(k, v) // Build sees it: its deletion must find the group
+		}
+	}
+	in := &r.in
+	*in = objs.Networks()
+	vmis := map[nsName]*kubevirtv1.VirtualMachineInstance{}
+	// What the lookups find is remembered as the changed objects are: an
+	// object may be found here before a take names it, and be gone when
+	// one does (created and deleted since), its group then known by this.
+	for g := range groups {
+		for _, p := range objs.Launchers(g.ns, g.name) {
+			k := nsName{p.Namespace, p.Name}
+			selected[k] = p
+			b.launchers.add(k, g.name)
+		}
+		if vm := objs.VirtualMachine(g.ns, g.name); vm != nil {
+			in.VirtualMachines = append(in.VirtualMachines, vm)
+		}
+		if vmi := objs.VirtualMachineInstance(g.ns, g.name); vmi != nil {
+			vmis[g] = vmi
+		}
+		for _, vmi := range objs.OwnedVMIs(g.ns, g.name) {
+			k := nsName{vmi.Namespace, vmi.Name}
+			vmis[k] = vmi
+			if vmi.Name != g.name {
+				b.vmiVM.add(k, g.name)
+			}
+		}
+		for _, m := range objs.Migrations(g.ns, g.name) {
+			b.migVMI.add(nsName{m.Namespace, m.Name}, g.name)
+			in.Migrations = append(in.Migrations, m)
+		}
+	}
+	in.Pods = slices.Collect(maps.Values(selected))
+	in.VirtualMachineInstances = slices.Collect(maps.Values(vmis))
+	return r, ""
+}
+
+// join adds to groups the names a VMI and the VM its owner reference names
+// share: one group.
+func join(objs Objects, groups map[nsName]bool) {
+	walk := slices.Collect(maps.Keys(groups))
+	add := func(k nsName) {
+		if !groups[k] {
+			groups[k] = true
+			walk = append(walk, k)
+		}
+	}
+	for len(walk) > 0 {
+		g := walk[len(walk)-1]
+		walk = walk[:len(walk)-1]
+		if vmi := objs.VirtualMachineInstance(g.ns, g.name); vmi != nil {
+			if vm := OwnerVM(vmi); vm != "" {
+				add(nsName{g.ns, vm})
+			}
+		}
+		for _, vmi := range objs.OwnedVMIs(g.ns, g.name) {
+			add(nsName{vmi.Namespace, vmi.Name})
+		}
+	}
+}
