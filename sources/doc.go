@@ -38,7 +38,10 @@
 // that pass.
 //
 // Event handlers read no more of an object than its kind, namespace and
-// name: they record it for the next Snapshot.Changed and signal Changes. The
+// name: they record it for the next Snapshot.Changed and signal Changes.
+// An update whose stored form reads as the old one did (a status, labels,
+// managed fields changed; the transforms keep none of them) records
+// nothing and signals nothing: InformerOptions.OnDrop counts it. The
 // caller starts the informers (Start runs client-go's goroutines until ctx is
 // done); this package reads no clock of its own.
 package sources
