@@ -11,6 +11,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	kubevirtv1 "kubevirt.io/api/core/v1"
 
+	ipamclaimsv1alpha1 "github.com/ovn-sync/ovn-sync/apis/ipamclaims/v1alpha1"
 	kubeovnv1 "github.com/ovn-sync/ovn-sync/apis/kubeovn/v1"
 	"github.com/ovn-sync/ovn-sync/state"
 )
@@ -43,6 +44,7 @@ func buildScoped(in Inputs, cfg Config, have state.State, sc *scope) Result {
 	b := newBuilder(in, have, sc == nil)
 	b.scoped, b.cfg = sc, &cfg
 	b.indexNamespaces(in.Namespaces)
+	b.indexClaims(in)
 	b.adopt = cfg.Adopt
 	b.buildNetworks(cfg, in.NetworkAttachmentDefinitions)
 	b.markNorthdFirst()
@@ -54,6 +56,7 @@ func buildScoped(in Inputs, cfg Config, have state.State, sc *scope) Result {
 	b.addVirtualMachines(in)
 	b.addVirtualMachineInstances(in)
 	b.keepStatefulSetPorts(in)
+	b.reserveClaims()
 	b.resolve()
 	return b.finish()
 }
@@ -74,6 +77,15 @@ type builder struct {
 	// reserved are the addresses of gone StatefulSet pods that only their
 	// IP objects record (keepStatefulSetPorts), in IP object name order.
 	reserved []reservation
+	// claims are the IPAMClaims by namespace and name; claimedBy names the
+	// port that read each as its record; claimNets are the managed
+	// networks by their config's name, where a claim's addresses are
+	// reserved; claimNotes are claims on networks ovn-sync does not
+	// manage.
+	claims     map[nsName]*ipamclaimsv1alpha1.IPAMClaim
+	claimedBy  map[nsName]string
+	claimNets  map[string][]*network
+	claimNotes []*ClaimFacts
 
 	def      *network
 	networks []*network // default first, then Subnets, then managed NADs in ns/name order
@@ -362,6 +374,11 @@ type portSpec struct {
 	mac            mac
 	src            [numComps]Source
 	need           uint8
+	// claim is the IPAMClaim the port reads, nil when none (claims.go).
+	// fail is, for a spec that could not take its addresses, the
+	// IPsAllocated reason a claim reports, failWhy the message.
+	claim         *claimUse
+	fail, failWhy string
 	// lost has claimBit(c) set for each component whose address the spec
 	// held in have and another port keeps.
 	lost uint8
@@ -537,6 +554,7 @@ func (b *builder) resolve() {
 		if s.tmpl != nil {
 			s.startRequests(h)
 		}
+		s.takeClaim(h)
 		n := s.net
 		noIPAM := n.noIPAM()
 		for f := range n.fam {
@@ -652,6 +670,7 @@ func (b *builder) finish() Result {
 		b.emitSwitch(n)
 		b.emitDHCP(n)
 	}
+	b.checkClaims()
 	// The switch of a NAD that cannot be read stays while ports of ours are
 	// kept on it (needSwitch, below); with none left, it goes.
 	for _, s := range b.specs {
@@ -700,7 +719,7 @@ func (b *builder) finish() Result {
 		raw[i] = ownedProblem{p, b.problemOwners[i]}
 	}
 	sortProblems(b.notices)
-	return Result{Want: b.want, Problems: compactProblems(raw), Notices: b.notices, Again: b.again, SwitchPorts: ports, specs: b.specs, raw: raw, v4: b.v4, foreign: foreign}
+	return Result{Want: b.want, Problems: compactProblems(raw), Notices: b.notices, Again: b.again, SwitchPorts: ports, specs: b.specs, raw: raw, v4: b.v4, foreign: foreign, claimNotes: b.claimNotes}
 }
 
 // ownedProblem is a Problem with the owner whose ports it is about, ""

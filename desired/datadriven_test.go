@@ -17,6 +17,7 @@ import (
 	kubevirtv1 "kubevirt.io/api/core/v1"
 	"sigs.k8s.io/yaml"
 
+	ipamclaimsv1alpha1 "github.com/ovn-sync/ovn-sync/apis/ipamclaims/v1alpha1"
 	kubeovnv1 "github.com/ovn-sync/ovn-sync/apis/kubeovn/v1"
 	"github.com/ovn-sync/ovn-sync/internal/statetext"
 	"github.com/ovn-sync/ovn-sync/state"
@@ -142,6 +143,9 @@ func (h *harness) run(t *testing.T, d *datadriven.TestData) string {
 		}
 		if d.HasArg("sources") {
 			out.WriteString(renderSources(r))
+		}
+		if d.HasArg("claims") {
+			out.WriteString(renderClaims(r))
 		}
 		again, _ := wantProblems(Build(h.in, h.cfg, applied(h.have, want)))
 		if dd := diffStates(want, again); dd != "" {
@@ -328,8 +332,10 @@ func reversed(in Inputs) Inputs {
 		Namespaces:                   slices.Clone(in.Namespaces),
 		StatefulSets:                 slices.Clone(in.StatefulSets),
 		IPs:                          slices.Clone(in.IPs),
+		IPAMClaims:                   slices.Clone(in.IPAMClaims),
 	}
 	slices.Reverse(r.IPs)
+	slices.Reverse(r.IPAMClaims)
 	slices.Reverse(r.Pods)
 	slices.Reverse(r.VirtualMachines)
 	slices.Reverse(r.VirtualMachineInstances)
@@ -339,6 +345,23 @@ func reversed(in Inputs) Inputs {
 	slices.Reverse(r.Namespaces)
 	slices.Reverse(r.StatefulSets)
 	return r
+}
+
+// renderClaims prints what publishing would write to each claim a port
+// reads: the port's addresses, or why it has none.
+func renderClaims(r Result) string {
+	var lines []string
+	for _, f := range r.Claims() {
+		l := fmt.Sprintf("claim %s/%s owner=%s port=%s", f.Claim.Namespace, f.Claim.Name, f.Owner, f.Port)
+		if f.Reason == "" {
+			l += " ips=" + strings.Join(f.IPs, ",")
+		} else {
+			l += " reason=" + f.Reason + ": " + f.Message
+		}
+		lines = append(lines, l+"\n")
+	}
+	sort.Strings(lines)
+	return strings.Join(lines, "")
 }
 
 // renderSources prints, for each port Build built, where each address
@@ -428,6 +451,10 @@ func decodeObjects(text string, in *Inputs) error {
 			o := &kubeovnv1.IP{}
 			err = yaml.UnmarshalStrict([]byte(doc), o)
 			in.IPs = append(in.IPs, o)
+		case "IPAMClaim":
+			o := &ipamclaimsv1alpha1.IPAMClaim{}
+			err = yaml.UnmarshalStrict([]byte(doc), o)
+			in.IPAMClaims = append(in.IPAMClaims, o)
 		default:
 			return fmt.Errorf("document %d: unexpected kind %q", i, tm.Kind)
 		}
@@ -490,6 +517,10 @@ func deleteObject(in *Inputs, kind, ns, name string) bool {
 		n = len(in.Namespaces)
 		in.Namespaces = slices.DeleteFunc(in.Namespaces, func(o *corev1.Namespace) bool { return match(o) })
 		n -= len(in.Namespaces)
+	case "IPAMClaim":
+		n = len(in.IPAMClaims)
+		in.IPAMClaims = slices.DeleteFunc(in.IPAMClaims, func(o *ipamclaimsv1alpha1.IPAMClaim) bool { return match(o) })
+		n -= len(in.IPAMClaims)
 	case "StatefulSet":
 		n = len(in.StatefulSets)
 		in.StatefulSets = slices.DeleteFunc(in.StatefulSets, func(o *appsv1.StatefulSet) bool { return match(o) })

@@ -11,6 +11,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	kubevirtv1 "kubevirt.io/api/core/v1"
 
+	ipamclaimsv1alpha1 "github.com/ovn-sync/ovn-sync/apis/ipamclaims/v1alpha1"
 	kubeovnv1 "github.com/ovn-sync/ovn-sync/apis/kubeovn/v1"
 )
 
@@ -32,6 +33,9 @@ type Inputs struct {
 	// IPs are kube-ovn's IP objects: records of the addresses of the port
 	// each is named after, for the owner it names.
 	IPs []*kubeovnv1.IP
+	// IPAMClaims are the KubeVirt world's records of a VM's addresses on
+	// one network (claims.go).
+	IPAMClaims []*ipamclaimsv1alpha1.IPAMClaim
 }
 
 // Config is the part of ovn-sync's configuration Build depends on: the

@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strings"
 
+	ipamclaimsv1alpha1 "github.com/ovn-sync/ovn-sync/apis/ipamclaims/v1alpha1"
 	"github.com/ovn-sync/ovn-sync/state"
 )
 
@@ -1074,9 +1075,10 @@ func (b *builder) claim(m *ipam, s *portSpec) {
 			switch {
 			case h < 0:
 				if o := m.claims[^h]; o != s {
-					b.ownerProblem(s.o, "AddressConflict", fmt.Sprintf("%s: also %s by %s (port %q), which takes precedence",
-						what, claimVerb(o.src[c]), o.o.id, o.name))
+					msg := fmt.Sprintf("%s: also %s by %s (port %q), which takes precedence", what, claimVerb(o.src[c]), o.o.id, o.name)
+					b.ownerProblem(s.o, "AddressConflict", msg)
 					s.state = specFailed
+					s.failed(c, msg)
 					return
 				}
 			default:
@@ -1087,6 +1089,7 @@ func (b *builder) claim(m *ipam, s *portSpec) {
 				if b.keeps(p, c, a, x) {
 					b.ownerProblem(s.o, "AddressConflict", fmt.Sprintf("%s: held by port %q", what, p.Name))
 					s.state = specFailed
+					s.failed(c, fmt.Sprintf("%s: held by port %q", what, p.Name))
 					return
 				}
 				// Deleted or readdressed by this pass: the address is free
@@ -1103,6 +1106,15 @@ func (b *builder) claim(m *ipam, s *portSpec) {
 			a, x := s.target(c)
 			m.set(s.net, s.key(c, a, x), id)
 		}
+	}
+}
+
+// failed notes why s could not take its component c: the IPsAllocated
+// reason a claim reports.
+func (s *portSpec) failed(c int, msg string) {
+	s.fail, s.failWhy = ipamclaimsv1alpha1.ReasonIPAddressConflict, msg
+	if c == compMAC {
+		s.fail = ipamclaimsv1alpha1.ReasonMACAddressConflict
 	}
 }
 
@@ -1130,9 +1142,10 @@ func (b *builder) allocateFresh(m *ipam, s *portSpec) {
 		a, ok := fam.pool.take(func(a netip.Addr) bool { return m.isHeld(n, w, ipKey(0, a)) },
 			func(a netip.Addr) netip.Addr { return m.nextFree(n, w, f, a) })
 		if !ok {
-			b.ownerProblem(s.o, "SubnetExhausted",
-				fmt.Sprintf("network %s: no free %s address in %s for port %q", n.key, familyName[f], fam.prefix, s.name))
+			msg := fmt.Sprintf("network %s: no free %s address in %s for port %q", n.key, familyName[f], fam.prefix, s.name)
+			b.ownerProblem(s.o, "SubnetExhausted", msg)
 			s.state = specFailed
+			s.fail, s.failWhy = ipamclaimsv1alpha1.ReasonSubnetExhausted, msg
 			return
 		}
 		s.ip[f] = a

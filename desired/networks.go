@@ -305,6 +305,10 @@ type nadEntry struct {
 	// bySubnet is set for a kube-ovn NAD without "subnets": its network is
 	// a Subnet of its provider, chosen per port (chooseNetwork).
 	bySubnet bool
+	// cc is what its config says of IPAMClaims; unmanaged is set for an
+	// OVN network of a topology or role ovn-sync does not manage.
+	cc        claimConfig
+	unmanaged bool
 }
 
 // nadConfigError is a problem with a NAD's spec.config; its text names the field.
@@ -618,6 +622,7 @@ func (b *builder) buildNetworks(cfg Config, nads []*nadv1.NetworkAttachmentDefin
 		if _, dup := b.nads[ref]; dup {
 			continue
 		}
+		cc := parseClaimConfig(nad.Spec.Config)
 		invalid := func(reason, msg string) {
 			b.problem(kindNAD, nad.Namespace, nad.Name, reason, msg)
 			b.nads[ref] = nadEntry{state: nadInvalid, why: "is invalid"}
@@ -630,7 +635,7 @@ func (b *builder) buildNetworks(cfg Config, nads []*nadv1.NetworkAttachmentDefin
 				msg += "; its switch and ports are in the NB: kept as they are while owners use it"
 			}
 			b.problem(kindNAD, nad.Namespace, nad.Name, reason, msg)
-			b.nads[ref] = nadEntry{state: nadInvalid, why: "is not managed: " + what}
+			b.nads[ref] = nadEntry{state: nadInvalid, why: "is not managed: " + what, cc: cc, unmanaged: true}
 		}
 		mc, un, err := parseNADConfig(nad.Spec.Config)
 		var te topologyError
@@ -659,6 +664,10 @@ func (b *builder) buildNetworks(cfg Config, nads []*nadv1.NetworkAttachmentDefin
 		}
 		if len(mc.subnets) == 0 && mc.cniType == typeKubeOVN {
 			b.nadBySubnet(nad, ref, provider)
+			if e, ok := b.nads[ref]; ok {
+				e.cc = cc
+				b.nads[ref] = e
+			}
 			continue
 		}
 		key := ref.String()
@@ -678,8 +687,14 @@ func (b *builder) buildNetworks(cfg Config, nads []*nadv1.NetworkAttachmentDefin
 		}
 		b.switchOwner[sw] = "NetworkAttachmentDefinition " + key
 		n.swID = b.switchID(sw)
-		b.nads[ref] = nadEntry{state: nadManaged, net: n, provider: provider}
+		b.nads[ref] = nadEntry{state: nadManaged, net: n, provider: provider, cc: cc}
 		b.networks = append(b.networks, n)
+		if cc.persistent && cc.name != "" {
+			if b.claimNets == nil {
+				b.claimNets = map[string][]*network{}
+			}
+			b.claimNets[cc.name] = append(b.claimNets[cc.name], n)
+		}
 	}
 }
 

@@ -39,8 +39,10 @@ type Objects interface {
 	// (StatefulSetPod).
 	StatefulSetIPs(ns, set string) []*kubeovnv1.IP
 	// Networks holds the kinds every Build reads whole, which are few:
-	// NetworkAttachmentDefinitions, Subnets, Namespaces and StatefulSets.
-	// Its other fields are empty.
+	// NetworkAttachmentDefinitions, Subnets, Namespaces and StatefulSets,
+	// and IPAMClaims (one per VM network that keeps its addresses: an
+	// incremental Build reserves those no port reads). Its other fields
+	// are empty.
 	Networks() Inputs
 	// Unreadable names an object a lookup found and could not read, ""
 	// when there was none. Update gives up when there was: the caller
@@ -183,6 +185,7 @@ func (x *inputObjects) Networks() Inputs {
 	return Inputs{
 		NetworkAttachmentDefinitions: x.in.NetworkAttachmentDefinitions,
 		Subnets:                      x.in.Subnets, Namespaces: x.in.Namespaces, StatefulSets: x.in.StatefulSets,
+		IPAMClaims: x.in.IPAMClaims,
 	}
 }
 func (x *inputObjects) Unreadable() string { return "" }

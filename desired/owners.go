@@ -55,6 +55,9 @@ type attachment struct {
 	podIface string
 	ips      []request
 	macs     []request
+	// claimRef is the IPAMClaim a selection element names
+	// ("ipam-claim-reference"), claimSrc where.
+	claimRef, claimSrc string
 }
 
 // request is an address asked for outside the kube-ovn annotations: in a
@@ -280,6 +283,9 @@ func (at *attachment) addSelection(sel selection, src string) {
 	if sel.mac != "" {
 		at.macs = append(at.macs, request{src: src + ".mac", values: []string{sel.mac}})
 	}
+	if sel.claim != "" {
+		at.claimRef, at.claimSrc = sel.claim, src+".ipam-claim-reference"
+	}
 }
 
 // annotationAttachments adds the elements of the networks annotation to
@@ -336,9 +342,11 @@ func (b *builder) addOwner(o *owner, atts []attachment, ann map[string]string) [
 		known := true
 		provider := providerDefault
 		choice := networkChoice{isDefault: at.isDefault, provider: providerDefault}
+		var e nadEntry
 		if !at.isDefault {
 			provider = at.ref.name + "." + at.ref.ns + providerSuffix
-			e, found := b.nads[at.ref]
+			var found bool
+			e, found = b.nads[at.ref]
 			if e.provider != "" {
 				provider = e.provider
 			} else if !found || e.state == nadInvalid {
@@ -354,6 +362,9 @@ func (b *builder) addOwner(o *owner, atts []attachment, ann map[string]string) [
 				b.ownerProblem(o, "UnknownNetworkAttachmentDefinition",
 					fmt.Sprintf("network %q: NetworkAttachmentDefinition %s (see its own problem)", at.ref.String(), e.why))
 				known = false
+				if e.unmanaged {
+					b.unmanagedClaim(o, at, e)
+				}
 			case e.state == nadUnmanaged:
 				continue
 			case e.bySubnet:
@@ -405,6 +416,9 @@ func (b *builder) addOwner(o *owner, atts []attachment, ann map[string]string) [
 			b.switchRestartRequired(s, choice, ann)
 		}
 		b.readRecords(s)
+		if !at.isDefault {
+			b.readClaim(s, at, e.cc)
+		}
 		b.add(s)
 	}
 	if guessed {
@@ -884,6 +898,7 @@ type selection struct {
 	iface string
 	ips   []string
 	mac   string
+	claim string // ipam-claim-reference
 }
 
 // parseSelections reads a k8s.v1.cni.cncf.io/networks value: either a JSON
@@ -910,7 +925,8 @@ func parseSelections(v, defNS string) ([]selection, error) {
 			if !isDNSLabel(ns) || !isDNSSubdomain(el.Name) {
 				return nil, fmt.Errorf("[%d]: %q is not a valid network name", i, el.Namespace+"/"+el.Name)
 			}
-			out = append(out, selection{ref: nadRef{ns, el.Name}, iface: el.InterfaceRequest, ips: el.IPRequest, mac: el.MacRequest})
+			out = append(out, selection{ref: nadRef{ns, el.Name}, iface: el.InterfaceRequest, ips: el.IPRequest, mac: el.MacRequest,
+				claim: strings.TrimSpace(el.IPAMClaimReference)})
 		}
 		return out, nil
 	}

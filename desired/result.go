@@ -44,6 +44,25 @@ type Result struct {
 	// foreign counts, on each switch, the ports that are not ours and that
 	// kube-ovn placed there (a full Build's only).
 	foreign map[string]int
+	// claimNotes are the claims on networks ovn-sync does not manage.
+	claimNotes []*ClaimFacts
+}
+
+// Claims returns what the pass decided about each IPAMClaim a port of
+// Want reads (or could not take its addresses for), and about claims on
+// networks ovn-sync does not manage: what publishing writes to their
+// status. For an incremental result, those of the owners rebuilt.
+func (r Result) Claims() []*ClaimFacts {
+	var out []*ClaimFacts
+	for _, s := range r.specs {
+		if s.claim == nil || s.state == specDropped {
+			continue
+		}
+		if f := s.claimFacts(); f != nil {
+			out = append(out, f)
+		}
+	}
+	return append(out, r.claimNotes...)
 }
 
 // Source says where one of a port's addresses came from.

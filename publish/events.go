@@ -9,6 +9,7 @@ import (
 	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
 	"k8s.io/client-go/tools/record"
 
+	ipamclaimsv1alpha1 "github.com/ovn-sync/ovn-sync/apis/ipamclaims/v1alpha1"
 	kubeovnv1 "github.com/ovn-sync/ovn-sync/apis/kubeovn/v1"
 	"github.com/ovn-sync/ovn-sync/desired"
 	"github.com/ovn-sync/ovn-sync/state"
@@ -67,6 +68,9 @@ func indexRefs(in desired.Inputs) objectRefs {
 	}
 	for _, o := range in.Subnets {
 		add("Subnet", "kubeovn.io/v1", o)
+	}
+	for _, o := range in.IPAMClaims {
+		add(state.KindIPAMClaim, ipamclaimsv1alpha1.GroupVersion.String(), o)
 	}
 	for _, o := range in.IPs {
 		// Cluster-scoped: its Events go to the default namespace.

@@ -504,7 +504,7 @@ func named(problems []desired.Problem, objs desired.Objects) desired.Inputs {
 			}
 		}
 	}
-	in.NetworkAttachmentDefinitions, in.Subnets = nets.NetworkAttachmentDefinitions, nets.Subnets
+	in.NetworkAttachmentDefinitions, in.Subnets, in.IPAMClaims = nets.NetworkAttachmentDefinitions, nets.Subnets, nets.IPAMClaims
 	return in
 }
 

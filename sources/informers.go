@@ -29,6 +29,7 @@ import (
 	"k8s.io/client-go/tools/cache"
 	kubevirtv1 "kubevirt.io/api/core/v1"
 
+	ipamclaimsv1alpha1 "github.com/ovn-sync/ovn-sync/apis/ipamclaims/v1alpha1"
 	kubeovnv1 "github.com/ovn-sync/ovn-sync/apis/kubeovn/v1"
 	"github.com/ovn-sync/ovn-sync/desired"
 	"github.com/ovn-sync/ovn-sync/state"
@@ -52,11 +53,14 @@ const (
 	KindSubnet      Kind = "Subnet"
 	KindNamespace   Kind = "Namespace"
 	KindStatefulSet Kind = "StatefulSet"
+	// KindIPAMClaim is an IPAMClaim (k8s.cni.cncf.io/v1alpha1): the
+	// record of a VM's addresses on one network.
+	KindIPAMClaim Kind = state.KindIPAMClaim
 )
 
 // Kinds lists every kind the informers watch.
 var Kinds = []Kind{KindPod, KindVirtualMachine, KindVirtualMachineInstance, KindVirtualMachineInstanceMigration, KindNetworkAttachmentDefinition,
-	KindSubnet, KindNamespace, KindStatefulSet, KindIP}
+	KindSubnet, KindNamespace, KindStatefulSet, KindIP, KindIPAMClaim}
 
 // typedKinds are the built-in kinds, always served: the typed factory reads them.
 var typedKinds = []Kind{KindPod, KindNamespace, KindStatefulSet}
@@ -69,6 +73,7 @@ var (
 	GVRNetworkAttachmentDefinition     = nadv1.SchemeGroupVersion.WithResource("network-attachment-definitions")
 	GVRSubnet                          = kubeovnv1.GroupVersion.WithResource("subnets")
 	GVRIP                              = kubeovnv1.GroupVersion.WithResource("ips")
+	GVRIPAMClaim                       = ipamclaimsv1alpha1.GroupVersion.WithResource("ipamclaims")
 )
 
 // crdKinds maps each custom kind to its resource.
@@ -79,6 +84,7 @@ var crdKinds = map[Kind]schema.GroupVersionResource{
 	KindNetworkAttachmentDefinition:     GVRNetworkAttachmentDefinition,
 	KindSubnet:                          GVRSubnet,
 	KindIP:                              GVRIP,
+	KindIPAMClaim:                       GVRIPAMClaim,
 }
 
 // InformerOptions configures NewInformers.
@@ -267,6 +273,7 @@ var ListKinds = map[schema.GroupVersionResource]string{
 	GVRNetworkAttachmentDefinition:     "NetworkAttachmentDefinitionList",
 	GVRSubnet:                          "SubnetList",
 	GVRIP:                              "IPList",
+	GVRIPAMClaim:                       "IPAMClaimList",
 	GVRCustomResourceDefinition:        "CustomResourceDefinitionList",
 }
 
@@ -757,10 +764,11 @@ func collectNetworks(in *desired.Inputs, list func(Kind) []any, bad *[]Unreadabl
 	in.Subnets = collect[*kubeovnv1.Subnet](KindSubnet, list(KindSubnet), bad)
 	in.Namespaces = collect[*corev1.Namespace](KindNamespace, list(KindNamespace), bad)
 	in.StatefulSets = collect[*appsv1.StatefulSet](KindStatefulSet, list(KindStatefulSet), bad)
+	in.IPAMClaims = collect[*ipamclaimsv1alpha1.IPAMClaim](KindIPAMClaim, list(KindIPAMClaim), bad)
 }
 
 // networkKinds are the kinds collectNetworks reads.
-var networkKinds = []Kind{KindNetworkAttachmentDefinition, KindSubnet, KindNamespace, KindStatefulSet}
+var networkKinds = []Kind{KindNetworkAttachmentDefinition, KindSubnet, KindNamespace, KindStatefulSet, KindIPAMClaim}
 
 // around reads what changed in two steps around list, which reads the
 // stores of the informers it is given; with take, it takes the changes.
@@ -1079,6 +1087,8 @@ func typedTransform(k Kind) cache.TransformFunc {
 			return &kubeovnv1.Subnet{}
 		case KindIP:
 			return &kubeovnv1.IP{}
+		case KindIPAMClaim:
+			return &ipamclaimsv1alpha1.IPAMClaim{}
 		default:
 			return &nadv1.NetworkAttachmentDefinition{}
 		}

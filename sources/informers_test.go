@@ -124,15 +124,15 @@ func vm(ns, name string, spec map[string]any) *unstructured.Unstructured {
 func TestInformersMissingCRDs(t *testing.T) {
 	f := newFakes(t, false, false, pod("default", "a"))
 	ctx := start(t, f)
-	if got := f.inf.Absent(); len(got) != 6 {
-		t.Errorf("Absent() = %v, want the 6 custom kinds", got)
+	if got := f.inf.Absent(); len(got) != 7 {
+		t.Errorf("Absent() = %v, want the 7 custom kinds", got)
 	}
 	snap := f.inf.Inputs()
 	if len(snap.Inputs.Pods) != 1 || len(snap.Inputs.VirtualMachines) != 0 {
 		t.Errorf("Inputs() = %d pods %d VMs, want 1 and 0", len(snap.Inputs.Pods), len(snap.Inputs.VirtualMachines))
 	}
 	// Discovery again while still absent changes nothing (and logs nothing).
-	if err := f.inf.Discover(ctx); err != nil || len(f.inf.Absent()) != 6 {
+	if err := f.inf.Discover(ctx); err != nil || len(f.inf.Absent()) != 7 {
 		t.Fatalf("Discover() = %v, Absent() = %v", err, f.inf.Absent())
 	}
 
@@ -147,8 +147,8 @@ func TestInformersMissingCRDs(t *testing.T) {
 		t.Fatal(err)
 	}
 	waitSynced(t, f.inf)
-	if got := f.inf.Absent(); !slices.Equal(got, []Kind{KindNetworkAttachmentDefinition, KindSubnet, KindIP}) {
-		t.Errorf("Absent() after installing KubeVirt = %v, want [NetworkAttachmentDefinition Subnet IP]", got)
+	if got := f.inf.Absent(); !slices.Equal(got, []Kind{KindNetworkAttachmentDefinition, KindSubnet, KindIP, KindIPAMClaim}) {
+		t.Errorf("Absent() after installing KubeVirt = %v, want [NetworkAttachmentDefinition Subnet IP IPAMClaim]", got)
 	}
 	eventually(t, "VM read after Discover", func() error {
 		if n := len(f.inf.Inputs().Inputs.VirtualMachines); n != 1 {

@@ -25,6 +25,7 @@ import (
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	kubevirtv1 "kubevirt.io/api/core/v1"
 
+	ipamclaimsv1alpha1 "github.com/ovn-sync/ovn-sync/apis/ipamclaims/v1alpha1"
 	kubeovnv1 "github.com/ovn-sync/ovn-sync/apis/kubeovn/v1"
 	"github.com/ovn-sync/ovn-sync/desired"
 	"github.com/ovn-sync/ovn-sync/state"
@@ -146,14 +147,14 @@ func Count(in desired.Inputs) int {
 	return n
 }
 
-func counts(in desired.Inputs) [9]int {
-	return [9]int{len(in.Pods), len(in.VirtualMachines), len(in.VirtualMachineInstances), len(in.Migrations), len(in.NetworkAttachmentDefinitions),
-		len(in.Subnets), len(in.Namespaces), len(in.StatefulSets), len(in.IPs)}
+func counts(in desired.Inputs) [10]int {
+	return [10]int{len(in.Pods), len(in.VirtualMachines), len(in.VirtualMachineInstances), len(in.Migrations), len(in.NetworkAttachmentDefinitions),
+		len(in.Subnets), len(in.Namespaces), len(in.StatefulSets), len(in.IPs), len(in.IPAMClaims)}
 }
 
 // checkDuplicates rejects an object defined twice: with two definitions
 // there is no telling which one the user means.
-func checkDuplicates(in desired.Inputs, from [9]int, file string, seen map[string]string) error {
+func checkDuplicates(in desired.Inputs, from [10]int, file string, seen map[string]string) error {
 	check := func(kind string, objs []object) error {
 		for _, o := range objs {
 			key := kind + " " + o.GetNamespace() + "/" + o.GetName()
@@ -174,6 +175,7 @@ func checkDuplicates(in desired.Inputs, from [9]int, file string, seen map[strin
 		check(string(KindNamespace), asObjects(in.Namespaces[from[6]:])),
 		check(string(KindStatefulSet), asObjects(in.StatefulSets[from[7]:])),
 		check(state.KindIP, asObjects(in.IPs[from[8]:])),
+		check(state.KindIPAMClaim, asObjects(in.IPAMClaims[from[9]:])),
 	)
 }
 
@@ -438,6 +440,8 @@ func addObject(raw []byte, known *metav1.TypeMeta, in *desired.Inputs) ([]string
 		return nil, decodeInto(raw, &in.StatefulSets)
 	case group == kubeovnv1.GroupVersion.Group && tm.Kind == state.KindIP:
 		return nil, decodeClusterScoped(raw, &in.IPs)
+	case group == ipamclaimsv1alpha1.GroupVersion.Group && tm.Kind == state.KindIPAMClaim:
+		return nil, decodeInto(raw, &in.IPAMClaims)
 	}
 	var om struct {
 		Metadata metav1.ObjectMeta `json:"metadata"`

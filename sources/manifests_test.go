@@ -41,7 +41,8 @@ spec:
  {"apiVersion":"k8s.cni.cncf.io/v1","kind":"NetworkAttachmentDefinition","metadata":{"name":"data","namespace":"tenant"},"spec":{"config":"{}"}},
  {"apiVersion":"kubevirt.io/v1","kind":"VirtualMachineInstance","metadata":{"name":"vmi1","namespace":"vms"}},
  {"apiVersion":"kubevirt.io/v1","kind":"VirtualMachineInstanceMigration","metadata":{"name":"mig","namespace":"vms"}},
- {"apiVersion":"kubeovn.io/v1","kind":"IP","metadata":{"name":"vm1.vms"},"spec":{"podName":"vm1","namespace":"vms","subnet":"ovn-default","v4IpAddress":"10.16.0.7","macAddress":"00:00:00:4f:7a:03","podType":"VirtualMachine"}}]}`)
+ {"apiVersion":"kubeovn.io/v1","kind":"IP","metadata":{"name":"vm1.vms"},"spec":{"podName":"vm1","namespace":"vms","subnet":"ovn-default","v4IpAddress":"10.16.0.7","macAddress":"00:00:00:4f:7a:03","podType":"VirtualMachine"}},
+ {"apiVersion":"k8s.cni.cncf.io/v1alpha1","kind":"IPAMClaim","metadata":{"name":"vm1.data"},"spec":{"network":"tenantnet","interface":""},"status":{"ips":["192.168.10.2/24"]}}]}`)
 	write(t, dir, "ignored.txt", "not yaml")
 
 	in, notes, err := ReadManifests([]string{dir})
@@ -53,6 +54,9 @@ spec:
 	}
 	if len(in.VirtualMachines) != 1 || in.VirtualMachines[0].Spec.Template.Spec.Networks[0].Multus.NetworkName != "tenant/data" {
 		t.Errorf("VirtualMachines = %+v", in.VirtualMachines)
+	}
+	if len(in.IPAMClaims) != 1 || in.IPAMClaims[0].Namespace != "default" || in.IPAMClaims[0].Status.IPs[0] != "192.168.10.2/24" {
+		t.Errorf("IPAMClaims = %+v, want vm1.data in default with its status.ips", in.IPAMClaims)
 	}
 	if len(in.NetworkAttachmentDefinitions) != 1 || len(in.VirtualMachineInstances) != 1 || len(in.Migrations) != 1 {
 		t.Errorf("List items not all read: %d NADs, %d VMIs, %d migrations",

@@ -12,4 +12,7 @@ const (
 	// KindIP is kube-ovn's IP object (kubeovn.io/v1, cluster-scoped): a
 	// record of the addresses of the port it is named after.
 	KindIP = "IP"
+	// KindIPAMClaim is an IPAMClaim (k8s.cni.cncf.io/v1alpha1, namespaced):
+	// the record of a VM's addresses on one network.
+	KindIPAMClaim = "IPAMClaim"
 )
