@@ -245,6 +245,7 @@ func runMain(ctx context.Context, rf *runFlags, log logr.Logger) error {
 				live = publish.Live(snap.Inputs)
 			}
 			pub.Publish(ctx, reconcile.Publications(out.Result), live)
+			pub.PublishClaims(ctx, reconcile.ClaimStatuses(out.Result))
 		}
 	}
 	if rf.events {

@@ -201,6 +201,7 @@ func start(ctx context.Context, cancel context.CancelFunc, o Options) (*Runner, 
 				live = publish.Live(snap.Inputs)
 			}
 			pub.Publish(ctx, reconcile.Publications(out.Result), live)
+			pub.PublishClaims(ctx, reconcile.ClaimStatuses(out.Result))
 		}
 	}
 	loop := reconcile.NewLoop(src, nb, opts)

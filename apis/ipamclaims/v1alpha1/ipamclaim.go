@@ -78,17 +78,24 @@ func (c *IPAMClaim) DeepCopy() *IPAMClaim {
 	}
 	out := *c
 	c.ObjectMeta.DeepCopyInto(&out.ObjectMeta)
-	if c.Status.IPs != nil {
-		out.Status.IPs = append([]string(nil), c.Status.IPs...)
+	out.Status = *c.Status.DeepCopy()
+	return &out
+}
+
+// DeepCopy returns a deep copy of s.
+func (s *IPAMClaimStatus) DeepCopy() *IPAMClaimStatus {
+	out := *s
+	if s.IPs != nil {
+		out.IPs = append([]string(nil), s.IPs...)
 	}
-	if c.Status.OwnerPod != nil {
-		p := *c.Status.OwnerPod
-		out.Status.OwnerPod = &p
+	if s.OwnerPod != nil {
+		p := *s.OwnerPod
+		out.OwnerPod = &p
 	}
-	if c.Status.Conditions != nil {
-		out.Status.Conditions = make([]metav1.Condition, len(c.Status.Conditions))
-		for i := range c.Status.Conditions {
-			c.Status.Conditions[i].DeepCopyInto(&out.Status.Conditions[i])
+	if s.Conditions != nil {
+		out.Conditions = make([]metav1.Condition, len(s.Conditions))
+		for i := range s.Conditions {
+			s.Conditions[i].DeepCopyInto(&out.Conditions[i])
 		}
 	}
 	return &out
