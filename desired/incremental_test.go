@@ -17,6 +17,7 @@ import (
 	kubevirtv1 "kubevirt.io/api/core/v1"
 	"pgregory.net/rapid"
 
+	ipamclaimsv1alpha1 "github.com/ovn-sync/ovn-sync/apis/ipamclaims/v1alpha1"
 	kubeovnv1 "github.com/ovn-sync/ovn-sync/apis/kubeovn/v1"
 	"github.com/ovn-sync/ovn-sync/state"
 )
@@ -36,9 +37,14 @@ func newCluster(t *rapid.T) *cluster {
 		t.Fatalf("NewConfig: %v", err)
 	}
 	c := &cluster{cfg: cfg, objects: map[ObjectRef]any{}}
+	config := `{"type":"ovn-k8s-cni-overlay","topology":"layer2","subnets":"192.168.100.0/29"}`
+	if rapid.Bool().Draw(t, "persistent IPs") {
+		// VMs on blue keep their addresses in IPAMClaims (event 14).
+		config = `{"name":"blue","type":"ovn-k8s-cni-overlay","topology":"layer2","subnets":"192.168.100.0/29","allowPersistentIPs":true}`
+	}
 	c.put(&nadv1.NetworkAttachmentDefinition{
 		ObjectMeta: metav1.ObjectMeta{Namespace: "tenant", Name: "blue"},
-		Spec:       nadv1.NetworkAttachmentDefinitionSpec{Config: `{"type":"ovn-k8s-cni-overlay","topology":"layer2","subnets":"192.168.100.0/29"}`},
+		Spec:       nadv1.NetworkAttachmentDefinitionSpec{Config: config},
 	})
 	if rapid.Bool().Draw(t, "statefulset") {
 		// kube-ovn's StatefulSet pods keep their ports while gone; an IP
@@ -87,6 +93,8 @@ func refOf(o any) ObjectRef {
 		return ObjectRef{kindNamespace, "", v.Name}
 	case *kubeovnv1.Subnet:
 		return ObjectRef{kindSubnet, "", v.Name}
+	case *ipamclaimsv1alpha1.IPAMClaim:
+		return ObjectRef{state.KindIPAMClaim, v.Namespace, v.Name}
 	}
 	panic(fmt.Sprintf("%T", o))
 }
@@ -128,6 +136,8 @@ func inputsOf(objects map[ObjectRef]any) Inputs {
 			in.Namespaces = append(in.Namespaces, v)
 		case *kubeovnv1.Subnet:
 			in.Subnets = append(in.Subnets, v)
+		case *ipamclaimsv1alpha1.IPAMClaim:
+			in.IPAMClaims = append(in.IPAMClaims, v)
 		}
 	}
 	return in
@@ -200,7 +210,7 @@ func (c *cluster) launcher(vmi, suffix, node string, created metav1.Time) *corev
 // event changes the cluster as an informer would see it and returns the
 // objects it changed.
 func (c *cluster) event(t *rapid.T) []ObjectRef {
-	return c.eventOf(t, rapid.IntRange(0, 17).Draw(t, "event"))
+	return c.eventOf(t, rapid.IntRange(0, 18).Draw(t, "event"))
 }
 
 // eventOf makes an event of kind k (a case of event).
@@ -396,6 +406,22 @@ func (c *cluster) eventOf(t *rapid.T, k int) []ObjectRef {
 			nss = []string{"tenant"}
 		}
 		return []ObjectRef{c.put(subnet1(nss))}
+	case 18: // the IPAMClaim of a VM's blue network, which may be gone, is created, filled or deleted
+		vm := fmt.Sprintf("vm%d", rapid.IntRange(0, 11).Draw(t, "claim vm"))
+		r := ObjectRef{state.KindIPAMClaim, "tenant", ClaimName(vm, "blue")}
+		if _, ok := c.objects[r]; ok && rapid.Bool().Draw(t, "delete claim") {
+			return []ObjectRef{c.del(r)}
+		}
+		var ips []string
+		if n := rapid.IntRange(0, 7).Draw(t, "claim ip"); n > 0 {
+			ips = []string{fmt.Sprintf("192.168.100.%d/29", n)}
+		}
+		return []ObjectRef{c.put(&ipamclaimsv1alpha1.IPAMClaim{
+			ObjectMeta: metav1.ObjectMeta{Namespace: "tenant", Name: r.Name,
+				OwnerReferences: []metav1.OwnerReference{{APIVersion: "kubevirt.io/v1", Kind: kindVirtualMachine, Name: vm, Controller: new(true)}}},
+			Spec:   ipamclaimsv1alpha1.IPAMClaimSpec{Network: "blue"},
+			Status: ipamclaimsv1alpha1.IPAMClaimStatus{IPs: ips},
+		})}
 	}
 	return nil
 }
