@@ -99,6 +99,7 @@ func appendInputs(dst *Inputs, in Inputs) {
 	dst.Namespaces = append(dst.Namespaces, in.Namespaces...)
 	dst.StatefulSets = append(dst.StatefulSets, in.StatefulSets...)
 	dst.IPs = append(dst.IPs, in.IPs...)
+	dst.IPAMClaims = append(dst.IPAMClaims, in.IPAMClaims...)
 }
 
 func checkField(t *testing.T, in Inputs, cfg Config) {

@@ -47,3 +47,19 @@ func TestKubevirtPodIface(t *testing.T) {
 		}
 	}
 }
+
+// TestClaimName: the claim names ipam-extensions' ComposeKey gives, for
+// names KubeVirt accepts and for network names that are not DNS labels.
+func TestClaimName(t *testing.T) {
+	for _, c := range []struct{ vm, network, want string }{
+		{"vm-a", "anet", "vm-a.anet"},
+		{"db", "data", "db.data"},
+		{"vm-a", "Blue_Net", "vm-a.blue.net"},
+		{"vm-a", "-x-", "vm-a.x"},
+		{strings.Repeat("a", 250), "data", strings.Repeat("a", 250) + ".da"},
+	} {
+		if got := ClaimName(c.vm, c.network); got != c.want {
+			t.Errorf("ClaimName(%q, %q) = %q, want %q", c.vm, c.network, got, c.want)
+		}
+	}
+}
