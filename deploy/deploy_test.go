@@ -53,6 +53,8 @@ func needed() map[grant]bool {
 	add(cluster, "kubevirt.io", []string{"virtualmachines", "virtualmachineinstances", "virtualmachineinstancemigrations"}, []string{"list", "watch"})
 	add(cluster, "kubevirt.io", []string{"virtualmachines"}, []string{"patch"})
 	add(cluster, "k8s.cni.cncf.io", []string{"network-attachment-definitions"}, []string{"list", "watch"})
+	add(cluster, "k8s.cni.cncf.io", []string{"ipamclaims"}, []string{"get", "list", "watch"})
+	add(cluster, "k8s.cni.cncf.io", []string{"ipamclaims/status"}, []string{"update"})
 	add(cluster, "kubeovn.io", []string{"subnets", "ips"}, []string{"list", "watch"})
 	add(cluster, "", []string{"namespaces"}, []string{"list", "watch"})
 	add(cluster, "apps", []string{"statefulsets"}, []string{"list", "watch"})
