@@ -684,6 +684,9 @@ func (l *Loop) pass(ctx context.Context, t trigger) error {
 	}
 	dur := time.Since(start)
 	l.m.passDuration.WithLabelValues(kind).Observe(dur.Seconds())
+	if out.Attempts > 0 {
+		l.m.observePhases(out.Timings)
+	}
 	if err != nil {
 		// What the NB holds is not known: the next pass builds in full.
 		l.inc.Reset()

@@ -1,6 +1,8 @@
 package reconcile
 
 import (
+	"time"
+
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	dto "github.com/prometheus/client_model/go"
@@ -19,6 +21,7 @@ type Metrics struct {
 
 	passes        *prometheus.CounterVec   // kind, result
 	passDuration  *prometheus.HistogramVec // kind
+	passPhase     *prometheus.HistogramVec // phase
 	changes       *prometheus.CounterVec   // object, action
 	operations    prometheus.Counter
 	transactions  prometheus.Counter
@@ -55,6 +58,13 @@ func NewMetrics() *Metrics {
 	m.passDuration = prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: "ovn_sync_pass_duration_seconds",
 		Help: "Duration of a pass: read the informers and the NB cache, build, diff, apply, publish.", Buckets: prometheus.ExponentialBuckets(0.001, 2, 16)},
 		[]string{"kind"})
+	m.passPhase = prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: "ovn_sync_pass_phase_seconds",
+		Help: "Duration of each phase of a pass: observe (read the NB cache), build and diff of its last computation, apply over every attempt (0 when the mass-delete guard refused the plan).", Buckets: prometheus.ExponentialBuckets(0.0001, 2, 20)},
+		[]string{"phase"})
+	f(m.passPhase)
+	for _, p := range phases {
+		m.passPhase.WithLabelValues(p)
+	}
 	m.changes = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "ovn_sync_changes_total",
 		Help: "Plan changes carried out, by object (port, switch, dhcp_options) and action (create, update, delete)."},
 		[]string{"object", "action"})
@@ -111,6 +121,17 @@ func NewMetrics() *Metrics {
 		}
 	}
 	return m
+}
+
+// phases are the values of ovn_sync_pass_phase_seconds's label, in the
+// order of a pass.
+var phases = []string{"observe", "build", "diff", "apply"}
+
+// observePhases records how long each phase of a pass took.
+func (m *Metrics) observePhases(t Timings) {
+	for i, d := range []time.Duration{t.Observe, t.Build, t.Diff, t.Apply} {
+		m.passPhase.WithLabelValues(phases[i]).Observe(d.Seconds())
+	}
 }
 
 // observeApply records what one apply did.
