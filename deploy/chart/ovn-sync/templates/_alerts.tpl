@@ -93,4 +93,38 @@ groups:
         have had the problem {{`{{ $labels.reason }}`}} for an hour: their ports are not what they ask
         for. Warning Events name them: kubectl get events -A --field-selector
         reason={{`{{ $labels.reason }}`}}.
+  - alert: OvnSyncSwitchNearlyFull
+    expr: |-
+      max by (namespace, job, switch) (
+        ovn_sync_switch_ports
+          * on (namespace, job, instance) group_left ovn_sync_leader
+          / on (namespace, job, instance) group_left ovn_sync_switch_port_limit
+      ) > 0.9
+    for: 15m
+    labels:
+      severity: warning
+    annotations:
+      summary: a logical switch nears the most ports OVN binds
+      description: >-
+        Switch {{`{{ $labels.switch }}`}} holds {{`{{ $value | humanizePercentage }}`}} of the ports OVN
+        binds on one switch (ovn_sync_switch_port_limit, 32767), counting ovn-sync's and kube-ovn's, as
+        {{`{{ $labels.job }}`}} in {{`{{ $labels.namespace }}`}} counts them. Past the limit a new pod or
+        VM on it gets no port (SwitchFull problems). Spread the network over more kube-ovn Subnets or
+        NADs.
+  - alert: OvnSyncSwitchFull
+    expr: |-
+      max by (namespace, job) (
+        ovn_sync_problems{reason="SwitchFull"} * on (namespace, job, instance) group_left ovn_sync_leader
+      ) > 0
+    for: 5m
+    labels:
+      severity: critical
+    annotations:
+      summary: owners without a port, their switch full
+      description: >-
+        {{`{{ $value }}`}} object(s) seen by {{`{{ $labels.job }}`}} in {{`{{ $labels.namespace }}`}} have
+        no port: their network's switch holds as many ports as OVN binds on one, so their pods and VMs
+        have no network. Nothing is evicted; they get ports as others leave the switch. Warning Events
+        name them: kubectl get events -A --field-selector reason=SwitchFull; ovn_sync_switch_ports
+        names the full switch.
 {{- end -}}
