@@ -188,6 +188,16 @@ func (m *Metrics) Registry() *prometheus.Registry { return m.reg }
 // InformerEvent counts one informer event of kind.
 func (m *Metrics) InformerEvent(kind string) { m.informerEvent.WithLabelValues(kind).Inc() }
 
+// Kinds makes the series of every informer kind exist at 0 from the
+// start, so that rates over them show 0, not nothing, until the first
+// event or drop.
+func (m *Metrics) Kinds(kinds []string) {
+	for _, k := range kinds {
+		m.informerEvent.WithLabelValues(k)
+		m.dropped.WithLabelValues(k)
+	}
+}
+
 // ChangeDropped counts one informer update of kind that changed nothing
 // ovn-sync reads.
 func (m *Metrics) ChangeDropped(kind string) { m.dropped.WithLabelValues(kind).Inc() }

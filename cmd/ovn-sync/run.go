@@ -228,6 +228,11 @@ func runMain(ctx context.Context, rf *runFlags, log logr.Logger) error {
 		return err
 	}
 	m := reconcile.NewMetrics()
+	kinds := make([]string, len(sources.Kinds))
+	for i, k := range sources.Kinds {
+		kinds[i] = string(k)
+	}
+	m.Kinds(kinds)
 	src := sources.NewInformers(sources.InformerOptions{
 		Kube: kube, Dynamic: dyn, Logger: log.WithName("sources"),
 		OnEvent: func(k sources.Kind) { m.InformerEvent(string(k)) },
