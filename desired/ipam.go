@@ -6,6 +6,7 @@ import (
 	"math/bits"
 	"net/netip"
 	"slices"
+	"strconv"
 	"strings"
 
 	ipamclaimsv1alpha1 "github.com/ovn-sync/ovn-sync/apis/ipamclaims/v1alpha1"
@@ -638,6 +639,41 @@ func (m *ipam) claimID(s *portSpec) holderID {
 	return ^holderID(len(m.claims) - 1)
 }
 
+// describeForeign names ports that are not ovn-sync's, sorted by name in
+// place, each with its UUID when known: `port "x" (UUID u), which is not
+// ovn-sync's`, or `ports "x" (UUID u) and "y", which are not ovn-sync's`.
+func describeForeign(ps []*state.Port) string {
+	slices.SortFunc(ps, func(x, y *state.Port) int { return strings.Compare(x.Name, y.Name) })
+	names := make([]string, len(ps))
+	for i, p := range ps {
+		names[i] = strconv.Quote(p.Name)
+		if p.UUID != "" {
+			names[i] += " (UUID " + p.UUID + ")"
+		}
+	}
+	switch len(ps) {
+	case 0:
+		return ""
+	case 1:
+		return "port " + names[0] + ", which is not ovn-sync's"
+	}
+	return "ports " + strings.Join(names[:len(names)-1], ", ") + " and " + names[len(names)-1] + ", which are not ovn-sync's"
+}
+
+// heldByAnother names the port, other than s's, that holds the address k
+// names on s's switch (or, not ours, anywhere), "" when none does.
+func (m *ipam) heldByAnother(s *portSpec, k heldKey) string {
+	for _, id := range m.holdersOf(k, s.net.swID) {
+		switch {
+		case id < 0 && m.claims[^id] != s:
+			return fmt.Sprintf("port %q", m.claims[^id].name)
+		case id >= 0 && m.ports[id].Name != s.name:
+			return fmt.Sprintf("port %q", m.ports[id].Name)
+		}
+	}
+	return ""
+}
+
 // set records that id, on network n, holds the address k names.
 func (m *ipam) set(n *network, k heldKey, id holderID) {
 	k.sw = n.swID
@@ -768,13 +804,31 @@ func (b *builder) allocate() {
 		b.settle(m, g)
 	}
 	// A kept address of a port moving to another switch must be held on the
-	// new switch too.
+	// new switch too, older owners first. A MAC another port holds there
+	// (one derived from an address of the old network, which a port of
+	// the new one derived from the same address) is given up for a new one:
+	// the port is new on that network anyway.
+	slices.SortFunc(b.moved, comparePriority)
 	for _, s := range b.moved {
 		id := m.claimID(s)
 		for c := range numComps {
-			if a, x := s.target(c); (a.IsValid() || x.valid()) && s.need&(claimBit(c)|dynBit(c)) == 0 {
-				m.set(s.net, s.key(c, a, x), id)
+			a, x := s.target(c)
+			if !a.IsValid() && !x.valid() || s.need&(claimBit(c)|dynBit(c)) != 0 {
+				continue
 			}
+			k := s.key(c, a, x)
+			if c == compMAC {
+				if other := m.heldByAnother(s, k); other != "" {
+					b.ownerProblem(s.o, "AddressConflict", fmt.Sprintf("port %q moves to switch %q with MAC %s, which %s holds there: given a new MAC",
+						s.name, s.net.sw, x, other))
+					s.mac, s.need, s.src[c] = 0, s.need|dynBit(c), SourceAllocated
+					if !slices.Contains(b.pending, s) {
+						b.pending = append(b.pending, s)
+					}
+					continue
+				}
+			}
+			m.set(s.net, k, id)
 		}
 	}
 	if len(b.pending) == 0 {
@@ -877,7 +931,7 @@ func (b *builder) settle(m *ipam, g []held) {
 	c := int(k.comp)
 	a, x := keyAddr(k)
 	what := compName[c] + " " + addrText(c, a, x)
-	var foreign *state.Port
+	var foreigns []*state.Port
 	bySwitch := map[uint32][]*state.Port{}
 	var sws []uint32
 	for _, e := range g {
@@ -887,9 +941,7 @@ func (b *builder) settle(m *ipam, g []held) {
 			return
 		}
 		if e.k.sw == 0 {
-			if foreign == nil || p.Name < foreign.Name {
-				foreign = p
-			}
+			foreigns = append(foreigns, p)
 			continue
 		}
 		if bySwitch[e.k.sw] == nil {
@@ -898,12 +950,10 @@ func (b *builder) settle(m *ipam, g []held) {
 		bySwitch[e.k.sw] = append(bySwitch[e.k.sw], p)
 	}
 	slices.Sort(sws)
-	foreignText := ""
-	if foreign != nil {
-		foreignText = fmt.Sprintf("port %q, which is not ovn-sync's", foreign.Name)
-		if foreign.UUID != "" {
-			foreignText = fmt.Sprintf("port %q (UUID %s), which is not ovn-sync's", foreign.Name, foreign.UUID)
-		}
+	var foreign *state.Port // the first not ours, by name, if any
+	foreignText := describeForeign(foreigns)
+	if len(foreigns) > 0 {
+		foreign = foreigns[0]
 	}
 	for _, sw := range sws {
 		ps := bySwitch[sw]
