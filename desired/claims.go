@@ -106,6 +106,21 @@ type ClaimFacts struct {
 // others): nobody will fill it.
 const ReasonNetworkNotManaged = "NetworkNotManaged"
 
+// claimLookup is one owner's look-up of a claim, found or not: a change
+// of that claim rebuilds the owner (scopes).
+type claimLookup struct {
+	claim nsName
+	owner string
+}
+
+// lookup returns the claim of o's namespace called name, noting the
+// look-up.
+func (b *builder) lookup(o *owner, name string) *ipamclaimsv1alpha1.IPAMClaim {
+	k := nsName{o.ns, name}
+	b.lookups = append(b.lookups, claimLookup{k, o.id})
+	return b.claims[k]
+}
+
 // indexClaims indexes in's claims by namespace and name.
 func (b *builder) indexClaims(in Inputs) {
 	if len(in.IPAMClaims) == 0 {
@@ -134,12 +149,13 @@ func (b *builder) readClaim(s *portSpec, at *attachment, cc claimConfig) {
 		ref, refSrc = b.launcherClaimRef(o, at)
 	}
 	if ref != "" {
+		c := b.lookup(o, ref)
 		if !cc.persistent {
 			b.ownerProblem(o, "InvalidClaimReference", fmt.Sprintf("%s %q: network %q does not allow persistent IPs "+
 				"(its config has no \"allowPersistentIPs\": true); ignored", refSrc, ref, at.ref.String()))
 			return
 		}
-		if c := b.claims[nsName{o.ns, ref}]; c != nil {
+		if c != nil {
 			b.useClaim(s, c, cc)
 		}
 		return
@@ -147,7 +163,7 @@ func (b *builder) readClaim(s *portSpec, at *attachment, cc claimConfig) {
 	if !cc.persistent || at.podIface == "" || o.kind == kindPod {
 		return
 	}
-	c := b.claims[nsName{o.ns, ClaimName(o.name, at.iface)}]
+	c := b.lookup(o, ClaimName(o.name, at.iface))
 	if c == nil {
 		return
 	}
@@ -355,8 +371,11 @@ func (b *builder) unmanagedClaim(o *owner, at *attachment, e nadEntry) {
 	if name == "" && e.cc.persistent && at.podIface != "" && o.kind != kindPod {
 		name = ClaimName(o.name, at.iface)
 	}
-	c := b.claims[nsName{o.ns, name}]
-	if name == "" || c == nil || c.Spec.Network != e.cc.name || len(c.Status.IPs) > 0 {
+	if name == "" {
+		return
+	}
+	c := b.lookup(o, name)
+	if c == nil || c.Spec.Network != e.cc.name || len(c.Status.IPs) > 0 {
 		return
 	}
 	f := &ClaimFacts{Claim: c, Owner: o.id, Pods: o.objects.launchers.pods(), Node: o.chassis,

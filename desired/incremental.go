@@ -84,6 +84,10 @@ type base struct {
 	bySet       map[nsName]map[string]bool
 	nsSwitch    map[string]string
 	ipNamed     relations
+	// claimReaders are the owners (ids) that looked each IPAMClaim up, as
+	// Build records it (Result.lookups): by ipam-claim-reference or by
+	// ipam-extensions' name, the claim there or not.
+	claimReaders relations
 }
 
 // relations are, for each KubeVirt object, the names of the groups (a VM's
@@ -163,7 +167,7 @@ func (r *Result) Spliced() (s Spliced, ok bool) {
 // Full builds from scratch, as Build, and keeps the result for Update.
 func (x *Incremental) Full(in Inputs, cfg Config, have state.State) Result {
 	r := Build(in, cfg, have)
-	b := &base{cfg: cfg, launchers: relations{}, vmiVM: relations{}, migVMI: relations{}, ipNamed: relations{},
+	b := &base{cfg: cfg, launchers: relations{}, vmiVM: relations{}, migVMI: relations{}, ipNamed: relations{}, claimReaders: relations{},
 		byNamespace: map[string]map[string]bool{}, bySet: map[nsName]map[string]bool{}, nsSwitch: map[string]string{}}
 	for _, ns := range in.Namespaces {
 		if ns == nil {
@@ -195,6 +199,7 @@ func (x *Incremental) Full(in Inputs, cfg Config, have state.State) Result {
 			b.migVMI.add(nsName{m.Namespace, m.Name}, m.Spec.VMIName)
 		}
 	}
+	b.readClaims(r)
 	b.held = newHeldIndex(r.Want.Ports)
 	b.byOwner = make(map[string][]string, r.Want.Ports.Len())
 	b.switchRefs, b.dhcpRefs = map[string]int{}, map[string]int{}
@@ -308,6 +313,7 @@ func (x *Incremental) Update(objs Objects, changed []ObjectRef, cfg Config, have
 // changed: callers may still hold it.
 func (b *base) splice(r Result, owners map[string]bool) Result {
 	b.v4 = r.v4 // the same networks as the last result's: a change to one builds in full
+	b.readClaims(r)
 	ports := b.want.Ports.Clone()
 	var removed []state.Entry
 	var names []string

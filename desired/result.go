@@ -46,6 +46,8 @@ type Result struct {
 	foreign map[string]int
 	// claimNotes are the claims on networks ovn-sync does not manage.
 	claimNotes []*ClaimFacts
+	// lookups are the claims the owners built looked up, there or not.
+	lookups []claimLookup
 }
 
 // Claims returns what the pass decided about each IPAMClaim a port of

@@ -57,8 +57,12 @@ const (
 //	Namespace            the owners in it, when its ovn.kubernetes.io/logical_switch changed
 //	StatefulSet          its pods (by name, <set>-<ordinal>): gone ones keep their ports by it
 //	IP object            the owner of the port it is named after, the owner it names and the one it named
+//	IPAMClaim            the owners that looked it up (by ipam-claim-reference or by ipam-extensions' name),
+//	                     whether it was there or not
 //	NAD, Subnet          not scoped: every owner
 //
+// A claim no owner looks up only reserves its addresses, which every Build
+// reads again from all claims, scoped or not, as it does a StatefulSet's.
 // An IP object's reservation (a gone StatefulSet pod's, keepStatefulSetPorts)
 // is read again by every Build, scoped or not, from the sets and their IP
 // objects: it only bounds what the owners rebuilt are given.
@@ -67,11 +71,12 @@ var scopes = map[string]func(b *base, objs Objects, c ObjectRef, sel *touched) W
 	kindVirtualMachine:     (*base).vmScope,
 	kindVirtualMachineInst: (*base).vmiScope,
 	state.KindVirtualMachineInstanceMigration: (*base).migrationScope,
-	kindNamespace:   (*base).namespaceScope,
-	kindStatefulSet: (*base).statefulSetScope,
-	state.KindIP:    (*base).ipScope,
-	kindNAD:         unscoped(ReasonNAD),
-	kindSubnet:      unscoped(ReasonSubnet),
+	kindNamespace:       (*base).namespaceScope,
+	kindStatefulSet:     (*base).statefulSetScope,
+	state.KindIP:        (*base).ipScope,
+	state.KindIPAMClaim: (*base).claimScope,
+	kindNAD:             unscoped(ReasonNAD),
+	kindSubnet:          unscoped(ReasonSubnet),
 }
 
 // touched is the owners an Update rebuilds, as the scopes find them.
@@ -367,5 +372,21 @@ func join(objs Objects, groups map[nsName]bool) {
 		for _, vmi := range objs.OwnedVMIs(g.ns, g.name) {
 			add(nsName{vmi.Namespace, vmi.Name})
 		}
+	}
+}
+
+// claimScope selects the owners that looked up claim c when they were
+// last built; once rebuilt, they look it up again (readClaims).
+func (b *base) claimScope(_ Objects, c ObjectRef, sel *touched) Why {
+	for _, id := range b.claimReaders.take(nsName{c.Namespace, c.Name}) {
+		sel.owner(id)
+	}
+	return ""
+}
+
+// readClaims records which owners of r looked up which claims.
+func (b *base) readClaims(r Result) {
+	for _, l := range r.lookups {
+		b.claimReaders.add(l.claim, l.owner)
 	}
 }
