@@ -10,13 +10,18 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	kubevirtv1 "kubevirt.io/api/core/v1"
 
+	kubeovnv1 "github.com/ovn-sync/ovn-sync/apis/kubeovn/v1"
 	"github.com/ovn-sync/ovn-sync/state"
 )
 
 // benchInputs is n owners: three quarters pods, one quarter running VMs
-// (each with a VMI and a launcher pod), all on the default network.
+// (each with a VMI and a launcher pod), in 100 namespaces. Up to
+// MaxSwitchPorts of them share the default network; past that, as OVN
+// binds no more on one switch, the namespaces are bound to kube-ovn
+// Subnets (benchSubnets) of at most 20,000 owners each.
 func benchInputs(n int) Inputs {
 	var in Inputs
+	in.Subnets = benchSubnets(n)
 	epoch := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 	for i := range n {
 		ns := fmt.Sprintf("ns-%d", i%100)
@@ -55,6 +60,25 @@ func benchInputs(n int) Inputs {
 		})
 	}
 	return in
+}
+
+// benchSubnets binds benchInputs' 100 namespaces to kube-ovn Subnets when
+// n owners would pass what one switch can hold: ns-i to Subnet bench-(i%k),
+// 100.64.0.0/10 cut in k /16s.
+func benchSubnets(n int) []*kubeovnv1.Subnet {
+	if n <= MaxSwitchPorts {
+		return nil
+	}
+	k := (n + 19_999) / 20_000
+	subs := make([]*kubeovnv1.Subnet, k)
+	for j := range subs {
+		subs[j] = &kubeovnv1.Subnet{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("bench-%d", j)},
+			Spec: kubeovnv1.SubnetSpec{Protocol: "IPv4", CIDRBlock: fmt.Sprintf("100.%d.0.0/16", 64+j), Gateway: fmt.Sprintf("100.%d.0.1", 64+j)}}
+	}
+	for i := range 100 {
+		subs[i%k].Spec.Namespaces = append(subs[i%k].Spec.Namespaces, fmt.Sprintf("ns-%d", i))
+	}
+	return subs
 }
 
 // BenchmarkBuild measures a first pass (empty NB: every address allocated),
