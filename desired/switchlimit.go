@@ -100,16 +100,14 @@ func (b *builder) limitPorts() {
 		return
 	}
 	var fresh []*portSpec
+	adds := map[string]int{}
 	for _, s := range b.specs {
 		if b.newOnSwitch(s) {
 			fresh = append(fresh, s)
+			adds[s.net.sw]++
 		}
 	}
 	if b.scoped != nil {
-		adds := map[string]int{}
-		for _, s := range fresh {
-			adds[s.net.sw]++
-		}
 		for sw, n := range adds {
 			if b.scoped.refs[sw]+b.scoped.foreign[sw]+n > limit {
 				b.scoped.abort(why(ReasonSwitchFull, fmt.Sprintf("switch %s would hold more than %d ports", sw, limit)))
@@ -117,12 +115,17 @@ func (b *builder) limitPorts() {
 		}
 		return
 	}
-	b.occupied = occupancy(b.have)
 	if len(fresh) == 0 {
 		return
 	}
+	b.occupied = occupancy(b.have)
+	// Only the switches the new ports would take past the limit choose.
+	fresh = slices.DeleteFunc(fresh, func(s *portSpec) bool {
+		return b.occupied[s.net.sw]+adds[s.net.sw] <= limit
+	})
 	slices.SortFunc(fresh, comparePriority)
 	refused := false
+	left := map[string]bool{} // switches already asked whether ports leave
 	for _, s := range fresh {
 		sw := s.net.sw
 		if b.occupied[sw] < limit {
@@ -133,8 +136,11 @@ func (b *builder) limitPorts() {
 		s.state = specFailed
 		b.ownerProblem(s.o, "SwitchFull", fmt.Sprintf("port %q is not created: %s's switch %q holds %d ports, "+
 			"the most OVN binds on one switch (%d)", s.name, b.networkName(s.net), sw, b.occupied[sw], limit))
-		if b.leaving(sw) {
-			b.again = true
+		if !left[sw] {
+			left[sw] = true
+			if b.leaving(sw) {
+				b.again = true
+			}
 		}
 	}
 	if refused {
