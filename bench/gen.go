@@ -12,6 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	kubevirtv1 "kubevirt.io/api/core/v1"
 
+	kubeovnv1 "github.com/ovn-sync/ovn-sync/apis/kubeovn/v1"
 	"github.com/ovn-sync/ovn-sync/desired"
 	"github.com/ovn-sync/ovn-sync/state"
 )
@@ -36,23 +37,41 @@ func Config() desired.Config {
 // ports belong to plain pods, the rest to VMs (two thirds running, one third
 // stopped) with one to three networks; one running VM in a thousand is in a
 // live migration. Every running VM has a VMI and a virt-launcher pod.
+//
+// OVN binds at most desired.MaxSwitchPorts ports on one switch: past that,
+// the cluster is spread as big clusters are. The 97 namespaces are bound to
+// kube-ovn Subnets (100.64.0.0/10 cut in /16s) of at most SwitchPorts
+// default-network ports each, and each secondary network is cut in as many
+// NADs as its ports need (blue-0, blue-1, ..., each namespace's VMs on one).
 func Cluster(ports int) desired.Inputs {
 	r := rand.New(rand.NewPCG(Seed, uint64(ports)))
 	var in desired.Inputs
+	// A VM with two or three networks has a port on blue, one with three
+	// on green too: about 16% of all ports are on blue, the most used.
+	cuts := max(1, (ports*16/100+SwitchPorts-1)/SwitchPorts)
 	for i, n := range nadNames {
-		in.NetworkAttachmentDefinitions = append(in.NetworkAttachmentDefinitions, &nadv1.NetworkAttachmentDefinition{
-			TypeMeta:   metav1.TypeMeta{APIVersion: "k8s.cni.cncf.io/v1", Kind: "NetworkAttachmentDefinition"},
-			ObjectMeta: metav1.ObjectMeta{Name: n, Namespace: "tenant"},
-			Spec: nadv1.NetworkAttachmentDefinitionSpec{Config: fmt.Sprintf(
-				`{"cniVersion":"0.3.1","name":"%s","type":"ovn-k8s-cni-overlay","topology":"layer2","subnets":"172.%d.0.0/12","netAttachDefName":"tenant/%s"}`,
-				n, 16+16*i, n)},
-		})
+		for c := range cuts {
+			name, cidr := n, fmt.Sprintf("172.%d.0.0/12", 16+16*i)
+			if cuts > 1 {
+				name, cidr = fmt.Sprintf("%s-%d", n, c), fmt.Sprintf("172.%d.0.0/16", 16+16*i+c)
+			}
+			in.NetworkAttachmentDefinitions = append(in.NetworkAttachmentDefinitions, &nadv1.NetworkAttachmentDefinition{
+				TypeMeta:   metav1.TypeMeta{APIVersion: "k8s.cni.cncf.io/v1", Kind: "NetworkAttachmentDefinition"},
+				ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "tenant"},
+				Spec: nadv1.NetworkAttachmentDefinitionSpec{Config: fmt.Sprintf(
+					`{"cniVersion":"0.3.1","name":"%s","type":"ovn-k8s-cni-overlay","topology":"layer2","subnets":"%s","netAttachDefName":"tenant/%s"}`,
+					name, cidr, name)},
+			})
+		}
 	}
 	nodes := max(ports/100, 3)
 	node := func() string { return fmt.Sprintf("node-%d", r.IntN(nodes)) }
+	perNS := make([]int, namespaces) // default-network ports of each namespace
 	made := 0
 	for i := 0; made < ports; i++ {
-		ns := fmt.Sprintf("ns-%d", i%97)
+		nsi := i % namespaces
+		ns := fmt.Sprintf("ns-%d", nsi)
+		perNS[nsi]++
 		if r.IntN(10) < 7 {
 			in.Pods = append(in.Pods, pod(fmt.Sprintf("pod-%d", i), ns, node()))
 			made++
@@ -61,13 +80,14 @@ func Cluster(ports int) desired.Inputs {
 		nets := 1 + r.IntN(3)
 		name := fmt.Sprintf("vm-%d", i)
 		running := r.IntN(3) < 2
-		in.VirtualMachines = append(in.VirtualMachines, vm(name, ns, nets, running))
+		cut := nsi % cuts
+		in.VirtualMachines = append(in.VirtualMachines, vm(name, ns, nets, cut, cuts, running))
 		made += nets
 		if !running {
 			continue
 		}
 		src := node()
-		vmi := vmiFor(name, ns, nets, src)
+		vmi := vmiFor(name, ns, nets, cut, cuts, src)
 		in.VirtualMachineInstances = append(in.VirtualMachineInstances, vmi)
 		in.Pods = append(in.Pods, launcher(name, ns, vmi.UID, src, 0))
 		if r.IntN(1000) == 0 {
@@ -76,7 +96,45 @@ func Cluster(ports int) desired.Inputs {
 			in.Pods = append(in.Pods, launcher(name, ns, vmi.UID, dst, 1))
 		}
 	}
+	in.Subnets = subnets(perNS)
 	return in
+}
+
+// SwitchPorts is the most ports a generated cluster puts on one switch once
+// it needs more than one.
+const SwitchPorts = 20_000
+
+// namespaces is how many namespaces a generated cluster's owners are in.
+const namespaces = 97
+
+// subnets binds namespaces to kube-ovn Subnets, in order, each taking
+// namespaces while it holds at most SwitchPorts default-network ports;
+// none when every port fits on the default network's switch.
+func subnets(perNS []int) []*kubeovnv1.Subnet {
+	total := 0
+	for _, n := range perNS {
+		total += n
+	}
+	if total <= desired.MaxSwitchPorts {
+		return nil
+	}
+	var subs []*kubeovnv1.Subnet
+	held := 0
+	for i, n := range perNS {
+		if len(subs) == 0 || held+n > SwitchPorts {
+			j := len(subs)
+			subs = append(subs, &kubeovnv1.Subnet{
+				TypeMeta:   metav1.TypeMeta{APIVersion: kubeovnv1.GroupVersion.String(), Kind: "Subnet"},
+				ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("bench-%d", j)},
+				Spec: kubeovnv1.SubnetSpec{Protocol: "IPv4", CIDRBlock: fmt.Sprintf("100.%d.0.0/16", 64+j),
+					Gateway: fmt.Sprintf("100.%d.0.1", 64+j), ExcludeIps: []string{fmt.Sprintf("100.%d.0.1", 64+j)}},
+			})
+			held = 0
+		}
+		subs[len(subs)-1].Spec.Namespaces = append(subs[len(subs)-1].Spec.Namespaces, fmt.Sprintf("ns-%d", i))
+		held += n
+	}
+	return subs
 }
 
 func pod(name, ns, node string) *corev1.Pod {
@@ -88,23 +146,28 @@ func pod(name, ns, node string) *corev1.Pod {
 	}
 }
 
-func networks(nets int) ([]kubevirtv1.Network, []kubevirtv1.Interface) {
+// networks are a VM's networks: the pod network and nets-1 secondary
+// ones, on cut c of each when they are cut in cuts NADs.
+func networks(nets, c, cuts int) ([]kubevirtv1.Network, []kubevirtv1.Interface) {
 	ns := []kubevirtv1.Network{{Name: "default", NetworkSource: kubevirtv1.NetworkSource{Pod: &kubevirtv1.PodNetwork{}}}}
 	ifs := []kubevirtv1.Interface{{Name: "default", InterfaceBindingMethod: kubevirtv1.InterfaceBindingMethod{Masquerade: &kubevirtv1.InterfaceMasquerade{}}}}
 	for i := 1; i < nets; i++ {
 		n := nadNames[i-1]
+		if cuts > 1 {
+			n = fmt.Sprintf("%s-%d", n, c)
+		}
 		ns = append(ns, kubevirtv1.Network{Name: n, NetworkSource: kubevirtv1.NetworkSource{Multus: &kubevirtv1.MultusNetwork{NetworkName: "tenant/" + n}}})
 		ifs = append(ifs, kubevirtv1.Interface{Name: n, InterfaceBindingMethod: kubevirtv1.InterfaceBindingMethod{Bridge: &kubevirtv1.InterfaceBridge{}}})
 	}
 	return ns, ifs
 }
 
-func vm(name, ns string, nets int, running bool) *kubevirtv1.VirtualMachine {
+func vm(name, ns string, nets, c, cuts int, running bool) *kubevirtv1.VirtualMachine {
 	strategy := kubevirtv1.RunStrategyHalted
 	if running {
 		strategy = kubevirtv1.RunStrategyAlways
 	}
-	n, ifs := networks(nets)
+	n, ifs := networks(nets, c, cuts)
 	return &kubevirtv1.VirtualMachine{
 		TypeMeta:   metav1.TypeMeta{APIVersion: "kubevirt.io/v1", Kind: "VirtualMachine"},
 		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns, UID: types.UID("vm-" + ns + "/" + name)},
@@ -118,8 +181,8 @@ func vm(name, ns string, nets int, running bool) *kubevirtv1.VirtualMachine {
 	}
 }
 
-func vmiFor(name, ns string, nets int, node string) *kubevirtv1.VirtualMachineInstance {
-	n, ifs := networks(nets)
+func vmiFor(name, ns string, nets, c, cuts int, node string) *kubevirtv1.VirtualMachineInstance {
+	n, ifs := networks(nets, c, cuts)
 	t := true
 	return &kubevirtv1.VirtualMachineInstance{
 		TypeMeta: metav1.TypeMeta{APIVersion: "kubevirt.io/v1", Kind: "VirtualMachineInstance"},

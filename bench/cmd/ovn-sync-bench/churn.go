@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"net/netip"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -47,6 +48,12 @@ func churnInputs(in desired.Inputs, size int) (desired.Inputs, churnCounts) {
 	for k, i := range picked[n:] {
 		changed[i] = k
 	}
+	subnetOf := map[string]netip.Prefix{} // a namespace's Subnet
+	for _, sub := range in.Subnets {
+		for _, ns := range sub.Spec.Namespaces {
+			subnetOf[ns] = netip.MustParsePrefix(sub.Spec.CIDRBlock)
+		}
+	}
 	var c churnCounts
 	for i, p := range in.Pods {
 		switch k, ok := changed[i]; {
@@ -63,8 +70,13 @@ func churnInputs(in desired.Inputs, size int) (desired.Inputs, churnCounts) {
 				q.Annotations = map[string]string{}
 			}
 			// 10.250.0.0/16 is far above what sequential allocation reaches
-			// at 1M ports, so the address is free.
+			// at 1M ports, so the address is free; on a Subnet (a /16 of at
+			// most bench.SwitchPorts ports), its x.y.200.0/21 is.
 			q.Annotations[annStaticIP] = fmt.Sprintf("10.250.%d.%d", k/250, k%250+1)
+			if p, ok := subnetOf[q.Namespace]; ok {
+				b := p.Addr().As4()
+				q.Annotations[annStaticIP] = fmt.Sprintf("%d.%d.%d.%d", b[0], b[1], 200+k/250, k%250+1)
+			}
 			out.Pods = append(out.Pods, q)
 			c.StaticIP++
 		default:

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"runtime/debug"
+	"slices"
 	"strconv"
 	"sync"
 	"time"
@@ -18,6 +19,7 @@ import (
 	kubefake "k8s.io/client-go/kubernetes/fake"
 	clienttesting "k8s.io/client-go/testing"
 
+	kubeovnv1 "github.com/ovn-sync/ovn-sync/apis/kubeovn/v1"
 	"github.com/ovn-sync/ovn-sync/bench"
 	"github.com/ovn-sync/ovn-sync/desired"
 	"github.com/ovn-sync/ovn-sync/internal/looptest"
@@ -106,8 +108,13 @@ func runMemory(ctx context.Context, size int, idle time.Duration) (*runMemResult
 
 	logf("memory %d: run mode's cold start", size)
 	start := time.Now()
-	loop, err := looptest.New(looptest.Options{NBAddr: srv.endpoint(), Config: &cfg, Passes: "incremental",
-		Resources: append(looptest.KubeVirtResources, looptest.MultusResources), BeforeStart: listOnce(bench.Cluster(size))})
+	// The generated objects are garbage once listed: only the stores keep them.
+	opts := func() looptest.Options {
+		in := bench.Cluster(size)
+		return looptest.Options{NBAddr: srv.endpoint(), Config: &cfg, Passes: "incremental",
+			Resources: clusterResources(in), BeforeStart: listOnce(in)}
+	}()
+	loop, err := looptest.New(opts)
 	if err != nil {
 		return nil, err
 	}
@@ -160,8 +167,11 @@ func runMemory(ctx context.Context, size int, idle time.Duration) (*runMemResult
 	ictx, stopInformers := context.WithCancel(ctx)
 	defer stopInformers()
 	kube, dyn := kubefake.NewClientset(), dynamicfake.NewSimpleDynamicClientWithCustomListKinds(runtime.NewScheme(), sources.ListKinds)
-	kube.Resources = append(looptest.KubeVirtResources, looptest.MultusResources)
-	listOnce(bench.Cluster(size))(kube, dyn)
+	func() {
+		in := bench.Cluster(size)
+		kube.Resources = clusterResources(in)
+		listOnce(in)(kube, dyn)
+	}()
 	src := sources.NewInformers(sources.InformerOptions{Kube: kube, Dynamic: dyn, Logger: logr.Discard()})
 	if err := src.Start(ictx); err != nil {
 		return nil, err
@@ -244,6 +254,17 @@ func waitSettled(ctx context.Context, r *looptest.Runner, want int) (int, error)
 // serve the objects of in to the informers' first list of each kind, and
 // refuse any list after it: a refused list is retried, and the informer
 // keeps its store meanwhile. Nothing else holds the objects once listed.
+// clusterResources is what discovery serves for in: KubeVirt's and
+// Multus' kinds, and kube-ovn's when in has Subnets.
+func clusterResources(in desired.Inputs) []*metav1.APIResourceList {
+	rs := append(slices.Clone(looptest.KubeVirtResources), looptest.MultusResources)
+	if len(in.Subnets) > 0 {
+		rs = append(rs, &metav1.APIResourceList{GroupVersion: kubeovnv1.GroupVersion.String(),
+			APIResources: []metav1.APIResource{{Name: "subnets", Kind: "Subnet"}, {Name: "ips", Kind: "IP"}}})
+	}
+	return rs
+}
+
 func listOnce(in desired.Inputs) func(*kubefake.Clientset, *dynamicfake.FakeDynamicClient) {
 	var mu sync.Mutex
 	pods := &corev1.PodList{}
@@ -272,6 +293,9 @@ func listOnce(in desired.Inputs) func(*kubefake.Clientset, *dynamicfake.FakeDyna
 	}
 	for _, o := range in.NetworkAttachmentDefinitions {
 		add(sources.GVRNetworkAttachmentDefinition.Resource, o)
+	}
+	for _, o := range in.Subnets {
+		add(sources.GVRSubnet.Resource, o)
 	}
 	return func(kube *kubefake.Clientset, dc *dynamicfake.FakeDynamicClient) {
 		kube.PrependReactor("list", "pods", func(clienttesting.Action) (bool, runtime.Object, error) {
