@@ -80,9 +80,9 @@ func TestBuildLeavesHaveAlone(t *testing.T) {
 func TestProblemsSorted(t *testing.T) {
 	cfg, _ := NewConfig("ovn-default", []string{"10.16.0.0/24"}, nil)
 	in := Inputs{Pods: []*corev1.Pod{
-		pod("z", "p", map[string]string{annDefaultIP: "bad"}),
-		pod("a", "q", map[string]string{annDefaultMAC: "bad", annNetworks: "missing"}),
-		pod("a", "p", map[string]string{annDefaultIP: "bad", annNetworks: "missing,missing@x"}),
+		pod("z", "p", map[string]string{DefaultIPAnnotation: "bad"}),
+		pod("a", "q", map[string]string{DefaultMACAnnotation: "bad", annNetworks: "missing"}),
+		pod("a", "p", map[string]string{DefaultIPAnnotation: "bad", annNetworks: "missing,missing@x"}),
 	}}
 	_, problems := wantProblems(Build(in, cfg, state.State{}))
 	sorted := slices.IsSortedFunc(problems, func(a, b Problem) int {

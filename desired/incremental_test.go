@@ -170,12 +170,12 @@ func requests(t *rapid.T) map[string]string {
 	ann := map[string]string{}
 	switch rapid.IntRange(0, 6).Draw(t, "ip") {
 	case 1, 2:
-		ann[annDefaultIP] = fmt.Sprintf("10.16.0.%d", rapid.IntRange(2, 16).Draw(t, "ipv"))
+		ann[DefaultIPAnnotation] = fmt.Sprintf("10.16.0.%d", rapid.IntRange(2, 16).Draw(t, "ipv"))
 	case 3:
-		ann[annDefaultIP] = rapid.SampledFrom([]string{"999.1.1.1", "10.16.1.5", "10.16.0.1"}).Draw(t, "bad ip")
+		ann[DefaultIPAnnotation] = rapid.SampledFrom([]string{"999.1.1.1", "10.16.1.5", "10.16.0.1"}).Draw(t, "bad ip")
 	}
 	if rapid.IntRange(0, 5).Draw(t, "mac") == 1 {
-		ann[annDefaultMAC] = rapid.SampledFrom([]string{"02:00:00:00:00:01", "02:00:00:00:00:02", "zz"}).Draw(t, "macv")
+		ann[DefaultMACAnnotation] = rapid.SampledFrom([]string{"02:00:00:00:00:01", "02:00:00:00:00:02", "zz"}).Draw(t, "macv")
 	}
 	switch rapid.IntRange(0, 5).Draw(t, "nets") {
 	case 1:
@@ -1026,7 +1026,7 @@ func TestIncrementalReaddressOverLaggingNB(t *testing.T) {
 	}
 	// vm6's template asks for the address vm3 was just given.
 	q := vm.DeepCopy()
-	q.Spec.Template.ObjectMeta.Annotations = map[string]string{annDefaultIP: moved}
+	q.Spec.Template.ObjectMeta.Annotations = map[string]string{DefaultIPAnnotation: moved}
 	ref := c.put(q)
 	r2, why := x.Update(ObjectsOf(c.inputs()), []ObjectRef{ref}, cfg, lagging)
 	if why != "" {

@@ -19,15 +19,10 @@ import (
 	"github.com/ovn-sync/ovn-sync/state"
 )
 
-// Annotations ovn-sync reads requests from (kube-ovn compatible).
+// Annotations ovn-sync reads requests from, other than kube-ovn's own
+// (AnnIPSuffix and the rest).
 const (
-	annNetworks        = nadv1.NetworkAttachmentAnnot // k8s.v1.cni.cncf.io/networks
-	annIPSuffix        = ".kubernetes.io/ip_address"
-	annMACSuffix       = ".kubernetes.io/mac_address"
-	annDefaultIP       = providerDefault + annIPSuffix  // ovn.kubernetes.io/ip_address
-	annDefaultMAC      = providerDefault + annMACSuffix // ovn.kubernetes.io/mac_address
-	annAllocatedSuffix = ".kubernetes.io/allocated"
-	annIPPoolSuffix    = ".kubernetes.io/ip_pool"
+	annNetworks = nadv1.NetworkAttachmentAnnot // k8s.v1.cni.cncf.io/networks
 	// annDefaultNetwork puts a pod's primary interface on a
 	// NetworkAttachmentDefinition instead of the default network (Multus).
 	annDefaultNetwork = "v1.multus-cni.io/default-network"
@@ -507,7 +502,7 @@ func (b *builder) switchAnnotations(o *owner, ann map[string]string) map[string]
 // template naming no Subnet the interface may be on is reported by the next
 // start.
 func (b *builder) switchRestartRequired(s *portSpec, c networkChoice, tmpl map[string]string) {
-	v := strings.TrimSpace(providerAnnotation(tmpl, s.provider, annLogicalSwitchSuffix))
+	v := strings.TrimSpace(providerAnnotation(tmpl, s.provider, AnnLogicalSwitchSuffix))
 	if v == "" || v == s.net.sw {
 		return
 	}
@@ -517,7 +512,7 @@ func (b *builder) switchRestartRequired(s *portSpec, c networkChoice, tmpl map[s
 	o := s.o
 	b.notices = append(b.notices, Problem{Kind: o.kind, Namespace: o.ns, Name: o.name, Reason: "RestartRequired",
 		Message: fmt.Sprintf("network %q: the template asks for Subnet %s (now %s, %s%s); port %q stays on %s with its running addresses until the VM starts again",
-			s.net.key, v, s.net.sw, s.provider, annLogicalSwitchSuffix, s.name, s.net.sw)})
+			s.net.key, v, s.net.sw, s.provider, AnnLogicalSwitchSuffix, s.name, s.net.sw)})
 }
 
 // readRunning sets, for a VM whose VMI runs, s.req to the requests of the
@@ -588,8 +583,8 @@ func (b *builder) readRequests(s *portSpec, at *attachment, ann map[string]strin
 	var ipKey, macKey string
 	granted := false
 	if len(ann) > 0 {
-		ipKey, macKey = provider+annIPSuffix, provider+annMACSuffix
-		granted = ann[provider+annAllocatedSuffix] == "true"
+		ipKey, macKey = provider+AnnIPSuffix, provider+AnnMACSuffix
+		granted = ann[provider+AnnAllocatedSuffix] == "true"
 	}
 	r := reqReader{b: b, s: s, dst: dst, granted: granted}
 	if v := strings.TrimSpace(ann[ipKey]); ipKey != "" && v != "" {
@@ -598,7 +593,7 @@ func (b *builder) readRequests(s *portSpec, at *attachment, ann map[string]strin
 		}
 	}
 	if at.reqIface != "" && len(ann) > 0 {
-		k := at.ref.name + "." + at.ref.ns + annIPSuffix + "." + at.reqIface
+		k := at.ref.name + "." + at.ref.ns + AnnIPSuffix + "." + at.reqIface
 		if v := strings.TrimSpace(ann[k]); v != "" && !r.ip(k, v, strings.Split(v, ",")) {
 			return false
 		}
@@ -620,7 +615,7 @@ func (b *builder) readRequests(s *portSpec, at *attachment, ann map[string]strin
 		}
 	}
 	if at.reqIface != "" && len(ann) > 0 {
-		k := at.ref.name + "." + at.ref.ns + annMACSuffix + "." + at.reqIface
+		k := at.ref.name + "." + at.ref.ns + AnnMACSuffix + "." + at.reqIface
 		if v := strings.TrimSpace(ann[k]); v != "" && !r.mac(k, v) {
 			return false
 		}
@@ -631,8 +626,8 @@ func (b *builder) readRequests(s *portSpec, at *attachment, ann map[string]strin
 		}
 	}
 	if len(ann) > 0 && r.ipFrom == "" {
-		if v := strings.TrimSpace(providerAnnotation(ann, provider, annIPPoolSuffix)); v != "" {
-			return r.pool(provider+annIPPoolSuffix, v)
+		if v := strings.TrimSpace(providerAnnotation(ann, provider, AnnIPPoolSuffix)); v != "" {
+			return r.pool(provider+AnnIPPoolSuffix, v)
 		}
 	}
 	return true
@@ -776,8 +771,8 @@ func (b *builder) readRecord(s *portSpec, r *requested, kind, ns, name string, a
 	if len(ann) == 0 {
 		return
 	}
-	if v := strings.TrimSpace(providerAnnotation(ann, s.provider, annIPSuffix)); v != "" && r.ipSrc == "" {
-		key := s.provider + annIPSuffix
+	if v := strings.TrimSpace(providerAnnotation(ann, s.provider, AnnIPSuffix)); v != "" && r.ipSrc == "" {
+		key := s.provider + AnnIPSuffix
 		got, why := recordIPs(s.net, strings.Split(v, ","))
 		if why != "" {
 			b.problemFor(s.o, kind, ns, name, "InvalidRecord", fmt.Sprintf("%s %q: %s; ignored", key, v, why))
@@ -785,8 +780,8 @@ func (b *builder) readRecord(s *portSpec, r *requested, kind, ns, name string, a
 			r.ip, r.ipSrc = got, recordSource(kind, ns, name, key)
 		}
 	}
-	if v := strings.TrimSpace(providerAnnotation(ann, s.provider, annMACSuffix)); v != "" && r.macSrc == "" {
-		key := s.provider + annMACSuffix
+	if v := strings.TrimSpace(providerAnnotation(ann, s.provider, AnnMACSuffix)); v != "" && r.macSrc == "" {
+		key := s.provider + AnnMACSuffix
 		m, err := parseMAC(v)
 		if err != nil {
 			b.problemFor(s.o, kind, ns, name, "InvalidRecord", fmt.Sprintf("%s %q: %v; ignored", key, v, err))

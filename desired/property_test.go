@@ -67,12 +67,12 @@ func genWorld(t *rapid.T) world {
 		ann := map[string]string{}
 		switch rapid.IntRange(0, 5).Draw(t, label+"ip") {
 		case 1:
-			ann[annDefaultIP] = anyIP(label + "ipv")
+			ann[DefaultIPAnnotation] = anyIP(label + "ipv")
 		case 2:
-			ann[annDefaultIP] = rapid.SampledFrom([]string{"999.1.1.1", ",", "10.16.0.2,10.16.0.3", "fd00::1"}).Draw(t, label+"bad")
+			ann[DefaultIPAnnotation] = rapid.SampledFrom([]string{"999.1.1.1", ",", "10.16.0.2,10.16.0.3", "fd00::1"}).Draw(t, label+"bad")
 		}
 		if rapid.IntRange(0, 5).Draw(t, label+"mac") == 1 {
-			ann[annDefaultMAC] = rapid.SampledFrom([]string{"02:00:00:00:00:01", "02:00:00:00:00:02", "zz"}).Draw(t, label+"macv")
+			ann[DefaultMACAnnotation] = rapid.SampledFrom([]string{"02:00:00:00:00:01", "02:00:00:00:00:02", "zz"}).Draw(t, label+"macv")
 		}
 		switch rapid.IntRange(0, 5).Draw(t, label+"nets") {
 		case 1:
@@ -259,7 +259,7 @@ func TestBuildGarbage(t *testing.T) {
 		str := rapid.SampledFrom([]string{"", "x", "a/b", "@", "[", "[{}]", `[{"name":"x","ips":["::ffff:10.16.0.9"]}]`, "10.16.0.1", "fd00::", ",", "0a:58:0a:10:00:02", "nope..", "1.1.1.1..0.0.0.0"})
 		ann := func(l string) map[string]string {
 			m := map[string]string{}
-			for _, k := range []string{annDefaultIP, annDefaultMAC, annNetworks, "x.y.ovn" + annIPSuffix} {
+			for _, k := range []string{DefaultIPAnnotation, DefaultMACAnnotation, annNetworks, "x.y.ovn" + AnnIPSuffix} {
 				if rapid.Bool().Draw(t, l+k) {
 					m[k] = str.Draw(t, l+k+"v")
 				}

@@ -42,9 +42,6 @@ import (
 // (<provider>.kubernetes.io/logical_switch), then takes the oldest Subnet
 // of its provider.
 
-// annLogicalSwitchSuffix is kube-ovn's per-provider switch annotation.
-const annLogicalSwitchSuffix = ".kubernetes.io/logical_switch"
-
 const (
 	kindSubnet = "Subnet"
 	// subnetKeyPrefix starts the network key of a Subnet that is not the
@@ -309,10 +306,6 @@ func (b *builder) buildSubnets(cfg Config, subnets []*kubeovnv1.Subnet) {
 	}
 }
 
-// NamespaceSwitchAnnotation is kube-ovn's ovn.kubernetes.io/logical_switch
-// on a Namespace: of a Namespace, Build reads its name and this alone.
-const NamespaceSwitchAnnotation = providerDefault + annLogicalSwitchSuffix
-
 // indexNamespaces reads each Namespace's ovn.kubernetes.io/logical_switch.
 func (b *builder) indexNamespaces(nss []*corev1.Namespace) {
 	for _, ns := range nss {
@@ -419,9 +412,9 @@ func (b *builder) chooseNetwork(o *owner, c networkChoice, name string, ann map[
 	}
 	// 1 and 2: the owner's own annotation; allocated "true" makes it a
 	// record of what it was given rather than a request.
-	lsKey := c.key + annLogicalSwitchSuffix
-	if v := strings.TrimSpace(providerAnnotation(ann, c.key, annLogicalSwitchSuffix)); v != "" {
-		granted := providerAnnotation(ann, c.key, annAllocatedSuffix) == "true"
+	lsKey := c.key + AnnLogicalSwitchSuffix
+	if v := strings.TrimSpace(providerAnnotation(ann, c.key, AnnLogicalSwitchSuffix)); v != "" {
+		granted := providerAnnotation(ann, c.key, AnnAllocatedSuffix) == "true"
 		n, known := b.subnetOf(v)
 		switch {
 		case !known:

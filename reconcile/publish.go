@@ -11,24 +11,6 @@ import (
 	"github.com/ovn-sync/ovn-sync/state"
 )
 
-// Annotation keys published, kube-ovn compatible: each is
-// "<provider>.kubernetes.io/<key>", the provider being "ovn" for the
-// default network and "<nad>.<nadns>.ovn" for an attachment.
-const (
-	AnnAllocated     = "allocated"
-	AnnIPAddress     = "ip_address"
-	AnnMACAddress    = "mac_address"
-	AnnCIDR          = "cidr"
-	AnnGateway       = "gateway"
-	AnnLogicalSwitch = "logical_switch"
-	// AnnRouted ("true") tells kube-ovn-cni, which waits for it before it
-	// plumbs an interface, that the port is in the NB. Like kube-ovn, it
-	// goes on scheduled pods only: a VirtualMachine has no interface to
-	// plumb, its virt-launcher pods do.
-	AnnRouted = "routed"
-	annDomain = ".kubernetes.io/"
-)
-
 // Kinds of objects publications go to.
 const (
 	KindPod            = state.KindPod
@@ -56,11 +38,13 @@ type Publication struct {
 // the VM's). A VM's annotations are the durable record of its addresses,
 // read back by every pass (see desired.SourceRecord). A port without IPs (a
 // network without IPAM) publishes its MAC alone. Scheduled pods also get
-// AnnRouted, as kube-ovn marks a pod once it is scheduled: the caller
-// publishes only after a pass that committed, so the port is in the NB. Only keys whose value differs are set; objects that
-// need nothing are left out. Keys of ports no longer wanted are not
-// removed: a node agent may still be tearing the interface down. The result
-// is sorted by kind, namespace and name.
+// desired.AnnRoutedSuffix, as kube-ovn marks a pod once it is scheduled
+// (a VirtualMachine has no interface to plumb, its virt-launcher pods do):
+// the caller publishes only after a pass that committed, so the port is in
+// the NB. Only keys whose value differs are set; objects that need nothing
+// are left out. Keys of ports no longer wanted are not removed: a node
+// agent may still be tearing the interface down. The result is sorted by
+// kind, namespace and name.
 func Publications(r desired.Result) []Publication {
 	type target struct {
 		kind, ns, name string
@@ -84,7 +68,7 @@ func Publications(r desired.Result) []Publication {
 			set(k, v)
 		}
 		if routed {
-			set(f.Provider+annDomain+AnnRouted, "true")
+			set(f.Provider+desired.AnnRoutedSuffix, "true")
 		}
 	}
 	for _, f := range r.Ports() {
@@ -118,24 +102,24 @@ func livePod(p *corev1.Pod) bool {
 		p.Status.Phase != corev1.PodSucceeded && p.Status.Phase != corev1.PodFailed
 }
 
-// annotations renders the annotations of one port: ip_address only when
-// it holds an IP.
+// annotations renders the kube-ovn annotations of one port: the IP key only
+// when it holds an IP.
 func annotations(f *desired.PortFacts) map[string]string {
 	words := strings.Fields(f.Port.Addresses[0])
-	k := f.Provider + annDomain
+	k := f.Provider // each key is the provider and a suffix
 	out := map[string]string{
-		k + AnnAllocated:     "true",
-		k + AnnMACAddress:    words[0],
-		k + AnnLogicalSwitch: f.Port.Switch,
+		k + desired.AnnAllocatedSuffix:     "true",
+		k + desired.AnnMACSuffix:           words[0],
+		k + desired.AnnLogicalSwitchSuffix: f.Port.Switch,
 	}
 	if len(words) > 1 {
-		out[k+AnnIPAddress] = strings.Join(words[1:], ",")
+		out[k+desired.AnnIPSuffix] = strings.Join(words[1:], ",")
 	}
 	if f.CIDR != "" {
-		out[k+AnnCIDR] = f.CIDR
+		out[k+desired.AnnCIDRSuffix] = f.CIDR
 	}
 	if f.Gateway != "" {
-		out[k+AnnGateway] = f.Gateway
+		out[k+desired.AnnGatewaySuffix] = f.Gateway
 	}
 	return out
 }

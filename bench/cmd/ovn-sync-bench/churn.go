@@ -10,10 +10,6 @@ import (
 	"github.com/ovn-sync/ovn-sync/desired"
 )
 
-// annStaticIP is the kube-ovn annotation asking for a pod's address on the
-// default network.
-const annStaticIP = "ovn.kubernetes.io/ip_address"
-
 // churnCounts says how the inputs were changed.
 type churnCounts struct {
 	Deleted  int `json:"deleted"`   // pods removed
@@ -72,10 +68,10 @@ func churnInputs(in desired.Inputs, size int) (desired.Inputs, churnCounts) {
 			// 10.250.0.0/16 is far above what sequential allocation reaches
 			// at 1M ports, so the address is free; on a Subnet (a /16 of at
 			// most bench.SwitchPorts ports), its x.y.200.0/21 is.
-			q.Annotations[annStaticIP] = fmt.Sprintf("10.250.%d.%d", k/250, k%250+1)
+			q.Annotations[desired.DefaultIPAnnotation] = fmt.Sprintf("10.250.%d.%d", k/250, k%250+1)
 			if p, ok := subnetOf[q.Namespace]; ok {
 				b := p.Addr().As4()
-				q.Annotations[annStaticIP] = fmt.Sprintf("%d.%d.%d.%d", b[0], b[1], 200+k/250, k%250+1)
+				q.Annotations[desired.DefaultIPAnnotation] = fmt.Sprintf("%d.%d.%d.%d", b[0], b[1], 200+k/250, k%250+1)
 			}
 			out.Pods = append(out.Pods, q)
 			c.StaticIP++
