@@ -8,13 +8,14 @@
 //	cfg, err := desired.NewConfig("ovn-default",
 //		[]string{"10.16.0.0/16", "fd00:10:16::/64"}, []string{"10.16.0.1"})
 //	...
-//	want, problems := desired.Build(inputs, cfg, have)
+//	r := desired.Build(inputs, cfg, have)
 //
 // where inputs are every Pod, VirtualMachine, VirtualMachineInstance,
-// VirtualMachineInstanceMigration and NetworkAttachmentDefinition the caller
-// knows of (package sources reads them from informers or manifest files) and
-// have is what the NB holds now (package observed). want then goes to
-// diff.Compute(want, have, ...). Building again over the applied result
+// VirtualMachineInstanceMigration, NetworkAttachmentDefinition, Namespace,
+// StatefulSet, kube-ovn Subnet and IP, and IPAMClaim the caller knows of
+// (package sources reads them from informers or manifest files) and have is
+// what the NB holds now (package observed). r.Want then goes to
+// diff.Compute(r.Want, have, ...). Building again over the applied result
 // gives the same result, which is what makes passes level-triggered. (One
 // exception, by design: an address held by a port this pass deletes is only
 // handed out once that port has left the NB, so such a pass is followed by

@@ -50,8 +50,8 @@ type WatchedNB interface {
 
 // LoopOptions configures a Loop.
 type LoopOptions struct {
-	// Pass is every pass's options; the loop sets Policy, Memo and
-	// InputsVersion.
+	// Pass is every pass's options; the loop sets Policy, BeforeApply and
+	// what says how the pass builds (see read).
 	Pass Options
 	// Resync is how often a full pass runs at least. Coalesce bounds how
 	// often passes start in a burst: a change while no pass runs starts
@@ -362,11 +362,14 @@ type reading struct {
 	all bool
 }
 
-// read takes what changed and sets how a pass of trigger t builds: a pass
-// for Kubernetes changes alone rebuilds the owners they touch; a periodic
-// full pass builds in full and checks what the incremental state would
-// have been; the first pass, one after the NB changed under us (drift) and
-// one after a reconnect build in full, as the NB may hold anything.
+// read takes what changed and sets how a pass of trigger t builds. With
+// LoopOptions.FullPasses every pass lists every store and builds in full
+// (or reuses the last Build: Memo). Otherwise a pass for Kubernetes
+// changes or a recheck alone rebuilds the owners they touch; the first
+// pass, one after the NB changed under us (drift) and one after a
+// reconnect build in full, as the NB may hold anything, and so does one
+// whose source could not say what changed; any other (a resync) builds in
+// full and checks what the incremental state would have been (SelfCheck).
 //
 // A pass that is to rebuild what changed and is not checked looks the
 // objects up (sources.Changes) and lists every store only if it builds in
@@ -609,10 +612,11 @@ func (l *Loop) waitSynced(ctx context.Context, stop <-chan struct{}) bool {
 	return true
 }
 
-// pass is one reconciliation: read every informer and the NB cache, build,
-// diff, apply (recomputing on ErrStale), then report problems and publish
-// addresses. Deletes are withheld unless every source has synced and every
-// object could be read.
+// pass is one reconciliation: read the informers (every object, or the
+// changed ones looked up: see read) and the NB cache, build, diff, apply
+// (recomputing on ErrStale), then report problems and, once it succeeded,
+// publish addresses. Deletes are withheld unless every source has synced
+// and every object could be read.
 func (l *Loop) pass(ctx context.Context, t trigger) error {
 	start := time.Now()
 	kind := t.kind()

@@ -24,15 +24,17 @@
 // objects in the stores (by key, and through indexes the informers keep), so
 // that a pass that rebuilds what changed costs that, not the cluster.
 //
-// Pods come from a typed informer. The four custom kinds (KubeVirt's
-// VirtualMachine, VirtualMachineInstance, VirtualMachineInstanceMigration and
-// Multus's NetworkAttachmentDefinition) come from dynamic informers whose
-// transform converts each object into its kubevirt.io/api or NAD API type as
-// it enters the store. Dynamic rather than typed clients: KubeVirt's typed
+// Pods, Namespaces and StatefulSets come from typed informers. The seven
+// custom kinds (KubeVirt's VirtualMachine, VirtualMachineInstance and
+// VirtualMachineInstanceMigration, Multus's NetworkAttachmentDefinition,
+// kube-ovn's Subnet and IP, and k8snetworkplumbingwg's IPAMClaim) come from
+// dynamic informers whose transform converts each object into its API type
+// (kubevirt.io/api, the NAD API, or ovn-sync's apis/) as it enters the
+// store. Dynamic rather than typed clients: KubeVirt's typed
 // clientset (kubevirt.io/client-go) pins its own Kubernetes libraries and
 // drags in dozens of modules, and the NAD client's generated informers were
 // built against client-go 0.29; the dynamic client needs neither, and one
-// code path handles a missing CRD the same way for all four kinds. An
+// code path handles a missing CRD the same way for all of them. An
 // object that does not convert is kept, reported in Snapshot.Unreadable
 // (and Changes.Unreadable), and must stop the caller from deleting anything
 // that pass.

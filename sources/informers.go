@@ -89,10 +89,11 @@ var crdKinds = map[Kind]schema.GroupVersionResource{
 
 // InformerOptions configures NewInformers.
 type InformerOptions struct {
-	// Kube reads Pods; its Discovery() tells which custom resources exist
-	// unless Discovery is set.
+	// Kube reads Pods, Namespaces and StatefulSets; its Discovery() tells
+	// which custom resources exist unless Discovery is set.
 	Kube kubernetes.Interface
-	// Dynamic reads the custom kinds: KubeVirt's, Multus's and kube-ovn's IPs.
+	// Dynamic reads the custom kinds: KubeVirt's, Multus's, kube-ovn's
+	// Subnets and IPs, and IPAMClaims.
 	Dynamic dynamic.Interface
 	// Discovery overrides Kube.Discovery(), for tests.
 	Discovery discovery.DiscoveryInterface
