@@ -41,7 +41,13 @@ func Build(in Inputs, cfg Config, have state.State) Result {
 // buildScoped is Build, or with sc an incremental Build of sc's owners only (see
 // Incremental.Update).
 func buildScoped(in Inputs, cfg Config, have state.State, sc *scope) Result {
-	b := newBuilder(in, have, sc == nil)
+	// Room for a port per owner; a full Build also rebuilds every port of
+	// ours, about as many as have holds.
+	ports := len(in.Pods) + len(in.VirtualMachines) + len(in.VirtualMachineInstances)
+	if sc == nil {
+		ports = max(ports, have.Ports.Len())
+	}
+	b := newBuilder(in, have, ports)
 	b.scoped, b.cfg = sc, &cfg
 	b.indexNamespaces(in.Namespaces)
 	b.indexClaims(in)
@@ -146,19 +152,15 @@ type builder struct {
 	occupied map[string]int
 }
 
-// newBuilder returns a builder for in and have; full says whether it
-// builds every owner, whose ports are about as many as have's.
-func newBuilder(in Inputs, have state.State, full bool) *builder {
-	n := len(in.Pods) + len(in.VirtualMachines) + len(in.VirtualMachineInstances)
-	if full && have.Ports.Len() > n {
-		n = have.Ports.Len()
-	}
+// newBuilder returns a builder for in and have with room for about ports
+// ports.
+func newBuilder(in Inputs, have state.State, ports int) *builder {
 	b := &builder{
 		have:        have,
-		want:        state.New(n),
+		want:        state.New(ports),
 		switchOwner: map[string]string{},
 		switchIDs:   map[string]uint32{},
-		specs:       make([]*portSpec, 0, n),
+		specs:       make([]*portSpec, 0, ports),
 		subnetObjs:  in.Subnets,
 	}
 	if len(in.IPs) > 0 {
