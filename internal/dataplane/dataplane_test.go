@@ -85,27 +85,7 @@ func TestDataPlane(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	in, notes, err := sources.ReadManifests([]string{"testdata/cluster.yaml"})
-	if err != nil || len(notes) > 0 {
-		t.Fatalf("ReadManifests: %v %v", err, notes)
-	}
-
-	// One-shot apply: the pass `ovn-sync apply` runs.
-	nb, closeNB, err := observed.Connect(ctx, observed.Address{NB: e.NB, Timeout: Wait})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(closeNB)
-	opts := reconcile.Options{Config: cfg, MaxDeleteFraction: 0.5,
-		Apply: apply.Options{MaxOpsPerTxn: apply.DefaultMaxOpsPerTxn, InFlight: apply.DefaultInFlight}}
-	out, err := reconcile.Pass(ctx, nb, in, opts)
-	if err != nil {
-		t.Fatalf("Pass: %v", err)
-	}
-	if len(out.Result.Problems) > 0 {
-		t.Fatalf("Pass: problems %v", out.Result.Problems)
-	}
-	t.Logf("one-shot apply: %s", strings.TrimSpace(lastLine(out.Plan.String())))
+	nb, in, opts := applyManifest(ctx, t, e, cfg, "testdata/cluster.yaml")
 
 	// Plug every owner where its pod runs, with what the NB holds.
 	start := time.Now()
@@ -616,4 +596,31 @@ func ptr[T any](v T) *T { return &v }
 func lastLine(s string) string {
 	s = strings.TrimSpace(s)
 	return s[strings.LastIndex(s, "\n")+1:]
+}
+
+// applyManifest reads file and applies it to e's NB with cfg, as one-shot
+// `ovn-sync apply` does, failing t on any Problem; it returns the NB's
+// client, the inputs read and the options of the pass.
+func applyManifest(ctx context.Context, t *testing.T, e *Env, cfg desired.Config, file string) (*observed.NB, desired.Inputs, reconcile.Options) {
+	t.Helper()
+	in, notes, err := sources.ReadManifests([]string{file})
+	if err != nil || len(notes) > 0 {
+		t.Fatalf("ReadManifests: %v %v", err, notes)
+	}
+	nb, closeNB, err := observed.Connect(ctx, observed.Address{NB: e.NB, Timeout: Wait})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(closeNB)
+	opts := reconcile.Options{Config: cfg, MaxDeleteFraction: 0.5,
+		Apply: apply.Options{MaxOpsPerTxn: apply.DefaultMaxOpsPerTxn, InFlight: apply.DefaultInFlight}}
+	out, err := reconcile.Pass(ctx, nb, in, opts)
+	if err != nil {
+		t.Fatalf("Pass: %v", err)
+	}
+	if len(out.Result.Problems) > 0 {
+		t.Fatalf("Pass: problems %v", out.Result.Problems)
+	}
+	t.Logf("one-shot apply: %s", strings.TrimSpace(lastLine(out.Plan.String())))
+	return nb, in, opts
 }

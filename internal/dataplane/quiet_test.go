@@ -5,11 +5,7 @@ import (
 	"net/netip"
 	"testing"
 
-	"github.com/ovn-sync/ovn-sync/apply"
 	"github.com/ovn-sync/ovn-sync/desired"
-	"github.com/ovn-sync/ovn-sync/observed"
-	"github.com/ovn-sync/ovn-sync/reconcile"
-	"github.com/ovn-sync/ovn-sync/sources"
 )
 
 // TestDataPlaneQuietLogs: on a NAD network without a gateway and on a
@@ -30,24 +26,7 @@ func TestDataPlaneQuietLogs(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	in, notes, err := sources.ReadManifests([]string{"testdata/quiet.yaml"})
-	if err != nil || len(notes) > 0 {
-		t.Fatalf("ReadManifests: %v %v", err, notes)
-	}
-	nb, closeNB, err := observed.Connect(ctx, observed.Address{NB: e.NB, Timeout: Wait})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(closeNB)
-	opts := reconcile.Options{Config: cfg, MaxDeleteFraction: 0.5,
-		Apply: apply.Options{MaxOpsPerTxn: apply.DefaultMaxOpsPerTxn, InFlight: apply.DefaultInFlight}}
-	out, err := reconcile.Pass(ctx, nb, in, opts)
-	if err != nil {
-		t.Fatalf("Pass: %v", err)
-	}
-	if len(out.Result.Problems) > 0 {
-		t.Fatalf("Pass: problems %v", out.Result.Problems)
-	}
+	applyManifest(ctx, t, e, cfg, "testdata/quiet.yaml")
 
 	green := netip.MustParsePrefix("192.168.60.0/24")
 	purple := netip.MustParsePrefix("10.66.0.0/24")
