@@ -146,10 +146,10 @@ type builder struct {
 	// v4 is the IPv4 family of each network on a switch of ours, by switch.
 	v4  map[string]*family
 	buf []byte
-	// cfg is the Build's config; occupied counts, in a full Build near a
-	// switch's limit, the ports each switch holds (limitPorts).
-	cfg      *Config
-	occupied map[string]int
+	// cfg is the Build's config. haveOurs and haveForeign count have's
+	// ports on each switch, once asked (haveCounts).
+	cfg                   *Config
+	haveOurs, haveForeign map[string]int
 }
 
 // newBuilder returns a builder for in and have with room for about ports
@@ -713,7 +713,7 @@ func (b *builder) finish() Result {
 		for _, p := range b.want.Ports.All() {
 			refs[p.Switch]++
 		}
-		foreign = foreignPorts(b.have)
+		_, foreign = b.haveCounts()
 		ports = switchPorts(refs, foreign)
 	}
 	b.index()

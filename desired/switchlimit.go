@@ -3,8 +3,6 @@ package desired
 import (
 	"fmt"
 	"slices"
-
-	"github.com/ovn-sync/ovn-sync/state"
 )
 
 // MaxSwitchPorts is how many ports of one logical switch OVN can bind.
@@ -24,32 +22,23 @@ func (c *Config) portLimit() int {
 	return MaxSwitchPorts
 }
 
-// occupancy counts the ports of have on each switch: ours by the switch
-// they name, kube-ovn's by their external_ids:ls. A port of someone else's
-// without that key cannot be placed, and is not counted.
-func occupancy(have state.State) map[string]int {
-	n := map[string]int{}
-	for _, p := range have.Ports.All() {
-		switch {
-		case p.Owned():
-			n[p.Switch]++
-		case p.VendorSwitch != "":
-			n[p.VendorSwitch]++
+// haveCounts counts the ports of have on each switch, once per Build:
+// ours by the switch they name, and others' that kube-ovn placed there
+// (external_ids:ls). A port of someone else's without that key cannot be
+// placed, and is not counted.
+func (b *builder) haveCounts() (ours, foreign map[string]int) {
+	if b.haveOurs == nil {
+		b.haveOurs, b.haveForeign = map[string]int{}, map[string]int{}
+		for _, p := range b.have.Ports.All() {
+			switch {
+			case p.Owned():
+				b.haveOurs[p.Switch]++
+			case p.VendorSwitch != "":
+				b.haveForeign[p.VendorSwitch]++
+			}
 		}
 	}
-	return n
-}
-
-// foreignPorts counts, on each switch, the ports of have that are not ours
-// and that kube-ovn placed there (external_ids:ls).
-func foreignPorts(have state.State) map[string]int {
-	n := map[string]int{}
-	for _, p := range have.Ports.All() {
-		if !p.Owned() && p.VendorSwitch != "" {
-			n[p.VendorSwitch]++
-		}
-	}
-	return n
+	return b.haveOurs, b.haveForeign
 }
 
 // switchPorts is Result.SwitchPorts: on each switch, the ports of want
@@ -87,7 +76,7 @@ func (b *builder) newOnSwitch(s *portSpec) bool {
 // the limit; if ports of ours leave the switch in this pass, Result.Again
 // asks for a pass once they have.
 //
-// A full Build counts the switch's ports in have (occupancy). An
+// A full Build counts the switch's ports in have (haveCounts). An
 // incremental one counts the last result's ports and the others' ports
 // the last full Build counted (scope.refs, scope.foreign), and gives up where the
 // switch would pass the limit: which owners get its last ports is for a
@@ -96,7 +85,6 @@ func (b *builder) limitPorts() {
 	limit := b.cfg.portLimit()
 	// Fewer ports in all than one switch can hold: none can be full.
 	if b.have.Ports.Len()+len(b.specs) <= limit && (b.scoped == nil || b.scoped.prior.Ports.Len()+len(b.specs) <= limit) {
-		b.occupied = nil
 		return
 	}
 	var fresh []*portSpec
@@ -118,24 +106,24 @@ func (b *builder) limitPorts() {
 	if len(fresh) == 0 {
 		return
 	}
-	b.occupied = occupancy(b.have)
+	occupied := switchPorts(b.haveCounts())
 	// Only the switches the new ports would take past the limit choose.
 	fresh = slices.DeleteFunc(fresh, func(s *portSpec) bool {
-		return b.occupied[s.net.sw]+adds[s.net.sw] <= limit
+		return occupied[s.net.sw]+adds[s.net.sw] <= limit
 	})
 	slices.SortFunc(fresh, comparePriority)
 	refused := false
 	left := map[string]bool{} // switches already asked whether ports leave
 	for _, s := range fresh {
 		sw := s.net.sw
-		if b.occupied[sw] < limit {
-			b.occupied[sw]++
+		if occupied[sw] < limit {
+			occupied[sw]++
 			continue
 		}
 		refused = true
 		s.state = specFailed
 		b.ownerProblem(s.o, "SwitchFull", fmt.Sprintf("port %q is not created: %s's switch %q holds %d ports, "+
-			"the most OVN binds on one switch (%d)", s.name, b.networkName(s.net), sw, b.occupied[sw], limit))
+			"the most OVN binds on one switch (%d)", s.name, b.networkName(s.net), sw, occupied[sw], limit))
 		if !left[sw] {
 			left[sw] = true
 			if b.leaving(sw) {
