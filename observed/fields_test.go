@@ -139,6 +139,7 @@ func testFieldsRoundTrip(t *testing.T, nb *NB) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	const name = "p.default"
+	ref := referenceClient(t, nb.client.CurrentEndpoint())
 	port := &state.Port{Name: name}
 	switches := map[string]*state.Switch{"sw-a": {Name: "sw-a"}, "sw-b": {Name: "sw-b"}}
 	for i := range state.Fields {
@@ -275,12 +276,18 @@ func testFieldsRoundTrip(t *testing.T, nb *NB) {
 					}
 				}
 				// The row holds the value in f's column, read without
-				// observed's conversion.
-				var row any
+				// observed's conversion: by a client of libovsdb's generic
+				// cache, which follows the server on its own.
+				uuid := got.Ports.Get(name).UUID
 				if kind == diff.KindSwitch {
-					row = nb.Client().Cache().Table(table).Row(got.Switches["sw-a"].UUID)
-				} else {
-					row = nb.Client().Cache().Table(table).Row(got.Ports.Get(name).UUID)
+					uuid = got.Switches["sw-a"].UUID
+				}
+				var row any
+				for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(10 * time.Millisecond) {
+					row = ref.Cache().Table(table).Row(uuid)
+					if row != nil && holds(row, f, after, got) || time.Now().After(deadline) {
+						break
+					}
 				}
 				if row == nil || !holds(row, f, after, got) {
 					t.Errorf("the NB row %+v does not hold %q in %s", row, after, f.Name())

@@ -28,10 +28,11 @@ import (
 // DHCP_Options rows, renamed, and a name passed from one row to another),
 // switches (some sharing a name) and DHCP_Options rows (ours, some sharing
 // a name, and not) to a real ovsdb-server, restores an older backup and
-// restarts the server on the way. After each batch, once the cache's event
-// handler has seen it, StateVersion's snapshot is the one rebuild makes
-// from scratch, its version moved if the snapshot did, and every snapshot
-// handed out before is as it was.
+// restarts the server on the way. After each batch, once the view and the
+// cache have seen it, StateVersion's snapshot is the one a client of
+// libovsdb's generic cache reads from its rows (the port view and
+// libovsdb decode the same NB alike), its version moved if the snapshot
+// did, and every snapshot handed out before is as it was.
 func TestStateVersionIncremental(t *testing.T) {
 	srv, nb, w, seed := startWriter(t)
 
@@ -73,9 +74,8 @@ func TestStateVersionIncremental(t *testing.T) {
 		w.sync()
 
 		got, v := nb.StateVersion()
-		want := fromScratch(tablesOf(nb.client.Cache()))
-		if !state.DeepEqual(got, want) {
-			t.Fatalf("batch %d (seed %d): StateVersion() differs from a snapshot read from scratch: %s", batch, seed, stateDiff(got, want))
+		if want, ok := w.reference(got); !ok {
+			t.Fatalf("batch %d (seed %d): StateVersion() differs from libovsdb's cache of the same NB: %s", batch, seed, stateDiff(got, want))
 		}
 		if n := len(history); n > 0 {
 			last := history[n-1]
@@ -150,7 +150,7 @@ func changedPorts(a, b state.State) []string {
 func TestStateVersionReconnect(t *testing.T) {
 	srv := nbtest.Start(t)
 	nb := dial(t, srv.Addr(), true)
-	w := &writer{t: t, nb: nb, rng: rand.New(rand.NewPCG(1, 2))}
+	w := &writer{t: t, nb: nb, ref: referenceClient(t, srv.Addr()), rng: rand.New(rand.NewPCG(1, 2))}
 	w.watchSentinel()
 	w.send(w.createSwitch("sentinel"))
 	w.send(w.createSwitch("sw0"))
@@ -166,16 +166,60 @@ func TestStateVersionReconnect(t *testing.T) {
 	srv.Restore(backup)
 	w.sync()
 	got, _ := nb.StateVersion()
-	if want := fromScratch(tablesOf(nb.client.Cache())); got.Ports.Len() != 1 || !state.DeepEqual(got, want) {
+	if want, ok := w.reference(got); got.Ports.Len() != 1 || !ok {
 		t.Fatalf("after the server restarted from a backup of one port: %s", stateDiff(got, want))
 	}
 }
 
-// fromScratch is what rebuild makes of t with nothing converted before.
-func fromScratch(t tables) state.State {
+// reference returns the state libovsdb's generic cache of the writer's
+// reference client holds, read as observed reads rows: once it equals got
+// (the cache follows the server on its own), or after 5s with false.
+func (w *writer) reference(got state.State) (state.State, bool) {
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		want := cacheState(w.ref.Cache())
+		if state.DeepEqual(got, want) {
+			return want, true
+		}
+		if time.Now().After(deadline) {
+			return want, false
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// cacheState reads a snapshot from libovsdb's cache of every column of
+// the three tables, with the conversions of rows PortFromRowNamed,
+// SwitchFromRow and DHCPFromRow, sets in order (the view keeps them
+// sorted; libovsdb appends what an update adds).
+func cacheState(tc *cache.TableCache) state.State {
 	var ref NB
-	ref.rebuild(t)
-	return ref.last
+	s := state.State{Ports: state.NewPorts(0)}
+	s.DHCP, _ = ref.readDHCP(tc.Table(nbdb.DHCPOptionsTable))
+	name := func(uuid string) string { return ref.dhcpNames[uuid] }
+	var idx state.Entries
+	for _, row := range tc.Table(nbdb.LogicalSwitchPortTable).RowsShallow() {
+		p := PortFromRowNamed(row.(*nbdb.LogicalSwitchPort), name)
+		p.Addresses, p.PortSecurity = sortedOrNil(p.Addresses), sortedOrNil(p.PortSecurity)
+		s.Ports.Set(p.Name, p)
+		idx = append(idx, state.EntryOf(p))
+	}
+	idx.Sort()
+	s.Index = state.IndexOf(idx)
+	switches := map[string]memoSwitch{}
+	for uuid, row := range tc.Table(nbdb.LogicalSwitchTable).RowsShallow() {
+		switches[uuid] = memoSwitch{row: row, sw: SwitchFromRow(row.(*nbdb.LogicalSwitch))}
+	}
+	s.Switches = switchesByName(switches)
+	return s
+}
+
+// sortedOrNil is s sorted, nil when empty, as the view holds sets.
+func sortedOrNil(s []string) []string {
+	if len(s) == 0 {
+		return nil
+	}
+	return slices.Sorted(slices.Values(s))
 }
 
 // sameSnapshot reports whether a and b share their maps and Index.
@@ -262,25 +306,27 @@ func stateDiff(got, want state.State) string {
 	return fmt.Sprint(out)
 }
 
-// writer makes random changes to an NB through nb's client, picking the
-// rows it changes from nb's cache.
+// writer makes random changes to an NB through nb, picking the rows it
+// changes from the cache of ref, a libovsdb client of its own that monitors
+// every column of the tables nb reads.
 type writer struct {
 	t   *testing.T
 	nb  *NB
+	ref client.Client
 	rng *rand.Rand
 	// named counts the rows and names made, for unique ones.
 	named int
-	// seq is the last value written to the sentinel switch, seen the last
-	// one the cache's event handlers saw.
-	seq  int
-	seen atomic.Int64
-	note chan struct{}
+	// seq is the last value written to the sentinel switch; seenNB and
+	// seenRef the last one nb's and ref's cache event handlers saw.
+	seq             int
+	seenNB, seenRef atomic.Int64
+	note            chan struct{}
 }
 
 // uuids returns the UUIDs of table's rows in nb's cache, sorted, so that a
 // seed picks the same rows again.
 func (w *writer) uuids(table string) []string {
-	return slices.Sorted(maps.Keys(w.nb.client.Cache().Table(table).RowsShallow()))
+	return slices.Sorted(maps.Keys(w.ref.Cache().Table(table).RowsShallow()))
 }
 
 func (w *writer) name(prefix string) string {
@@ -394,7 +440,7 @@ func deletePort(uuid string) ovsdb.Operation {
 // "", of all but the sentinel, sorted.
 func (w *writer) switches(name string) []string {
 	var uuids []string
-	for u, row := range w.nb.client.Cache().Table(nbdb.LogicalSwitchTable).RowsShallow() {
+	for u, row := range w.ref.Cache().Table(nbdb.LogicalSwitchTable).RowsShallow() {
 		if n := row.(*nbdb.LogicalSwitch).Name; n == name || name == "" && n != "sentinel" {
 			uuids = append(uuids, u)
 		}
@@ -428,7 +474,7 @@ func (w *writer) randomBatch() []ovsdb.Operation {
 			ops = append(ops, w.addPort()...)
 		case 3, 4: // a port changes, and is renamed now and then
 			if u := pick(ports); u != "" {
-				name := w.nb.client.Cache().Table(nbdb.LogicalSwitchPortTable).Row(u).(*nbdb.LogicalSwitchPort).Name
+				name := w.ref.Cache().Table(nbdb.LogicalSwitchPortTable).Row(u).(*nbdb.LogicalSwitchPort).Name
 				if w.rng.IntN(4) == 0 {
 					name = w.name("p")
 				}
@@ -441,7 +487,7 @@ func (w *writer) randomBatch() []ovsdb.Operation {
 			}
 		case 6: // a port's name passes to a new row
 			if u, sw := pick(ports), pick(sws); u != "" && sw != "" {
-				name := w.nb.client.Cache().Table(nbdb.LogicalSwitchPortTable).Row(u).(*nbdb.LogicalSwitchPort).Name
+				name := w.ref.Cache().Table(nbdb.LogicalSwitchPortTable).Row(u).(*nbdb.LogicalSwitchPort).Name
 				ops = append(ops, deletePort(u))
 				ops = append(ops, w.addPortTo(sw, w.port(w.name("lsp"), name))...)
 			}
@@ -489,11 +535,22 @@ func (w *writer) dhcp(uuid string) *nbdb.DHCPOptions {
 	return d
 }
 
-// send transacts ops, waiting out a reconnect.
+// send transacts ops, waiting out a reconnect. Once the sentinel switch
+// exists, each transaction also writes a new external_ids:seq to it, and
+// send returns once the reference client's cache has seen it: the rows a
+// batch picks are then those the NB holds.
 func (w *writer) send(ops []ovsdb.Operation) {
 	w.t.Helper()
 	if len(ops) == 0 {
 		return
+	}
+	sentinel := w.switches("sentinel")
+	if len(sentinel) == 1 {
+		w.seq++
+		// Written without the client's API, which reads the cache's model
+		// unlocked (a race with a reconnect's purge of the cache).
+		ops = append(ops, ovsdb.Operation{Op: ovsdb.OperationUpdate, Table: nbdb.LogicalSwitchTable, Where: []ovsdb.Condition{uuidCond(sentinel[0])},
+			Row: ovsdb.Row{"external_ids": ovsdb.OvsMap{GoMap: map[any]any{"seq": fmt.Sprint(w.seq)}}}})
 	}
 	deadline := time.Now().Add(30 * time.Second)
 	for {
@@ -505,6 +562,7 @@ func (w *writer) send(ops []ovsdb.Operation) {
 		}
 		switch {
 		case err == nil:
+			w.wait(&w.seenRef, "the reference client's cache")
 			return
 		case errors.Is(err, client.ErrNotConnected) && time.Now().Before(deadline):
 			time.Sleep(50 * time.Millisecond)
@@ -515,48 +573,59 @@ func (w *writer) send(ops []ovsdb.Operation) {
 }
 
 // watchSentinel registers, after nb's, a cache event handler that notes
-// the sentinel switch's external_ids:seq. The handlers run in order, event
-// after event: once it has seen a value, nb's has seen every change
-// before.
+// the sentinel switch's external_ids:seq, and one on the reference
+// client's cache. The handlers run in order, event after event: once one
+// has seen a value, its cache (and nb's handler) has seen every change
+// before. The port view has seen them once Transact returned.
 func (w *writer) watchSentinel() {
 	w.note = make(chan struct{}, 1)
-	w.nb.client.Cache().AddEventHandler(&cache.EventHandlerFuncs{
-		UpdateFunc: func(_ string, _, row model.Model) {
+	watch := func(c client.Client, seen *atomic.Int64) {
+		note := func(row model.Model) {
 			if sw, ok := row.(*nbdb.LogicalSwitch); ok && sw.Name == "sentinel" {
 				var seq int64
 				fmt.Sscan(sw.ExternalIDs["seq"], &seq)
-				w.seen.Store(seq)
+				seen.Store(seq)
 				select {
 				case w.note <- struct{}{}:
 				default:
 				}
 			}
-		},
-	})
+		}
+		// A reconnect reloads the cache: the sentinel comes as an add.
+		c.Cache().AddEventHandler(&cache.EventHandlerFuncs{
+			AddFunc:    func(_ string, row model.Model) { note(row) },
+			UpdateFunc: func(_ string, _, row model.Model) { note(row) },
+		})
+	}
+	watch(w.nb.client, &w.seenNB)
+	watch(w.ref, &w.seenRef)
+}
+
+// wait returns once seen holds the last seq written, or fails the test.
+func (w *writer) wait(seen *atomic.Int64, what string) {
+	w.t.Helper()
+	timeout := time.After(10 * time.Second)
+	for seen.Load() < int64(w.seq) {
+		select {
+		case <-w.note:
+		case <-time.After(10 * time.Millisecond):
+		case <-timeout:
+			w.t.Fatalf("%s did not see change %d of the sentinel", what, w.seq)
+		}
+	}
 }
 
 // sync returns once nb's event handler has seen every change sent before.
 func (w *writer) sync() {
 	w.t.Helper()
-	w.seq++
-	sentinel := w.switches("sentinel")
-	if len(sentinel) != 1 {
-		w.t.Fatalf("%d sentinel switches", len(sentinel))
+	if len(w.switches("sentinel")) != 1 {
+		w.t.Fatalf("%d sentinel switches", len(w.switches("sentinel")))
 	}
-	// Written without the client's API, which reads the cache's model
-	// unlocked (a race with a reconnect's purge of the cache): sync is what
-	// waits out a reconnect before the next batch is made.
-	w.send([]ovsdb.Operation{{Op: ovsdb.OperationUpdate, Table: nbdb.LogicalSwitchTable, Where: []ovsdb.Condition{uuidCond(sentinel[0])},
-		Row: ovsdb.Row{"external_ids": ovsdb.OvsMap{GoMap: map[any]any{"seq": fmt.Sprint(w.seq)}}}}})
-	timeout := time.After(10 * time.Second)
-	for w.seen.Load() != int64(w.seq) {
-		select {
-		case <-w.note:
-		case <-timeout:
-			w.t.Fatalf("the cache's event handler did not see change %d of the sentinel", w.seq)
-		}
-	}
+	w.send([]ovsdb.Operation{{Op: ovsdb.OperationComment, Comment: ptr("sync")}})
+	w.wait(&w.seenNB, "nb's cache event handler")
 }
+
+func ptr[T any](v T) *T { return &v }
 
 // TestDropWatch: dropWatch notices libovsdb's cache dropping an event, as
 // it does when its queue is full.
@@ -589,7 +658,7 @@ func TestDropWatch(t *testing.T) {
 	}
 }
 
-// TestStateVersionNamePassed: while the cache holds two ports of one name
+// TestStateVersionNamePassed: while the view holds two ports of one name
 // (an update that deletes one row and inserts another of its name, read
 // half applied), StateVersion reads every row, as rebuild picks one of
 // them; once one is gone, the snapshot is the one rebuild makes, whichever
@@ -603,40 +672,48 @@ func TestStateVersionNamePassed(t *testing.T) {
 	if len(errs) > 0 {
 		t.Fatal(errs)
 	}
+	logger := logr.Discard()
+	tc, err := cache.NewTableCache(dbModel, nil, &logger)
+	if err != nil {
+		t.Fatal(err)
+	}
 	// Map order picks the port rebuild keeps: try both, most likely.
 	for range 20 {
-		logger := logr.Discard()
-		tc, err := cache.NewTableCache(dbModel, nil, &logger)
-		if err != nil {
-			t.Fatal(err)
-		}
-		tb := tablesOf(tc)
 		var nb NB
 		nb.changed.setAll()
-		// apply updates the cache as libovsdb does, then tells nb as its
-		// event handler would.
-		apply := func(uuid string, u ovsdb.RowUpdate2) {
-			t.Helper()
-			if err := tc.Populate2(ovsdb.TableUpdates2{nbdb.LogicalSwitchPortTable: {uuid: &u}}); err != nil {
-				t.Fatal(err)
+		nb.view = &portView{table: &portTable{rows: map[string]*state.Port{}}, onChange: nb.portChanged}
+		tb := func() tables {
+			return tables{ports: nb.view.Table(), switches: tc.Table(nbdb.LogicalSwitchTable), dhcp: tc.Table(nbdb.DHCPOptionsTable)}
+		}
+		// apply updates the view as an update of the NB would.
+		apply := func(uuid, name string) {
+			var p *state.Port
+			if name != "" {
+				p = &state.Port{UUID: uuid, Name: name}
 			}
-			nb.changed.add(&nbdb.LogicalSwitchPort{UUID: uuid})
+			nb.view.apply([]rowChange{{uuid: uuid, full: p}})
+		}
+		scratch := func() state.State {
+			var ref NB
+			ref.view = nb.view
+			ref.rebuild(tb())
+			return ref.last
 		}
 		uuid := func(i int) string { return fmt.Sprintf("%08x-0000-4000-8000-000000000000", i) }
-		apply(uuid(1), ovsdb.RowUpdate2{Insert: &ovsdb.Row{"name": "a"}})
-		apply(uuid(2), ovsdb.RowUpdate2{Insert: &ovsdb.Row{"name": "b"}})
-		if s, _ := nb.stateOf(tb); !state.DeepEqual(s, fromScratch(tb)) {
-			t.Fatalf("two ports: %s", stateDiff(s, fromScratch(tb)))
+		apply(uuid(1), "a")
+		apply(uuid(2), "b")
+		if s, _ := nb.stateOf(tb()); !state.DeepEqual(s, scratch()) {
+			t.Fatalf("two ports: %s", stateDiff(s, scratch()))
 		}
-		apply(uuid(3), ovsdb.RowUpdate2{Insert: &ovsdb.Row{"name": "a"}})
+		apply(uuid(3), "a")
 		rebuilds := nb.rebuilds
-		if s, _ := nb.stateOf(tb); nb.rebuilds != rebuilds+1 || s.Ports.Len() != 2 || s.Index.Len() != 3 {
+		if s, _ := nb.stateOf(tb()); nb.rebuilds != rebuilds+1 || s.Ports.Len() != 2 || s.Index.Len() != 3 {
 			t.Fatalf("two ports named a: %d rebuilds, then %d; %d ports, %d index entries; want a rebuild, 2 and 3",
 				rebuilds, nb.rebuilds, s.Ports.Len(), s.Index.Len())
 		}
-		apply(uuid(1), ovsdb.RowUpdate2{Delete: &ovsdb.Row{}})
-		if s, _ := nb.stateOf(tb); !state.DeepEqual(s, fromScratch(tb)) {
-			t.Fatalf("the first port named a gone: %s", stateDiff(s, fromScratch(tb)))
+		apply(uuid(1), "")
+		if s, _ := nb.stateOf(tb()); !state.DeepEqual(s, scratch()) {
+			t.Fatalf("the first port named a gone: %s", stateDiff(s, scratch()))
 		}
 	}
 }
@@ -652,8 +729,8 @@ func TestStateShowsOwnTransaction(t *testing.T) {
 	for batch := range 200 {
 		w.send(w.randomBatch())
 		got, _ := nb.StateVersion()
-		if want := fromScratch(tablesOf(nb.client.Cache())); !state.DeepEqual(got, want) {
-			t.Fatalf("batch %d (seed %d): the snapshot right after our transaction differs from the cache: %s", batch, seed, stateDiff(got, want))
+		if want, ok := w.reference(got); !ok {
+			t.Fatalf("batch %d (seed %d): the snapshot right after our transaction differs from the NB: %s", batch, seed, stateDiff(got, want))
 		}
 	}
 }
@@ -666,11 +743,39 @@ func startWriter(t *testing.T) (*nbtest.Server, *NB, *writer, uint64) {
 	nb := dial(t, srv.Addr(), true)
 	seed := uint64(time.Now().UnixNano())
 	t.Logf("seed %d", seed)
-	w := &writer{t: t, nb: nb, rng: rand.New(rand.NewPCG(seed, 0))}
+	w := &writer{t: t, nb: nb, ref: referenceClient(t, srv.Addr()), rng: rand.New(rand.NewPCG(seed, 0))}
 	w.watchSentinel()
 	w.send(w.createSwitch("sentinel"))
 	for range 3 {
 		w.send(w.createSwitch(w.switchName()))
 	}
 	return srv, nb, w, seed
+}
+
+// referenceClient connects a libovsdb client to endpoint that monitors
+// every column of Logical_Switch_Port, Logical_Switch and DHCP_Options
+// into its generic cache, and reconnects when the server comes back.
+func referenceClient(t *testing.T, endpoint string) client.Client {
+	t.Helper()
+	dbModel, err := nbdb.FullDatabaseModel()
+	if err != nil {
+		t.Fatal(err)
+	}
+	logger := logr.Discard()
+	c, err := client.NewOVSDBClient(dbModel, client.WithEndpoint(endpoint), client.WithReconnect(10*time.Second, reconnectBackoff()),
+		client.WithLogger(&logger))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := c.Connect(ctx); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(c.Close)
+	if _, err := c.Monitor(ctx, c.NewMonitor(client.WithTable(&nbdb.LogicalSwitchPort{}),
+		client.WithTable(&nbdb.LogicalSwitch{}), client.WithTable(&nbdb.DHCPOptions{}))); err != nil {
+		t.Fatal(err)
+	}
+	return c
 }

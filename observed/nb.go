@@ -72,6 +72,14 @@ func ParseEndpoints(s string) ([]string, error) {
 // NB is a connected, monitoring NB client.
 type NB struct {
 	client client.Client
+	// view is the Logical_Switch_Port table, which the client does not
+	// monitor (see portView); portHooks are called with each row it
+	// changes.
+	view *portView
+	// reconnectTimeout bounds how long Transact waits for the view.
+	reconnectTimeout time.Duration
+	hooksMu          sync.Mutex
+	portHooks        []func(old, cur *state.Port)
 
 	// changed collects the rows the cache's event handler reports, for
 	// StateVersion to read again.
@@ -110,9 +118,11 @@ type NB struct {
 	dhcpGen   uint64
 }
 
-// tables are the cache tables a snapshot is read from.
+// tables are the tables a snapshot is read from: the view's load of the
+// ports, the cache's switches and DHCP_Options.
 type tables struct {
-	ports, switches, dhcp *cache.RowCache
+	ports          *portTable
+	switches, dhcp *cache.RowCache
 }
 
 // changes are rows changed since a snapshot: the UUIDs of the ports and
@@ -138,7 +148,8 @@ type changeLog struct {
 	c changes
 }
 
-// add records that row, of one of the tables StateVersion reads, changed.
+// add records that row, of one of the cache's tables StateVersion reads,
+// changed.
 func (l *changeLog) add(row model.Model) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
@@ -146,12 +157,19 @@ func (l *changeLog) add(row model.Model) {
 		return
 	}
 	switch r := row.(type) {
-	case *nbdb.LogicalSwitchPort:
-		l.c.ports = addUUID(l.c.ports, r.UUID)
 	case *nbdb.LogicalSwitch:
 		l.c.switches = addUUID(l.c.switches, r.UUID)
 	case *nbdb.DHCPOptions:
 		l.c.dhcp = true
+	}
+}
+
+// addPort records that the port row uuid changed.
+func (l *changeLog) addPort(uuid string) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if !l.c.all {
+		l.c.ports = addUUID(l.c.ports, uuid)
 	}
 }
 
@@ -281,7 +299,7 @@ func (l *changeLog) take() changes {
 }
 
 type memoPort struct {
-	row   model.Model
+	row   *state.Port // as the view holds it
 	entry state.Entry // .Port is the converted row
 	// refs is set when the row refers to a DHCP_Options row, gen the
 	// dhcpGen it was converted in.
@@ -320,7 +338,8 @@ func Dial(ctx context.Context, opts Options) (*NB, error) {
 	// libovsdb drops a cache event when its queue is full (a reconnect
 	// reloading more rows than the queue holds, a handler falling behind)
 	// and says so only in its log: the next snapshot then reads every row.
-	nb := &NB{ports: map[string]memoPort{}, refs: map[string]struct{}{}, switches: map[string]memoSwitch{}}
+	nb := &NB{ports: map[string]memoPort{}, refs: map[string]struct{}{}, switches: map[string]memoSwitch{},
+		reconnectTimeout: reconnectTimeout}
 	nb.changed.setAll()
 	logger = logr.New(&dropWatch{inner: logger.GetSink(), onDrop: nb.changed.setAll})
 	copts = append(copts, client.WithLogger(&logger))
@@ -333,12 +352,11 @@ func Dial(ctx context.Context, opts Options) (*NB, error) {
 	}
 	// Monitor only what the diff reads. Logical_Switch.ports is deliberately
 	// left out: every port transaction would ship the whole set back and the
-	// cache would clone it, which makes per-port work quadratic.
-	lsp := &nbdb.LogicalSwitchPort{}
+	// cache would clone it, which makes per-port work quadratic. The ports
+	// themselves are the view's.
 	ls := &nbdb.LogicalSwitch{}
 	dhcp := &nbdb.DHCPOptions{}
 	_, err = c.Monitor(ctx, c.NewMonitor(
-		client.WithTable(lsp, portColumns(lsp)...),
 		client.WithTable(ls, switchColumns(ls)...),
 		client.WithTable(dhcp, &dhcp.Cidr, &dhcp.Options, &dhcp.ExternalIDs),
 	))
@@ -347,6 +365,16 @@ func Dial(ctx context.Context, opts Options) (*NB, error) {
 		return nil, fmt.Errorf("monitor NB: %w", err)
 	}
 	nb.client = c
+	nb.view, err = startPortView(ctx, func() string {
+		if !c.Connected() {
+			return ""
+		}
+		return c.CurrentEndpoint()
+	}, opts.TLS, nb.portChanged, nb.changed.setAll)
+	if err != nil {
+		c.Close()
+		return nil, fmt.Errorf("monitor NB: %w", err)
+	}
 	// The cache applies every update before it queues the event, so once
 	// the handler has recorded a row, the next StateVersion reads the row
 	// as it is since. Events of the initial contents the handler misses
@@ -460,10 +488,21 @@ func (nb *NB) Client() client.Client { return nb.client }
 // resets the connection), and callers retry only on ErrNotConnected. Either
 // way the transaction may have committed; a retry then fails on the names
 // it creates, which callers treat as a stale plan.
+//
+// Once a transaction that changed ports committed, Transact waits until
+// the view shows it (portView.Barrier), so that the next snapshot does.
 func (nb *NB) Transact(ctx context.Context, ops ...ovsdb.Operation) ([]ovsdb.OperationResult, error) {
 	res, err := nb.client.Transact(ctx, ops...)
 	if err != nil && connectionLost(err) {
 		return nil, fmt.Errorf("%w: %w", client.ErrNotConnected, err)
+	}
+	if err == nil && changesPorts(ops) {
+		// A view that cannot tell (down longer than a reconnect takes)
+		// loads every row again once it is back: a snapshot shows the
+		// transaction then.
+		bctx, cancel := context.WithTimeout(ctx, nb.reconnectTimeout)
+		_ = nb.view.Barrier(bctx)
+		cancel()
 	}
 	if err == nil {
 		nb.changed.sent(ops, res, func() []string {
@@ -480,11 +519,58 @@ func connectionLost(err error) bool {
 	return errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) || errors.As(err, &opErr)
 }
 
+// changesPorts reports whether ops may change a Logical_Switch_Port row:
+// any operation but a select may (a switch deleted takes its ports, a
+// DHCP_Options row deleted the references to it).
+func changesPorts(ops []ovsdb.Operation) bool {
+	for _, op := range ops {
+		if op.Op != ovsdb.OperationSelect {
+			return true
+		}
+	}
+	return false
+}
+
 // Connected reports whether the client is connected now.
 func (nb *NB) Connected() bool { return nb.client.Connected() }
 
 // Close disconnects.
-func (nb *NB) Close() { nb.client.Close() }
+func (nb *NB) Close() {
+	nb.view.Close()
+	nb.client.Close()
+}
+
+// WatchPorts calls f with every Logical_Switch_Port row an update of the
+// NB changes, once the snapshot's source holds it: old is nil for an
+// insert, cur nil for a delete; references to DHCP_Options rows are UUIDs.
+// A reconnect's reload reports nothing (WatchConnection tells of it). f
+// runs on the goroutine that reads the NB: it must be quick and must not
+// call nb.
+func (nb *NB) WatchPorts(f func(old, cur *state.Port)) {
+	nb.hooksMu.Lock()
+	defer nb.hooksMu.Unlock()
+	nb.portHooks = append(nb.portHooks, f)
+}
+
+// PortRows is the number of Logical_Switch_Port rows the NB holds, as far
+// as the client has seen.
+func (nb *NB) PortRows() int { return nb.view.Len() }
+
+// portChanged records a row the view changed and passes the change on to
+// the hooks WatchDrift added.
+func (nb *NB) portChanged(old, cur *state.Port) {
+	if cur != nil {
+		nb.changed.addPort(cur.UUID)
+	} else {
+		nb.changed.addPort(old.UUID)
+	}
+	nb.hooksMu.Lock()
+	hooks := nb.portHooks
+	nb.hooksMu.Unlock()
+	for _, h := range hooks {
+		h(old, cur)
+	}
+}
 
 // State returns a snapshot of the switches and ports in the cache, with its
 // Index. It is safe to call concurrently with cache updates. The snapshot is
@@ -510,12 +596,13 @@ func (nb *NB) State() state.State {
 // call, after the cache was purged (a reconnect) or dropped an event, and
 // when many rows changed.
 func (nb *NB) StateVersion() (state.State, uint64) {
-	return nb.stateOf(tablesOf(nb.client.Cache()))
+	return nb.stateOf(nb.tables())
 }
 
-// tablesOf returns the tables of tc a snapshot is read from.
-func tablesOf(tc *cache.TableCache) tables {
-	return tables{tc.Table(nbdb.LogicalSwitchPortTable), tc.Table(nbdb.LogicalSwitchTable), tc.Table(nbdb.DHCPOptionsTable)}
+// tables returns the tables a snapshot is read from now.
+func (nb *NB) tables() tables {
+	tc := nb.client.Cache()
+	return tables{nb.view.Table(), tc.Table(nbdb.LogicalSwitchTable), tc.Table(nbdb.DHCPOptionsTable)}
 }
 
 // stateOf is StateVersion reading t, the cache's tables now.
@@ -582,20 +669,20 @@ func (nb *NB) ChangedPorts(from, to uint64) (names []string, ok bool) {
 // conversion nb holds are not converted again.
 func (nb *NB) rebuild(t tables) {
 	nb.rebuilds++
-	portRows := t.ports.RowsShallow()
 	switchRows := t.switches.RowsShallow()
 
-	s := state.State{Ports: state.NewPorts(len(portRows))}
+	n := nb.view.Len()
+	s := state.State{Ports: state.NewPorts(n)}
 	s.DHCP, _ = nb.readDHCP(t.dhcp)
-	// The cache replaces a row's model (it clones before updating), so an
-	// unchanged pointer means an unchanged row and its conversion is reused.
-	ports := make(map[string]memoPort, len(portRows))
+	// The view replaces a row when it changes, so an unchanged pointer
+	// means an unchanged row and its conversion is reused.
+	ports := make(map[string]memoPort, n)
 	refs := map[string]struct{}{}
-	idx := make(state.Entries, 0, len(portRows))
-	for uuid, row := range portRows {
+	idx := make(state.Entries, 0, n)
+	nb.read.ports = nb.view.Each(func(uuid string, row *state.Port) {
 		m, ok := nb.ports[uuid]
 		if !ok || m.row != row || m.refs && m.gen != nb.dhcpGen {
-			m = nb.convertPort(row.(*nbdb.LogicalSwitchPort))
+			m = nb.convertPort(row)
 		}
 		ports[uuid] = m
 		if m.refs {
@@ -603,7 +690,7 @@ func (nb *NB) rebuild(t tables) {
 		}
 		s.Ports.Set(m.entry.Port.Name, m.entry.Port)
 		idx = append(idx, m.entry)
-	}
+	})
 	nb.ports, nb.refs = ports, refs
 	// Logical_Switch_Port.name is a unique index in the NB schema, so every
 	// row has its own entry in s.Ports and s.Index lists each once.
@@ -632,7 +719,7 @@ func (nb *NB) rebuild(t tables) {
 // rebuild gives the snapshot it would then. The conversions update made
 // are current, and rebuild reuses what it can of them.
 func (nb *NB) update(t tables, ch changes) ([]string, bool) {
-	if len(ch.ports) > 1024 && 4*len(ch.ports) > len(nb.ports) {
+	if len(ch.ports) > 1024 && 4*len(ch.ports) > len(nb.ports) || nb.view.Table() != t.ports {
 		return nil, false
 	}
 	s := nb.last
@@ -643,8 +730,7 @@ func (nb *NB) update(t tables, ch changes) ([]string, bool) {
 		// the others' conversions stand for the new names too.
 		for uuid := range nb.refs {
 			m := nb.ports[uuid]
-			if r := m.row.(*nbdb.LogicalSwitchPort); r.Dhcpv4Options != nil && renamed[*r.Dhcpv4Options] ||
-				r.Dhcpv6Options != nil && renamed[*r.Dhcpv6Options] {
+			if r := m.row; r.DHCPv4 != "" && renamed[r.DHCPv4] || r.DHCPv6 != "" && renamed[r.DHCPv6] {
 				ch.ports = addUUID(ch.ports, uuid)
 			} else {
 				m.gen = nb.dhcpGen
@@ -661,13 +747,13 @@ func (nb *NB) update(t tables, ch changes) ([]string, bool) {
 	var del, ins []state.Entry
 	var names []string
 	for uuid := range ch.ports {
-		// Row returns a copy of the row, or nil once it is deleted.
-		r, _ := t.ports.Row(uuid).(*nbdb.LogicalSwitchPort)
+		// Row returns the row, or nil once it is deleted.
+		r := nb.view.Row(t.ports, uuid)
 		m, had := nb.ports[uuid]
 		switch {
 		case !had && r == nil:
 			continue // inserted and deleted since the last snapshot
-		case had && r != nil && (!m.refs || m.gen == nb.dhcpGen) && m.row.(*nbdb.LogicalSwitchPort).Equals(r):
+		case had && r != nil && (!m.refs || m.gen == nb.dhcpGen) && m.row == r:
 			continue // as converted: a snapshot read the row before its event came
 		}
 		if !cloned {
@@ -720,11 +806,32 @@ func (nb *NB) update(t tables, ch changes) ([]string, bool) {
 	return names, true
 }
 
-// convertPort converts r with the DHCP_Options names nb holds now.
-func (nb *NB) convertPort(r *nbdb.LogicalSwitchPort) memoPort {
-	name := func(uuid string) string { return nb.dhcpNames[uuid] }
-	return memoPort{row: r, entry: state.EntryOf(PortFromRowNamed(r, name)), gen: nb.dhcpGen,
-		refs: r.Dhcpv4Options != nil || r.Dhcpv6Options != nil}
+// convertPort converts r with the DHCP_Options names nb holds now. A row
+// without references is the snapshot's port as it is: it is not copied.
+func (nb *NB) convertPort(r *state.Port) memoPort {
+	return memoPort{row: r, entry: state.EntryOf(namePort(r, func(uuid string) string { return nb.dhcpNames[uuid] })),
+		gen: nb.dhcpGen, refs: r.DHCPv4 != "" || r.DHCPv6 != ""}
+}
+
+// namePort returns the view's row r with its references named by name:
+// r itself when it has none or none is named, a copy otherwise.
+func namePort(r *state.Port, name func(uuid string) string) *state.Port {
+	if r == nil || r.DHCPv4 == "" && r.DHCPv6 == "" {
+		return r
+	}
+	v4, v6 := r.DHCPv4, r.DHCPv6
+	if v4 != "" {
+		v4 = cmp.Or(name(v4), v4)
+	}
+	if v6 != "" {
+		v6 = cmp.Or(name(v6), v6)
+	}
+	if v4 == r.DHCPv4 && v6 == r.DHCPv6 {
+		return r
+	}
+	p := *r
+	p.DHCPv4, p.DHCPv6 = v4, v6
+	return &p
 }
 
 // readDHCP reads our DHCP_Options rows of table (nil reads none), sets

@@ -24,43 +24,41 @@ import (
 // Transact returned, so those of one pass may come once the next pass has
 // applied a new want; a row left as either has it is not drift. want
 // returns nil while nobody reconciles; then nothing is drift. The
-// callbacks run in libovsdb's cache event loop: they must be quick (notify
-// a channel).
+// callbacks run in libovsdb's cache event loop and the port view's reading
+// goroutine: they must be quick (notify a channel).
 func (nb *NB) WatchDrift(want func() (cur, prev *state.State), onDrift func(table string), onOwn func()) {
-	event := func(table string, old, cur model.Model) {
+	judge := func(table string, drift func(state.State) bool, ours bool) {
 		w, prev := want()
 		if w == nil {
 			return
 		}
-		// differs reports whether the row is left other than both wants
-		// have it, as judged by f.
-		differs := func(f func(state.State) bool) bool { return f(*w) && (prev == nil || f(*prev)) }
-		var drift, ours bool
-		switch table {
-		case nbdb.LogicalSwitchPortTable:
-			o, _ := old.(*nbdb.LogicalSwitchPort)
-			c, _ := cur.(*nbdb.LogicalSwitchPort)
-			drift = differs(func(s state.State) bool { return PortDriftNamed(s, o, c, nb.dhcpName) })
-			ours = o != nil && o.ExternalIDs[state.KeyOwner] != "" || c != nil && c.ExternalIDs[state.KeyOwner] != ""
-			// ovn-northd's updates (up, dynamic_addresses) change no
-			// field of ours: they are nobody's change to judge.
-			ours = ours && (o == nil || c == nil || !PortFromRowNamed(o, nb.dhcpName).Equal(PortFromRowNamed(c, nb.dhcpName)))
-		case nbdb.DHCPOptionsTable:
-			o, _ := old.(*nbdb.DHCPOptions)
-			c, _ := cur.(*nbdb.DHCPOptions)
-			drift = differs(func(s state.State) bool { return DHCPDrift(s, o, c) })
-			ours = o != nil && o.ExternalIDs[state.KeyOwner] != "" || c != nil && c.ExternalIDs[state.KeyOwner] != ""
-		case nbdb.LogicalSwitchTable:
-			o, _ := old.(*nbdb.LogicalSwitch)
-			c, _ := cur.(*nbdb.LogicalSwitch)
-			drift = differs(func(s state.State) bool { return SwitchDrift(s, o, c) })
-			ours = o != nil && o.ExternalIDs[state.KeyOwner] != "" || c != nil && c.ExternalIDs[state.KeyOwner] != ""
-		}
 		switch {
-		case drift:
+		case drift(*w) && (prev == nil || drift(*prev)):
+			// Left other than both wants have it.
 			onDrift(table)
 		case ours && onOwn != nil:
 			onOwn()
+		}
+	}
+	nb.WatchPorts(func(old, cur *state.Port) {
+		o, c := namePort(old, nb.dhcpName), namePort(cur, nb.dhcpName)
+		// ovn-northd's updates (up, dynamic_addresses) change no field of
+		// ours: they are nobody's change to judge.
+		ours := (o != nil && o.Owned() || c != nil && c.Owned()) && (o == nil || c == nil || !o.Equal(c))
+		judge(nbdb.LogicalSwitchPortTable, func(s state.State) bool { return portDrift(s, o, c) }, ours)
+	})
+	event := func(table string, old, cur model.Model) {
+		switch table {
+		case nbdb.DHCPOptionsTable:
+			o, _ := old.(*nbdb.DHCPOptions)
+			c, _ := cur.(*nbdb.DHCPOptions)
+			ours := o != nil && o.ExternalIDs[state.KeyOwner] != "" || c != nil && c.ExternalIDs[state.KeyOwner] != ""
+			judge(table, func(s state.State) bool { return DHCPDrift(s, o, c) }, ours)
+		case nbdb.LogicalSwitchTable:
+			o, _ := old.(*nbdb.LogicalSwitch)
+			c, _ := cur.(*nbdb.LogicalSwitch)
+			ours := o != nil && o.ExternalIDs[state.KeyOwner] != "" || c != nil && c.ExternalIDs[state.KeyOwner] != ""
+			judge(table, func(s state.State) bool { return SwitchDrift(s, o, c) }, ours)
 		}
 	}
 	nb.client.Cache().AddEventHandler(&cache.EventHandlerFuncs{
@@ -96,15 +94,26 @@ func PortDrift(want state.State, old, cur *nbdb.LogicalSwitchPort) bool {
 // PortDriftNamed is PortDrift, the row's references named by name (see
 // PortFromRowNamed).
 func PortDriftNamed(want state.State, old, cur *nbdb.LogicalSwitchPort, name func(uuid string) string) bool {
-	owned := func(r *nbdb.LogicalSwitchPort) bool { return r != nil && r.ExternalIDs[state.KeyOwner] != "" }
-	if !owned(old) && !owned(cur) {
+	var o, c *state.Port
+	if old != nil {
+		o = PortFromRowNamed(old, name)
+	}
+	if cur != nil {
+		c = PortFromRowNamed(cur, name)
+	}
+	return portDrift(want, o, c)
+}
+
+// portDrift is PortDrift on ports as observed holds them.
+func portDrift(want state.State, old, cur *state.Port) bool {
+	if (old == nil || !old.Owned()) && (cur == nil || !cur.Owned()) {
 		return false
 	}
 	if cur == nil {
 		return want.Ports.Get(old.Name) != nil
 	}
 	w := want.Ports.Get(cur.Name)
-	return w == nil || !w.Equal(PortFromRowNamed(cur, name))
+	return w == nil || !w.Equal(cur)
 }
 
 // DHCPDrift is PortDrift for a DHCP_Options row of ours.
@@ -171,11 +180,11 @@ func (nb *NB) WatchConnection(ctx context.Context, on func(ev ConnEvent, endpoin
 	t := time.NewTicker(50 * time.Millisecond)
 	defer t.Stop()
 	c := nb.client
-	lastEP, lastTable := c.CurrentEndpoint(), c.Cache().Table(nbdb.LogicalSwitchPortTable)
+	lastEP, lastTable := c.CurrentEndpoint(), nb.view.Table()
 	down := false
 	for {
-		ep, table := c.CurrentEndpoint(), c.Cache().Table(nbdb.LogicalSwitchPortTable)
-		up := ep != "" && c.Connected()
+		ep, table := c.CurrentEndpoint(), nb.view.Table()
+		up := ep != "" && c.Connected() && nb.view.Synced()
 		switch {
 		case !up && !down:
 			down = true

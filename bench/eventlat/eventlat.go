@@ -16,16 +16,14 @@ import (
 	"slices"
 	"time"
 
-	"github.com/ovn-org/libovsdb/cache"
-	"github.com/ovn-org/libovsdb/model"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	kubeovnv1 "github.com/ovn-sync/ovn-sync/apis/kubeovn/v1"
 	"github.com/ovn-sync/ovn-sync/internal/looptest"
-	"github.com/ovn-sync/ovn-sync/nbdb"
 	"github.com/ovn-sync/ovn-sync/observed"
+	"github.com/ovn-sync/ovn-sync/state"
 )
 
 // Event is a kind of change timed from the call that makes it until the
@@ -167,18 +165,13 @@ func Start(ctx context.Context, o Options) (c *Cluster, err error) {
 	if c.obs, err = observed.Dial(ctx, observed.Options{Endpoints: []string{o.NBAddr}}); err != nil {
 		return c, err
 	}
-	send := func(table string, m model.Model) {
-		if table == nbdb.LogicalSwitchPortTable {
-			p := m.(*nbdb.LogicalSwitchPort)
+	c.obs.WatchPorts(func(_, p *state.Port) {
+		if p != nil {
 			select {
-			case c.seen <- portSeen{p.Name, p.Options["requested-chassis"]}:
+			case c.seen <- portSeen{p.Name, p.RequestedChassis}:
 			default:
 			}
 		}
-	}
-	c.obs.Client().Cache().AddEventHandler(&cache.EventHandlerFuncs{
-		AddFunc:    send,
-		UpdateFunc: func(table string, _, m model.Model) { send(table, m) },
 	})
 	readyTimeout := o.ReadyTimeout
 	if readyTimeout == 0 {

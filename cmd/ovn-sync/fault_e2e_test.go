@@ -429,16 +429,16 @@ func portAddrs(s state.State) map[string][]string {
 // once, no two of them with the same IP or MAC on a switch, and every port
 // of before with the addresses it had then.
 func portsConverged(nb *observed.NB, fc faultCluster, before map[string][]string) error {
-	table := nb.Client().Cache().Table(nbdb.LogicalSwitchPortTable)
-	if n := table.Len(); n < len(fc.want) {
+	if n := nb.PortRows(); n < len(fc.want) {
 		return fmt.Errorf("%d ports, want %d", n, len(fc.want))
 	}
-	rows := table.RowsShallow()
+	// The Index lists every row, two of one name too.
+	rows := nb.State().Index.Entries()
 	var errs []error
 	seen := make(map[string]int, len(rows))
 	holder := map[string]string{} // switch/address -> port
-	for _, row := range rows {
-		p := observed.PortFromRow(row.(*nbdb.LogicalSwitchPort))
+	for _, e := range rows {
+		p := e.Port
 		if !p.Owned() {
 			continue
 		}
@@ -500,12 +500,12 @@ func faultTail(s string, n int) string {
 	return s
 }
 
-// waitRows waits until nb's cache holds at least n ports, failing if done
+// waitRows waits until nb holds at least n ports, failing if done
 // is closed first: the fault must come while the cold start is under way.
 func waitRows(t *testing.T, nb *observed.NB, n int, done <-chan struct{}, what string, why func() string) {
 	t.Helper()
 	deadline := time.Now().Add(90 * time.Second)
-	table := func() int { return nb.Client().Cache().Table(nbdb.LogicalSwitchPortTable).Len() }
+	table := nb.PortRows
 	for table() < n {
 		select {
 		case <-done:

@@ -12,8 +12,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/ovn-org/libovsdb/cache"
-	"github.com/ovn-org/libovsdb/model"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
@@ -21,7 +19,7 @@ import (
 	"github.com/ovn-sync/ovn-sync/internal/kubetest"
 	"github.com/ovn-sync/ovn-sync/internal/looptest"
 	"github.com/ovn-sync/ovn-sync/internal/nbtest"
-	"github.com/ovn-sync/ovn-sync/nbdb"
+	"github.com/ovn-sync/ovn-sync/state"
 )
 
 // latencyMode is one way of running "ovn-sync run" whose latency
@@ -173,19 +171,17 @@ type latencyResult struct {
 func measureLatency(t *testing.T, kubeconfig string, pods typedcorev1.PodInterface, size, n int, m latencyMode, churn *backgroundChurn, rate float64) latencyResult {
 	nbs := nbtest.Start(t)
 	nb := nbWatch(t, nbs.Addr())
-	// The watcher's cache tells of every port inserted, as it applies the
-	// update the NB sent; the send never blocks libovsdb, and what piles
+	// The watcher tells of every port inserted, as it applies the update
+	// the NB sent; the send never blocks libovsdb, and what piles
 	// up before a measurement is drained.
 	inserted := make(chan string, 4096)
-	nb.Client().Cache().AddEventHandler(&cache.EventHandlerFuncs{
-		AddFunc: func(table string, row model.Model) {
-			if table == nbdb.LogicalSwitchPortTable {
-				select {
-				case inserted <- row.(*nbdb.LogicalSwitchPort).Name:
-				default:
-				}
+	nb.WatchPorts(func(old, cur *state.Port) {
+		if old == nil {
+			select {
+			case inserted <- cur.Name:
+			default:
 			}
-		},
+		}
 	})
 	start := time.Now()
 	// No resync during the run: a full pass on a timer would be counted

@@ -12,16 +12,14 @@ import (
 	"testing"
 	"time"
 
-	"github.com/ovn-org/libovsdb/cache"
-	"github.com/ovn-org/libovsdb/model"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/ovn-sync/ovn-sync/internal/kubetest"
 	"github.com/ovn-sync/ovn-sync/internal/looptest"
 	"github.com/ovn-sync/ovn-sync/internal/nbtest"
-	"github.com/ovn-sync/ovn-sync/nbdb"
 	"github.com/ovn-sync/ovn-sync/observed"
+	"github.com/ovn-sync/ovn-sync/state"
 )
 
 // portLoss records, from the NB's own change feed, every port that was
@@ -36,27 +34,15 @@ type portLoss struct {
 
 func watchPortLoss(nb *observed.NB) *portLoss {
 	l := &portLoss{deleted: map[string][]time.Time{}, readdr: map[string]string{}}
-	nb.Client().Cache().AddEventHandler(&cache.EventHandlerFuncs{
-		DeleteFunc: func(table string, m model.Model) {
-			if table != nbdb.LogicalSwitchPortTable {
-				return
-			}
-			l.mu.Lock()
-			defer l.mu.Unlock()
-			name := m.(*nbdb.LogicalSwitchPort).Name
-			l.deleted[name] = append(l.deleted[name], time.Now())
-		},
-		UpdateFunc: func(table string, old, cur model.Model) {
-			if table != nbdb.LogicalSwitchPortTable {
-				return
-			}
-			o, c := old.(*nbdb.LogicalSwitchPort), cur.(*nbdb.LogicalSwitchPort)
-			if !slices.Equal(o.Addresses, c.Addresses) {
-				l.mu.Lock()
-				defer l.mu.Unlock()
-				l.readdr[c.Name] = fmt.Sprintf("%q → %q", o.Addresses, c.Addresses)
-			}
-		},
+	nb.WatchPorts(func(old, cur *state.Port) {
+		l.mu.Lock()
+		defer l.mu.Unlock()
+		switch {
+		case cur == nil:
+			l.deleted[old.Name] = append(l.deleted[old.Name], time.Now())
+		case old != nil && !slices.Equal(old.Addresses, cur.Addresses):
+			l.readdr[cur.Name] = fmt.Sprintf("%q → %q", old.Addresses, cur.Addresses)
+		}
 	})
 	return l
 }

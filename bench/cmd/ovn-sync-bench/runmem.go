@@ -63,7 +63,7 @@ type memPart struct {
 // The parts of measureRunMemory, in the order added.
 const (
 	partInputs   = "informer inputs (stores of Pods, VMs, VMIs, migrations, NADs)"
-	partCache    = "libovsdb cache (the NB client's monitor)"
+	partCache    = "NB client: Logical_Switch_Port view, libovsdb cache of the other tables"
 	partObserved = "observed state (state.State, its Index, the conversions kept)"
 	partDesired  = "desired/incremental state (desired.Incremental: result, held-address index)"
 )
