@@ -958,10 +958,11 @@ func SwitchFromRow(r *nbdb.LogicalSwitch) *state.Switch {
 	return s
 }
 
-// portSet, portMap and switchMap return where a row model keeps the set or
-// map column a field of state.Fields names, which is where the monitor
-// asks for it (portColumns, switchColumns) and where the conversions read
-// it; nil for a column they do not know, which observed's tests catch.
+// portSet, portRef, portMap and switchMap return where a row model keeps
+// the column a field of state.Fields names, which is where the switches'
+// monitor asks for it (switchColumns) and where the conversions of rows
+// read it; nil for a column they do not know, which observed's tests
+// catch. (The port view reads ports from the wire: lspColumns.)
 func portSet(r *nbdb.LogicalSwitchPort, column string) *[]string {
 	switch column {
 	case "addresses":
@@ -1000,32 +1001,6 @@ func switchMap(r *nbdb.LogicalSwitch, column string) *map[string]string {
 		return &r.OtherConfig
 	}
 	return nil
-}
-
-// portColumns returns the fields of lsp that the monitor asks for: the
-// name, dynamic_addresses (IPAM reads it), and each column of state.Fields
-// that ports have, once.
-func portColumns(lsp *nbdb.LogicalSwitchPort) []any {
-	cols := []any{&lsp.Name, &lsp.DynamicAddresses}
-	seen := map[string]bool{}
-	for i := range state.Fields {
-		f := &state.Fields[i]
-		if seen[f.Column] {
-			continue
-		}
-		switch {
-		case f.Ref != "":
-			cols = append(cols, portRef(lsp, f.Column))
-		case f.PortSet != nil:
-			cols = append(cols, portSet(lsp, f.Column))
-		case f.PortKey != nil:
-			cols = append(cols, portMap(lsp, f.Column))
-		default:
-			continue
-		}
-		seen[f.Column] = true
-	}
-	return cols
 }
 
 // switchColumns returns the fields of ls that the monitor asks for: the
