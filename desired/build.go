@@ -92,8 +92,9 @@ type builder struct {
 	claimedBy  map[nsName]string
 	claimNets  map[string][]*network
 	claimNotes []*ClaimFacts
-	// lookups are the claims each owner looked up (Result.lookups).
-	lookups []claimLookup
+	// lookups are the claims and NADs each owner looked up
+	// (Result.lookups).
+	lookups []lookup
 
 	def      *network
 	networks []*network // default first, then Subnets, then managed NADs in ns/name order
@@ -723,7 +724,7 @@ func (b *builder) finish() Result {
 		raw[i] = ownedProblem{p, b.problemOwners[i]}
 	}
 	sortProblems(b.notices)
-	return Result{Want: b.want, Problems: compactProblems(raw), Notices: b.notices, Again: b.again, SwitchPorts: ports, specs: b.specs, raw: raw, v4: b.v4, foreign: foreign, claimNotes: b.claimNotes, lookups: b.lookups}
+	return Result{Want: b.want, Problems: compactProblems(raw), Notices: b.notices, Again: b.again, SwitchPorts: ports, specs: b.specs, raw: raw, v4: b.v4, foreign: foreign, claimNotes: b.claimNotes, lookups: b.lookups, nads: b.nadRecords()}
 }
 
 // ownedProblem is a Problem with the owner whose ports it is about, ""

@@ -106,18 +106,11 @@ type ClaimFacts struct {
 // others): nobody will fill it.
 const ReasonNetworkNotManaged = "NetworkNotManaged"
 
-// claimLookup is one owner's look-up of a claim, found or not: a change
-// of that claim rebuilds the owner (scopes).
-type claimLookup struct {
-	claim nsName
-	owner string
-}
-
 // lookup returns the claim of o's namespace called name, noting the
 // look-up.
 func (b *builder) lookup(o *owner, name string) *ipamclaimsv1alpha1.IPAMClaim {
 	k := nsName{o.ns, name}
-	b.lookups = append(b.lookups, claimLookup{k, o.id})
+	b.lookups = append(b.lookups, lookup{state.KindIPAMClaim, k, o.id})
 	return b.claims[k]
 }
 

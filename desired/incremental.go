@@ -84,10 +84,15 @@ type base struct {
 	bySet       map[nsName]map[string]bool
 	nsSwitch    map[string]string
 	ipNamed     relations
-	// claimReaders are the owners (ids) that looked each IPAMClaim up, as
-	// Build records it (Result.lookups): by ipam-claim-reference or by
-	// ipam-extensions' name, the claim there or not.
-	claimReaders relations
+	// readers are, by kind (IPAMClaim, NAD), the owners (ids) that looked
+	// each object up, as Build records it (Result.lookups), the object
+	// there or not: a claim by ipam-claim-reference or by ipam-extensions'
+	// name, a NAD by an owner's network selection.
+	readers map[string]relations
+	// nads is what each NAD was in the last result, and bySwitch counts
+	// the ports of each owner on each switch of it (nadScope).
+	nads     map[nadRef]nadRecord
+	bySwitch map[string]map[string]int
 }
 
 // relations are, for each KubeVirt object, the names of the groups (a VM's
@@ -167,8 +172,10 @@ func (r *Result) Spliced() (s Spliced, ok bool) {
 // Full builds from scratch, as Build, and keeps the result for Update.
 func (x *Incremental) Full(in Inputs, cfg Config, have state.State) Result {
 	r := Build(in, cfg, have)
-	b := &base{cfg: cfg, launchers: relations{}, vmiVM: relations{}, migVMI: relations{}, ipNamed: relations{}, claimReaders: relations{},
-		byNamespace: map[string]map[string]bool{}, bySet: map[nsName]map[string]bool{}, nsSwitch: map[string]string{}}
+	b := &base{cfg: cfg, launchers: relations{}, vmiVM: relations{}, migVMI: relations{}, ipNamed: relations{},
+		readers:     map[string]relations{state.KindIPAMClaim: {}, kindNAD: {}},
+		byNamespace: map[string]map[string]bool{}, bySet: map[nsName]map[string]bool{}, nsSwitch: map[string]string{},
+		nads: r.nads, bySwitch: map[string]map[string]int{}}
 	for _, ns := range in.Namespaces {
 		if ns == nil {
 			continue
@@ -199,7 +206,7 @@ func (x *Incremental) Full(in Inputs, cfg Config, have state.State) Result {
 			b.migVMI.add(nsName{m.Namespace, m.Name}, m.Spec.VMIName)
 		}
 	}
-	b.readClaims(r)
+	b.readLookups(r)
 	b.held = newHeldIndex(r.Want.Ports)
 	b.byOwner = make(map[string][]string, r.Want.Ports.Len())
 	b.switchRefs, b.dhcpRefs = map[string]int{}, map[string]int{}
@@ -239,6 +246,14 @@ func (b *base) set(r Result) {
 func (b *base) count(p *state.Port, d int) {
 	if p.Switch != "" {
 		b.switchRefs[p.Switch] += d
+		m := b.bySwitch[p.Switch]
+		if m == nil {
+			m = map[string]int{}
+			b.bySwitch[p.Switch] = m
+		}
+		if m[p.Owner] += d; m[p.Owner] == 0 {
+			delete(m, p.Owner)
+		}
 	}
 	if f := b.v4[p.Switch]; f != nil {
 		if a := parseLSPAddresses(p.Addresses).ip[ipv4]; a.IsValid() && f.northdHeld(a) {
@@ -291,6 +306,11 @@ func (x *Incremental) Update(objs Objects, changed []ObjectRef, cfg Config, have
 	sc := &scope{owners: sel.owners, prior: &b.want, held: b.held, objs: objs, refs: b.switchRefs, foreign: b.foreign}
 	r = buildScoped(sel.in, cfg, have, sc)
 	if sc.why == "" {
+		if w := b.checkNADs(r, sc.owners); w != "" {
+			sc.abort(w)
+		}
+	}
+	if sc.why == "" {
 		for _, p := range r.Want.Ports.All() {
 			if !sc.owners[p.Owner] {
 				sc.abort(why(ReasonPortHeld, "a port of "+p.Owner+", which was not rebuilt"))
@@ -312,8 +332,7 @@ func (x *Incremental) Update(objs Objects, changed []ObjectRef, cfg Config, have
 // b, and returns the whole result. Maps of the last result are copied, not
 // changed: callers may still hold it.
 func (b *base) splice(r Result, owners map[string]bool) Result {
-	b.v4 = r.v4 // the same networks as the last result's: a change to one builds in full
-	b.readClaims(r)
+	b.readLookups(r)
 	ports := b.want.Ports.Clone()
 	var removed []state.Entry
 	var names []string
@@ -329,6 +348,9 @@ func (b *base) splice(r Result, owners map[string]bool) Result {
 		delete(b.byOwner, id)
 		b.unindexOwner(id)
 	}
+	// A network's family changes only with the owners of every port on
+	// it rebuilt (checkNADs): those ports left counted as they were.
+	b.v4, b.nads = r.v4, r.nads
 	for name, p := range r.Want.Ports.All() {
 		names = append(names, name)
 		ports.Set(name, p)

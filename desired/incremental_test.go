@@ -46,6 +46,11 @@ func newCluster(t *rapid.T) *cluster {
 		ObjectMeta: metav1.ObjectMeta{Namespace: "tenant", Name: "blue"},
 		Spec:       nadv1.NetworkAttachmentDefinitionSpec{Config: config},
 	})
+	if rapid.Bool().Draw(t, "red") {
+		// red, whose switch blue may take (event 12).
+		c.put(&nadv1.NetworkAttachmentDefinition{ObjectMeta: metav1.ObjectMeta{Namespace: "tenant", Name: "red"},
+			Spec: nadv1.NetworkAttachmentDefinitionSpec{Config: `{"type":"ovn-k8s-cni-overlay","topology":"layer2","subnets":"192.168.200.0/29"}`}})
+	}
 	if rapid.Bool().Draw(t, "statefulset") {
 		// kube-ovn's StatefulSet pods keep their ports while gone; an IP
 		// object records db-1's addresses, held for it after the NB lost them.
@@ -184,6 +189,8 @@ func requests(t *rapid.T) map[string]string {
 		ann[annNetworks] = `[{"name":"blue","namespace":"tenant","ips":["192.168.100.` + fmt.Sprint(rapid.IntRange(1, 7).Draw(t, "blueip")) + `"]}]`
 	case 3:
 		ann[annNetworks] = rapid.SampledFrom([]string{"missing", "[{", "tenant/blue,tenant/blue"}).Draw(t, "bad nets")
+	case 4:
+		ann[annNetworks] = rapid.SampledFrom([]string{"tenant/red", "tenant/blue,tenant/red"}).Draw(t, "red nets")
 	}
 	return ann
 }
@@ -328,11 +335,27 @@ func (c *cluster) eventOf(t *rapid.T, k int) []ObjectRef {
 			Status: kubevirtv1.VirtualMachineInstanceStatus{Phase: kubevirtv1.Running, NodeName: node},
 		}
 		return []ObjectRef{c.put(vmi), c.put(c.launcher(vmi.Name, c.newName("x"), node, vmi.CreationTimestamp))}
-	case 12: // the NAD changes: not an owner's change
+	case 12: // a NAD changes, is created or goes: not an owner's change
+		if rapid.IntRange(0, 2).Draw(t, "red") == 0 {
+			// red, which blue may take its switch from (the first NAD by
+			// name to claim a switch has it).
+			r := ObjectRef{kindNAD, "tenant", "red"}
+			config := rapid.SampledFrom([]string{"",
+				`{"type":"ovn-k8s-cni-overlay","topology":"layer2","subnets":"192.168.200.0/29"}`,
+				`{"type":"ovn-k8s-cni-overlay","topology":"layer2","subnets":"192.168.200.0/28","logical_switch":"blue.tenant"}`,
+			}).Draw(t, "red config")
+			if config == "" {
+				delete(c.objects, r)
+				return []ObjectRef{r}
+			}
+			return []ObjectRef{c.put(&nadv1.NetworkAttachmentDefinition{ObjectMeta: metav1.ObjectMeta{Namespace: "tenant", Name: "red"},
+				Spec: nadv1.NetworkAttachmentDefinitionSpec{Config: config}})}
+		}
 		nad := c.objects[ObjectRef{kindNAD, "tenant", "blue"}].(*nadv1.NetworkAttachmentDefinition).DeepCopy()
 		nad.Spec.Config = rapid.SampledFrom([]string{
 			`{"type":"ovn-k8s-cni-overlay","topology":"layer2","subnets":"192.168.100.0/29"}`,
 			`{"type":"ovn-k8s-cni-overlay","topology":"layer2","subnets":"192.168.100.0/28"}`,
+			`{"type":"ovn-k8s-cni-overlay","topology":"layer2","subnets":"192.168.100.0/28","logical_switch":"red.tenant"}`,
 			`{"type":"ovn-k8s-cni-overlay","topology":"layer2"`,
 		}).Draw(t, "nad config")
 		return []ObjectRef{c.put(nad)}

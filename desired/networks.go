@@ -294,6 +294,30 @@ const (
 	nadInvalid // unknown: ports on it are kept as they are
 )
 
+// nadRecord is what an incremental Update compares of a NAD between two
+// Builds (nadScope): the state, switch and provider its owners' ports
+// get, and what its config says of claims.
+type nadRecord struct {
+	state    nadState
+	sw       string
+	provider string
+	bySubnet bool
+	cc       claimConfig
+}
+
+// nadRecords returns the record of every NAD the Build read.
+func (b *builder) nadRecords() map[nadRef]nadRecord {
+	out := make(map[nadRef]nadRecord, len(b.nads))
+	for ref, e := range b.nads {
+		r := nadRecord{state: e.state, provider: e.provider, bySubnet: e.bySubnet, cc: e.cc}
+		if e.net != nil {
+			r.sw = e.net.sw
+		}
+		out[ref] = r
+	}
+	return out
+}
+
 type nadEntry struct {
 	state nadState
 	net   *network

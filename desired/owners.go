@@ -342,6 +342,7 @@ func (b *builder) addOwner(o *owner, atts []attachment, ann map[string]string) [
 			provider = at.ref.name + "." + at.ref.ns + providerSuffix
 			var found bool
 			e, found = b.nads[at.ref]
+			b.lookups = append(b.lookups, lookup{kindNAD, nsName(at.ref), o.id})
 			if e.provider != "" {
 				provider = e.provider
 			} else if !found || e.state == nadInvalid {

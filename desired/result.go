@@ -46,8 +46,10 @@ type Result struct {
 	foreign map[string]int
 	// claimNotes are the claims on networks ovn-sync does not manage.
 	claimNotes []*ClaimFacts
-	// lookups are the claims the owners built looked up, there or not.
-	lookups []claimLookup
+	// lookups are the claims and NADs the owners built looked up, there
+	// or not; nads what each NAD is, as far as its owners' ports go.
+	lookups []lookup
+	nads    map[nadRef]nadRecord
 }
 
 // Claims returns what the pass decided about each IPAMClaim a port of

@@ -59,7 +59,10 @@ const (
 //	IP object            the owner of the port it is named after, the owner it names and the one it named
 //	IPAMClaim            the owners that looked it up (by ipam-claim-reference or by ipam-extensions' name),
 //	                     whether it was there or not
-//	NAD, Subnet          not scoped: every owner
+//	NAD                  the owners that looked it up (by name, there or not) and those with ports on the
+//	                     switch it had; after the Build, checkNADs gives up unless every owner of a NAD
+//	                     whose record changed (a switch taken from another) was rebuilt
+//	Subnet               not scoped: every owner
 //
 // A claim no owner looks up only reserves its addresses, which every Build
 // reads again from all claims, scoped or not, as it does a StatefulSet's.
@@ -75,7 +78,7 @@ var scopes = map[string]func(b *base, objs Objects, c ObjectRef, sel *touched) W
 	kindStatefulSet:     (*base).statefulSetScope,
 	state.KindIP:        (*base).ipScope,
 	state.KindIPAMClaim: (*base).claimScope,
-	kindNAD:             unscoped(ReasonNAD),
+	kindNAD:             (*base).nadScope,
 	kindSubnet:          unscoped(ReasonSubnet),
 }
 
@@ -375,18 +378,84 @@ func join(objs Objects, groups map[nsName]bool) {
 	}
 }
 
+// lookup is one owner's look-up of an object (an IPAMClaim, a NAD),
+// found or not: a change of that object rebuilds the owner (scopes).
+type lookup struct {
+	kind  string
+	obj   nsName
+	owner string
+}
+
 // claimScope selects the owners that looked up claim c when they were
-// last built; once rebuilt, they look it up again (readClaims).
+// last built; once rebuilt, they look it up again (readLookups).
 func (b *base) claimScope(_ Objects, c ObjectRef, sel *touched) Why {
-	for _, id := range b.claimReaders.take(nsName{c.Namespace, c.Name}) {
+	for _, id := range b.readers[state.KindIPAMClaim].take(nsName{c.Namespace, c.Name}) {
 		sel.owner(id)
 	}
 	return ""
 }
 
-// readClaims records which owners of r looked up which claims.
-func (b *base) readClaims(r Result) {
+// nadScope selects the owners that looked up NAD c and those with ports
+// on the switch it had: its config (subnets, gateway, DHCP, switch) makes
+// their ports. A kube-ovn NAD whose network is a Subnet of its provider,
+// chosen per port, is not scoped. A NAD's change can change another's
+// (the first, by name, to claim a switch has it): checkNADs tells once
+// the Build has read them all.
+func (b *base) nadScope(_ Objects, c ObjectRef, sel *touched) Why {
+	ref := nadRef{c.Namespace, c.Name}
+	old := b.nads[ref]
+	if old.bySubnet {
+		return why(ReasonNAD, "a kube-ovn NAD whose network is a Subnet of its provider changed ("+c.String()+")")
+	}
+	for _, id := range b.readers[kindNAD].take(nsName(ref)) {
+		sel.owner(id)
+	}
+	if old.sw != "" {
+		for id := range b.bySwitch[old.sw] {
+			sel.owner(id)
+		}
+	}
+	return ""
+}
+
+// checkNADs returns why r, built for owners, cannot be spliced: a NAD is
+// other than the last result had it, and an owner that looked it up or
+// has ports on its switch (then or now) was not rebuilt; or its claims
+// config changed (ipam-extensions' names follow it).
+func (b *base) checkNADs(r Result, owners map[string]bool) Why {
+	refs := maps.Clone(b.nads)
+	maps.Copy(refs, r.nads)
+	for ref := range refs {
+		old, cur := b.nads[ref], r.nads[ref] // absent: the zero record
+		if old == cur {
+			continue
+		}
+		what := "NetworkAttachmentDefinition " + ref.String()
+		switch {
+		case old.bySubnet || cur.bySubnet:
+			return why(ReasonNAD, what+" is a kube-ovn NAD whose network is a Subnet of its provider")
+		case old.cc != cur.cc:
+			return why(ReasonNAD, what+": its IPAMClaims config changed")
+		}
+		for _, id := range b.readers[kindNAD][nsName(ref)] {
+			if !owners[id] {
+				return why(ReasonNAD, what+" changed, and "+id+", which uses it, was not rebuilt")
+			}
+		}
+		for _, sw := range []string{old.sw, cur.sw} {
+			for id := range b.bySwitch[sw] {
+				if !owners[id] {
+					return why(ReasonNAD, what+" changed, and "+id+", with a port on switch "+sw+", was not rebuilt")
+				}
+			}
+		}
+	}
+	return ""
+}
+
+// readLookups records which owners of r looked up which objects.
+func (b *base) readLookups(r Result) {
 	for _, l := range r.lookups {
-		b.claimReaders.add(l.claim, l.owner)
+		b.readers[l.kind].add(l.obj, l.owner)
 	}
 }

@@ -3,6 +3,7 @@ package reconcile_test
 import (
 	"context"
 	"fmt"
+	"strings"
 	"testing"
 	"time"
 
@@ -17,9 +18,11 @@ import (
 	"github.com/ovn-sync/ovn-sync/sources"
 )
 
-// TestLoopScopesKinds: a Namespace naming a switch, a StatefulSet scaled
-// and a kube-ovn IP object written are incremental passes, each checked
-// against a full Build (looptest verifies every pass); a NAD edited builds
+// TestLoopScopesKinds: a Namespace naming a switch, a StatefulSet scaled,
+// a kube-ovn IP object written and a NAD's subnets widened (its pod's
+// address still in them) are incremental passes, each checked against a
+// full Build (looptest verifies every pass), and the NAD's switch gets the
+// new subnet; a kube-ovn NAD whose network is a Subnet of its provider builds
 // in full, and ovn_sync_builds_total says so with reason "nad".
 func TestLoopScopesKinds(t *testing.T) {
 	if looptest.FullPasses() {
@@ -78,18 +81,55 @@ func TestLoopScopesKinds(t *testing.T) {
 		_, err := tr.Dyn.Resource(sources.GVRIP).Create(ctx, ip, metav1.CreateOptions{})
 		return err
 	})
+	blue := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "on-blue", UID: "on-blue",
+		Annotations: map[string]string{"k8s.v1.cni.cncf.io/networks": "ns/blue"}}, Spec: corev1.PodSpec{NodeName: "n1"}}
+	step("a pod on the NAD's network", func() error {
+		_, err := tr.Kube.CoreV1().Pods("ns").Create(ctx, blue, metav1.CreateOptions{})
+		return err
+	})
+	step("the NAD's subnets edited", func() error {
+		u := nad.DeepCopy()
+		_ = unstructured.SetNestedField(u.Object, `{"type":"ovn-k8s-cni-overlay","topology":"layer2","subnets":"192.168.100.0/23"}`, "spec", "config")
+		u.SetResourceVersion("2")
+		_, err := tr.Dyn.Resource(sources.GVRNetworkAttachmentDefinition).Namespace("ns").Update(ctx, u, metav1.UpdateOptions{})
+		return err
+	})
+	looptest.WaitFor(t, 5*time.Second, "the NAD's switch on its new subnet, its pod's port kept", func() error {
+		s := tr.NB.State()
+		p, sw := s.Ports.Get("on-blue.ns.blue.ns.ovn"), s.Switches["blue.ns"]
+		if sw == nil || sw.Subnet != "192.168.100.0/23" || p == nil || len(p.Addresses) == 0 || !strings.HasSuffix(p.Addresses[0], " 192.168.100.2") {
+			return fmt.Errorf("switch %+v, port %+v", sw, p)
+		}
+		return nil
+	})
 	if got := tr.Metric("ovn_sync_builds_total", "kind", "full"); got != fulls {
-		t.Errorf("ovn_sync_builds_total{kind=full} = %v, want %v: a Namespace, a StatefulSet and an IP object built in full", got, fulls)
+		t.Errorf("ovn_sync_builds_total{kind=full} = %v, want %v: a Namespace, a StatefulSet, an IP object or a NAD built in full", got, fulls)
 	}
-	u := nad.DeepCopy()
-	_ = unstructured.SetNestedField(u.Object, `{"type":"ovn-k8s-cni-overlay","topology":"layer2","subnets":"192.168.101.0/24"}`, "spec", "config")
-	u.SetResourceVersion("2")
-	if _, err := tr.Dyn.Resource(sources.GVRNetworkAttachmentDefinition).Namespace("ns").Update(ctx, u, metav1.UpdateOptions{}); err != nil {
+	kovn := &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": "k8s.cni.cncf.io/v1", "kind": "NetworkAttachmentDefinition",
+		"metadata": map[string]any{"namespace": "ns", "name": "attachnet"},
+		"spec":     map[string]any{"config": `{"cniVersion":"0.3.0","type":"kube-ovn","server_socket":"/run/openvswitch/kube-ovn-daemon.sock","provider":"attachnet.ns.ovn"}`},
+	}}
+	// Its Subnet first (a Subnet builds in full, with its own reason).
+	sub := &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": "kubeovn.io/v1", "kind": "Subnet", "metadata": map[string]any{"name": "attachnet"},
+		"spec": map[string]any{"cidrBlock": "172.17.0.0/16", "gateway": "172.17.0.1", "protocol": "IPv4", "provider": "attachnet.ns.ovn"},
+	}}
+	if _, err := tr.Dyn.Resource(sources.GVRSubnet).Create(ctx, sub, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	looptest.WaitFor(t, 5*time.Second, "a full build for the NAD", func() error {
+	looptest.WaitFor(t, 5*time.Second, "a full build for the Subnet", func() error {
+		if n := tr.Metric("ovn_sync_builds_total", "kind", "full", "reason", desired.ReasonSubnet); n != 1 {
+			return fmt.Errorf("%v full builds for a Subnet", n)
+		}
+		return nil
+	})
+	if _, err := tr.Dyn.Resource(sources.GVRNetworkAttachmentDefinition).Namespace("ns").Create(ctx, kovn, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	looptest.WaitFor(t, 5*time.Second, "a full build for the kube-ovn NAD", func() error {
 		if n := tr.Metric("ovn_sync_builds_total", "kind", "full", "reason", desired.ReasonNAD); n != 1 {
-			return fmt.Errorf("%v full builds for a NAD", n)
+			return fmt.Errorf("%v full builds for a kube-ovn NAD", n)
 		}
 		return nil
 	})
