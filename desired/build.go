@@ -724,7 +724,7 @@ func (b *builder) finish() Result {
 		raw[i] = ownedProblem{p, b.problemOwners[i]}
 	}
 	sortProblems(b.notices)
-	return Result{Want: b.want, Problems: compactProblems(raw), Notices: b.notices, Again: b.again, SwitchPorts: ports, specs: b.specs, raw: raw, v4: b.v4, foreign: foreign, claimNotes: b.claimNotes, lookups: b.lookups, nads: b.nadRecords()}
+	return Result{Want: b.want, Problems: compactProblems(raw), Notices: b.notices, Again: b.again, SwitchPorts: ports, specs: b.specs, raw: raw, v4: b.v4, foreign: foreign, claimNotes: b.claimNotes, lookups: b.lookups, nads: b.nadRecords(), subnets: b.subnetRecords(*b.cfg)}
 }
 
 // ownedProblem is a Problem with the owner whose ports it is about, ""

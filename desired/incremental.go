@@ -93,6 +93,8 @@ type base struct {
 	// the ports of each owner on each switch of it (nadScope).
 	nads     map[nadRef]nadRecord
 	bySwitch map[string]map[string]int
+	// subnets is what each Subnet was in the last result (subnetScope).
+	subnets map[string]subnetRecord
 }
 
 // relations are, for each KubeVirt object, the names of the groups (a VM's
@@ -175,7 +177,7 @@ func (x *Incremental) Full(in Inputs, cfg Config, have state.State) Result {
 	b := &base{cfg: cfg, launchers: relations{}, vmiVM: relations{}, migVMI: relations{}, ipNamed: relations{},
 		readers:     map[string]relations{state.KindIPAMClaim: {}, kindNAD: {}},
 		byNamespace: map[string]map[string]bool{}, bySet: map[nsName]map[string]bool{}, nsSwitch: map[string]string{},
-		nads: r.nads, bySwitch: map[string]map[string]int{}}
+		nads: r.nads, subnets: r.subnets, bySwitch: map[string]map[string]int{}}
 	for _, ns := range in.Namespaces {
 		if ns == nil {
 			continue
@@ -308,6 +310,8 @@ func (x *Incremental) Update(objs Objects, changed []ObjectRef, cfg Config, have
 	if sc.why == "" {
 		if w := b.checkNADs(r, sc.owners); w != "" {
 			sc.abort(w)
+		} else if w := b.checkSubnets(r, sc.owners); w != "" {
+			sc.abort(w)
 		}
 	}
 	if sc.why == "" {
@@ -350,7 +354,7 @@ func (b *base) splice(r Result, owners map[string]bool) Result {
 	}
 	// A network's family changes only with the owners of every port on
 	// it rebuilt (checkNADs): those ports left counted as they were.
-	b.v4, b.nads = r.v4, r.nads
+	b.v4, b.nads, b.subnets = r.v4, r.nads, r.subnets
 	for name, p := range r.Want.Ports.All() {
 		names = append(names, name)
 		ports.Set(name, p)

@@ -420,7 +420,7 @@ func (c *cluster) eventOf(t *rapid.T, k int) []ObjectRef {
 		return []ObjectRef{c.put(&kubeovnv1.IP{ObjectMeta: metav1.ObjectMeta{Name: name},
 			Spec: kubeovnv1.IPSpec{PodName: names, Namespace: ns, Subnet: rapid.SampledFrom([]string{"ovn-default", "sub1", ""}).Draw(t, "ip subnet"),
 				IPAddress: a, V4IPAddress: a, MacAddress: fmt.Sprintf("00:00:00:53:1f:%02x", rapid.IntRange(0, 16).Draw(t, "ip mac"))}})}
-	case 17: // the Subnet changes or goes: not scoped
+	case 17: // the Subnet's spec changes (its namespaces, its exclude_ips, its CIDR), or it goes
 		if rapid.IntRange(0, 3).Draw(t, "subnet gone") == 0 {
 			return []ObjectRef{c.del(ObjectRef{kindSubnet, "", "sub1"})}
 		}
@@ -428,7 +428,16 @@ func (c *cluster) eventOf(t *rapid.T, k int) []ObjectRef {
 		if rapid.Bool().Draw(t, "bound") {
 			nss = []string{"tenant"}
 		}
-		return []ObjectRef{c.put(subnet1(nss))}
+		sub := subnet1(nss)
+		switch rapid.IntRange(0, 3).Draw(t, "subnet spec") {
+		case 1:
+			sub.Spec.ExcludeIps = []string{"10.17.0.2..10.17.0.4"}
+		case 2:
+			sub.Spec.CIDRBlock = "10.17.0.0/27"
+		case 3:
+			sub.Spec.CIDRBlock = "10.16.0.0/27" // overlaps the default network: invalid
+		}
+		return []ObjectRef{c.put(sub)}
 	case 18: // the IPAMClaim of a VM's blue network, which may be gone, is created, filled or deleted
 		vm := fmt.Sprintf("vm%d", rapid.IntRange(0, 11).Draw(t, "claim vm"))
 		r := ObjectRef{state.KindIPAMClaim, "tenant", ClaimName(vm, "blue")}

@@ -50,6 +50,7 @@ type Result struct {
 	// or not; nads what each NAD is, as far as its owners' ports go.
 	lookups []lookup
 	nads    map[nadRef]nadRecord
+	subnets map[string]subnetRecord
 }
 
 // Claims returns what the pass decided about each IPAMClaim a port of

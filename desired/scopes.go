@@ -21,8 +21,8 @@ const (
 	ReasonNoBase     = "no-base"         // no result to update: the first call, or after one gave up or a pass failed
 	ReasonConfig     = "config"          // the config changed: every owner
 	ReasonAgain      = "again"           // the last result waits for an address
-	ReasonNAD        = "nad"             // a NetworkAttachmentDefinition changed
-	ReasonSubnet     = "subnet"          // a kube-ovn Subnet changed
+	ReasonNAD        = "nad"             // a NetworkAttachmentDefinition's change reaches owners not rebuilt
+	ReasonSubnet     = "subnet"          // a kube-ovn Subnet came, went, or changed under owners not rebuilt
 	ReasonTooMany    = "too-many"        // a quarter of the owners to rebuild
 	ReasonPortHeld   = "port-held"       // a port name, or an address held twice, involves an owner not rebuilt
 	ReasonUnreadable = "unreadable"      // an object looked up could not be read
@@ -62,7 +62,10 @@ const (
 //	NAD                  the owners that looked it up (by name, there or not) and those with ports on the
 //	                     switch it had; after the Build, checkNADs gives up unless every owner of a NAD
 //	                     whose record changed (a switch taken from another) was rebuilt
-//	Subnet               not scoped: every owner
+//	Subnet               the owners with ports on its switch (named after it); after the Build,
+//	                     checkSubnets gives up unless every owner on a Subnet whose spec changed
+//	                     was rebuilt, and when one came, went, turned valid or invalid, or changed
+//	                     provider
 //
 // A claim no owner looks up only reserves its addresses, which every Build
 // reads again from all claims, scoped or not, as it does a StatefulSet's.
@@ -79,7 +82,7 @@ var scopes = map[string]func(b *base, objs Objects, c ObjectRef, sel *touched) W
 	state.KindIP:        (*base).ipScope,
 	state.KindIPAMClaim: (*base).claimScope,
 	kindNAD:             (*base).nadScope,
-	kindSubnet:          unscoped(ReasonSubnet),
+	kindSubnet:          (*base).subnetScope,
 }
 
 // touched is the owners an Update rebuilds, as the scopes find them.
@@ -100,12 +103,6 @@ func (sel *touched) owner(id string) {
 		sel.pods[nsName{ns, name}] = true
 	case kindVirtualMachine, kindVirtualMachineInst:
 		sel.groups[nsName{ns, name}] = true
-	}
-}
-
-func unscoped(reason string) func(*base, Objects, ObjectRef, *touched) Why {
-	return func(_ *base, _ Objects, c ObjectRef, _ *touched) Why {
-		return why(reason, "a "+c.Kind+" changed ("+c.String()+")")
 	}
 }
 
@@ -447,6 +444,45 @@ func (b *base) checkNADs(r Result, owners map[string]bool) Why {
 				if !owners[id] {
 					return why(ReasonNAD, what+" changed, and "+id+", with a port on switch "+sw+", was not rebuilt")
 				}
+			}
+		}
+	}
+	return ""
+}
+
+// subnetScope selects the owners with ports on Subnet c's switch, named
+// after it: its spec makes their ports. Its spec.namespaces and
+// spec.default place only ports that are new (their owners are rebuilt
+// anyway), after where an owner's port is now. checkSubnets tells what
+// else changed once the Build has read every Subnet.
+func (b *base) subnetScope(_ Objects, c ObjectRef, sel *touched) Why {
+	for id := range b.bySwitch[c.Name] {
+		sel.owner(id)
+	}
+	return ""
+}
+
+// checkSubnets returns why r, built for owners, cannot be spliced: a Subnet
+// came, went, turned valid or invalid, changed provider or is the default
+// network's (what qualifies for every owner's choice), or its spec changed
+// while an owner with a port on it was not rebuilt.
+func (b *base) checkSubnets(r Result, owners map[string]bool) Why {
+	names := maps.Clone(b.subnets)
+	maps.Copy(names, r.subnets)
+	for name := range names {
+		old, had := b.subnets[name]
+		cur, has := r.subnets[name]
+		switch {
+		case old == cur:
+			continue
+		case !had || !has || old.state != cur.state || old.provider != cur.provider || old.isDef || cur.isDef:
+			return why(ReasonSubnet, "Subnet "+name+" came, went, turned valid or invalid, changed provider or is the default network")
+		case old.spec == cur.spec:
+			continue // spec.namespaces or spec.default: new ports only
+		}
+		for id := range b.bySwitch[name] {
+			if !owners[id] {
+				return why(ReasonSubnet, "Subnet "+name+" changed, and "+id+", with a port on it, was not rebuilt")
 			}
 		}
 	}

@@ -1,6 +1,7 @@
 package desired
 
 import (
+	"encoding/json"
 	"fmt"
 	"net/netip"
 	"slices"
@@ -59,6 +60,30 @@ type subnetEntry struct {
 	net      *network
 	provider string
 	obj      *kubeovnv1.Subnet
+}
+
+// subnetRecord is what an incremental Update compares of a Subnet between
+// two Builds (subnetScope): its state, provider, whether it is the default
+// network, and its spec but for spec.namespaces and spec.default, which
+// place only a port that is new (step 4 and 5 of the choice above come
+// after where the port is now).
+type subnetRecord struct {
+	state    nadState
+	provider string
+	isDef    bool
+	spec     string
+}
+
+// subnetRecords returns the record of every Subnet the Build read.
+func (b *builder) subnetRecords(cfg Config) map[string]subnetRecord {
+	out := make(map[string]subnetRecord, len(b.kovn.subnets))
+	for name, e := range b.kovn.subnets {
+		spec := e.obj.Spec
+		spec.Namespaces, spec.Default = nil, false
+		j, _ := json.Marshal(spec)
+		out[name] = subnetRecord{state: e.state, provider: e.provider, isDef: name == cfg.DefaultSwitch, spec: string(j)}
+	}
+	return out
 }
 
 // kubeOVNIndex is the Subnets and Namespaces Build reads, indexed.

@@ -19,11 +19,12 @@ import (
 )
 
 // TestLoopScopesKinds: a Namespace naming a switch, a StatefulSet scaled,
-// a kube-ovn IP object written and a NAD's subnets widened (its pod's
-// address still in them) are incremental passes, each checked against a
-// full Build (looptest verifies every pass), and the NAD's switch gets the
-// new subnet; a kube-ovn NAD whose network is a Subnet of its provider builds
-// in full, and ovn_sync_builds_total says so with reason "nad".
+// a kube-ovn IP object written, a NAD's subnets widened (its pod's address
+// still in them) and a Subnet's excludeIps edited are incremental passes,
+// each checked against a full Build (looptest verifies every pass), and
+// the NAD's switch gets the new subnet; a Subnet created and a kube-ovn
+// NAD whose network is a Subnet of its provider build in full, and
+// ovn_sync_builds_total says so with reasons "subnet" and "nad".
 func TestLoopScopesKinds(t *testing.T) {
 	if looptest.FullPasses() {
 		t.Skip("OVN_SYNC_FULL_PASSES: no incremental pass to check")
@@ -124,6 +125,16 @@ func TestLoopScopesKinds(t *testing.T) {
 		}
 		return nil
 	})
+	step("the Subnet's excludeIps edited", func() error {
+		u := sub.DeepCopy()
+		_ = unstructured.SetNestedStringSlice(u.Object, []string{"172.17.0.2..172.17.0.9"}, "spec", "excludeIps")
+		u.SetResourceVersion("2")
+		_, err := tr.Dyn.Resource(sources.GVRSubnet).Update(ctx, u, metav1.UpdateOptions{})
+		return err
+	})
+	if n := tr.Metric("ovn_sync_builds_total", "kind", "full", "reason", desired.ReasonSubnet); n != 1 {
+		t.Errorf("%v full builds for a Subnet, want 1: its spec edited built in full", n)
+	}
 	if _, err := tr.Dyn.Resource(sources.GVRNetworkAttachmentDefinition).Namespace("ns").Create(ctx, kovn, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
