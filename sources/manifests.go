@@ -423,7 +423,7 @@ func addObject(raw []byte, known *metav1.TypeMeta, in *desired.Inputs) ([]string
 	}
 	switch {
 	case group == "" && tm.Kind == state.KindPod:
-		return nil, decodeInto(raw, &in.Pods)
+		return nil, decodePod(raw, &in.Pods)
 	case group == "kubevirt.io" && tm.Kind == state.KindVirtualMachine:
 		return nil, decodeInto(raw, &in.VirtualMachines)
 	case group == "kubevirt.io" && tm.Kind == state.KindVirtualMachineInstance:
@@ -484,11 +484,46 @@ func decodeClusterScoped[T any, P objectPtr[T]](raw []byte, list *[]P) error {
 	return nil
 }
 
+// manifestPod is what ovn-sync reads of a Pod in a manifest: what the
+// informers keep of one (stripPod), each field as strictly typed as in
+// corev1.Pod. The rest of the document (containers, volumes, statuses:
+// most of a pod) is skipped, not decoded, nor checked: it is not
+// ovn-sync's to validate, as the informers' transforms drop it unread.
+type manifestPod struct {
+	metav1.TypeMeta `json:",inline"`
+	Metadata        metav1.ObjectMeta `json:"metadata"`
+	Spec            struct {
+		NodeName    string `json:"nodeName"`
+		HostNetwork bool   `json:"hostNetwork"`
+	} `json:"spec"`
+	Status struct {
+		Phase corev1.PodPhase `json:"phase"`
+	} `json:"status"`
+}
+
+// decodePod is decodeInto for a Pod, through manifestPod: the pod is the one
+// the informers would store.
+func decodePod(raw []byte, list *[]*corev1.Pod) error {
+	var lp manifestPod
+	if err := json.Unmarshal(raw, &lp); err != nil {
+		return err
+	}
+	p := &corev1.Pod{TypeMeta: lp.TypeMeta, ObjectMeta: leanMeta(lp.Metadata),
+		Spec:   corev1.PodSpec{NodeName: lp.Spec.NodeName, HostNetwork: lp.Spec.HostNetwork},
+		Status: corev1.PodStatus{Phase: lp.Status.Phase}}
+	return appendObject(p, list)
+}
+
 func decodeInto[T any, P objectPtr[T]](raw []byte, list *[]P) error {
 	p := P(new(T))
 	if err := json.Unmarshal(raw, p); err != nil {
 		return err
 	}
+	return appendObject(p, list)
+}
+
+// appendObject appends p, named and in a namespace, to list.
+func appendObject[P object](p P, list *[]P) error {
 	if p.GetName() == "" {
 		return errors.New("metadata.name is empty")
 	}

@@ -78,7 +78,8 @@ func TestReadManifestsErrors(t *testing.T) {
 	}{
 		{"apiVersion: v1\nkind: Pod\nmetadata: {name: a}\n---\nkind: [\n", "bad.yaml: document 1"},
 		{"apiVersion: v1\nkind: Pod\nmetadata: {}\n", "bad.yaml: document 0: metadata.name is empty"},
-		{"apiVersion: v1\nkind: Pod\nmetadata: {name: a}\nspec: {containers: 3}\n", "bad.yaml: document 0"},
+		{"apiVersion: v1\nkind: Pod\nmetadata: {name: a}\nspec: {nodeName: [n1]}\n", "bad.yaml: document 0: json: cannot unmarshal array into Go struct field .spec.nodeName of type string"},
+		{"apiVersion: v1\nkind: Pod\nmetadata: {name: a, annotations: 3}\n", "bad.yaml: document 0: json: cannot unmarshal number into Go struct field ObjectMeta.metadata.annotations"},
 		{"metadata: {name: a}\n", "bad.yaml: document 0: no kind"},
 	} {
 		p := write(t, dir, "bad.yaml", tc.body)
@@ -89,6 +90,11 @@ func TestReadManifestsErrors(t *testing.T) {
 	}
 	if _, _, err := ReadManifests([]string{filepath.Join(dir, "missing")}); err == nil {
 		t.Errorf("ReadManifests(missing file) succeeded")
+	}
+	// A field ovn-sync never reads is not decoded, nor checked.
+	p := write(t, dir, "unread.yaml", "apiVersion: v1\nkind: Pod\nmetadata: {name: a}\nspec: {containers: 3, nodeName: n1}\n")
+	if in, _, err := ReadManifests([]string{p}); err != nil || len(in.Pods) != 1 || in.Pods[0].Spec.NodeName != "n1" {
+		t.Errorf("ReadManifests(a pod with a malformed spec.containers) = %v, %v; want the pod on n1", in.Pods, err)
 	}
 }
 
