@@ -206,9 +206,9 @@ func liveHeap(f func()) int64 {
 // beside them for the record.
 func TestPortViewMemory(t *testing.T) {
 	if testing.Short() {
-		t.Skip("loads 20000 rows three ways")
+		t.Skip("loads 50000 rows three ways")
 	}
-	const n = 20000
+	const n = 50000
 	payload := monitorReply(n)
 	var v *portView
 	viewBytes := liveHeap(func() {
