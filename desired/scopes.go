@@ -440,11 +440,20 @@ func (b *base) checkNADs(r Result, owners map[string]bool) Why {
 			}
 		}
 		for _, sw := range []string{old.sw, cur.sw} {
-			for id := range b.bySwitch[sw] {
-				if !owners[id] {
-					return why(ReasonNAD, what+" changed, and "+id+", with a port on switch "+sw+", was not rebuilt")
-				}
+			if id := b.notRebuiltOn(sw, owners); id != "" {
+				return why(ReasonNAD, what+" changed, and "+id+", with a port on switch "+sw+", was not rebuilt")
 			}
+		}
+	}
+	return ""
+}
+
+// notRebuiltOn returns an owner with a port on switch sw that is not in
+// owners, "" when there is none.
+func (b *base) notRebuiltOn(sw string, owners map[string]bool) string {
+	for id := range b.bySwitch[sw] {
+		if !owners[id] {
+			return id
 		}
 	}
 	return ""
@@ -480,10 +489,8 @@ func (b *base) checkSubnets(r Result, owners map[string]bool) Why {
 		case old.spec == cur.spec:
 			continue // spec.namespaces or spec.default: new ports only
 		}
-		for id := range b.bySwitch[name] {
-			if !owners[id] {
-				return why(ReasonSubnet, "Subnet "+name+" changed, and "+id+", with a port on it, was not rebuilt")
-			}
+		if id := b.notRebuiltOn(name, owners); id != "" {
+			return why(ReasonSubnet, "Subnet "+name+" changed, and "+id+", with a port on it, was not rebuilt")
 		}
 	}
 	return ""

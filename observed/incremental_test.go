@@ -630,20 +630,8 @@ func ptr[T any](v T) *T { return &v }
 // TestDropWatch: dropWatch notices libovsdb's cache dropping an event, as
 // it does when its queue is full.
 func TestDropWatch(t *testing.T) {
-	clientModel, err := nbdb.FullDatabaseModel()
-	if err != nil {
-		t.Fatal(err)
-	}
-	dbModel, errs := model.NewDatabaseModel(nbdb.Schema(), clientModel)
-	if len(errs) > 0 {
-		t.Fatal(errs)
-	}
 	var dropped atomic.Bool
-	logger := logr.New(&dropWatch{onDrop: func() { dropped.Store(true) }})
-	tc, err := cache.NewTableCache(dbModel, nil, &logger)
-	if err != nil {
-		t.Fatal(err)
-	}
+	tc := newTableCache(t, logr.New(&dropWatch{onDrop: func() { dropped.Store(true) }}))
 	// Nothing runs the cache's event loop: its queue fills and the
 	// 65537th insert's event is dropped.
 	rows := map[string]*ovsdb.RowUpdate2{}
@@ -664,19 +652,7 @@ func TestDropWatch(t *testing.T) {
 // them; once one is gone, the snapshot is the one rebuild makes, whichever
 // was picked.
 func TestStateVersionNamePassed(t *testing.T) {
-	clientModel, err := nbdb.FullDatabaseModel()
-	if err != nil {
-		t.Fatal(err)
-	}
-	dbModel, errs := model.NewDatabaseModel(nbdb.Schema(), clientModel)
-	if len(errs) > 0 {
-		t.Fatal(errs)
-	}
-	logger := logr.Discard()
-	tc, err := cache.NewTableCache(dbModel, nil, &logger)
-	if err != nil {
-		t.Fatal(err)
-	}
+	tc := newTableCache(t, logr.Discard())
 	// Map order picks the port rebuild keeps: try both, most likely.
 	for range 20 {
 		var nb NB
@@ -778,4 +754,23 @@ func referenceClient(t *testing.T, endpoint string) client.Client {
 		t.Fatal(err)
 	}
 	return c
+}
+
+// newTableCache returns an empty libovsdb cache of the NB's tables, which
+// logs to logger; nothing runs its event loop.
+func newTableCache(t testing.TB, logger logr.Logger) *cache.TableCache {
+	t.Helper()
+	clientModel, err := nbdb.FullDatabaseModel()
+	if err != nil {
+		t.Fatal(err)
+	}
+	dbModel, errs := model.NewDatabaseModel(nbdb.Schema(), clientModel)
+	if len(errs) > 0 {
+		t.Fatal(errs)
+	}
+	tc, err := cache.NewTableCache(dbModel, nil, &logger)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return tc
 }

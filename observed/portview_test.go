@@ -13,10 +13,8 @@ import (
 
 	"github.com/go-logr/logr"
 	"github.com/ovn-org/libovsdb/cache"
-	"github.com/ovn-org/libovsdb/model"
 	"github.com/ovn-org/libovsdb/ovsdb"
 
-	"github.com/ovn-sync/ovn-sync/nbdb"
 	"github.com/ovn-sync/ovn-sync/state"
 )
 
@@ -250,18 +248,7 @@ func TestPortViewMemory(t *testing.T) {
 		if err := json.Unmarshal(payload, &reply); err != nil {
 			t.Fatal(err)
 		}
-		clientModel, err := nbdb.FullDatabaseModel()
-		if err != nil {
-			t.Fatal(err)
-		}
-		dbModel, errs := model.NewDatabaseModel(nbdb.Schema(), clientModel)
-		if len(errs) > 0 {
-			t.Fatal(errs)
-		}
-		logger := logr.Discard()
-		if tc, err = cache.NewTableCache(dbModel, nil, &logger); err != nil {
-			t.Fatal(err)
-		}
+		tc = newTableCache(t, logr.Discard())
 		if err := tc.Populate2(reply.Result); err != nil {
 			t.Fatal(err)
 		}

@@ -242,18 +242,7 @@ func (r *jsonReader) hex4() (rune, error) {
 // at its value, which member must read. The key is valid until member
 // reads a string.
 func (r *jsonReader) object(member func(key []byte) error) error {
-	if err := r.expect('{'); err != nil {
-		return err
-	}
-	c, err := r.peek()
-	if err != nil {
-		return err
-	}
-	if c == '}' {
-		r.i++
-		return nil
-	}
-	for {
+	return r.sequence('{', '}', "an object", func(int) error {
 		key, err := r.readKey()
 		if err != nil {
 			return err
@@ -261,40 +250,32 @@ func (r *jsonReader) object(member func(key []byte) error) error {
 		if err := r.expect(':'); err != nil {
 			return err
 		}
-		if err := member(key); err != nil {
-			return err
-		}
-		c, err := r.peek()
-		if err != nil {
-			return err
-		}
-		r.i++
-		switch c {
-		case ',':
-		case '}':
-			return nil
-		default:
-			return r.fail(fmt.Errorf("%w: %q in an object", errSyntax, c))
-		}
-	}
+		return member(key)
+	})
 }
 
 // array reads an array, calling elem with the reader at each element,
 // which elem must read.
 func (r *jsonReader) array(elem func(i int) error) error {
-	if err := r.expect('['); err != nil {
+	return r.sequence('[', ']', "an array", elem)
+}
+
+// sequence reads open, then items separated by commas up to close, each
+// read by item (what names the container in errors).
+func (r *jsonReader) sequence(open, close byte, what string, item func(i int) error) error {
+	if err := r.expect(open); err != nil {
 		return err
 	}
 	c, err := r.peek()
 	if err != nil {
 		return err
 	}
-	if c == ']' {
+	if c == close {
 		r.i++
 		return nil
 	}
 	for i := 0; ; i++ {
-		if err := elem(i); err != nil {
+		if err := item(i); err != nil {
 			return err
 		}
 		c, err := r.peek()
@@ -304,10 +285,10 @@ func (r *jsonReader) array(elem func(i int) error) error {
 		r.i++
 		switch c {
 		case ',':
-		case ']':
+		case close:
 			return nil
 		default:
-			return r.fail(fmt.Errorf("%w: %q in an array", errSyntax, c))
+			return r.fail(fmt.Errorf("%w: %q in %s", errSyntax, c, what))
 		}
 	}
 }
