@@ -544,8 +544,7 @@ func (w *writer) send(ops []ovsdb.Operation) {
 	if len(ops) == 0 {
 		return
 	}
-	sentinel := w.switches("sentinel")
-	if len(sentinel) == 1 {
+	if sentinel := w.sentinel(); len(sentinel) == 1 {
 		w.seq++
 		// Written without the client's API, which reads the cache's model
 		// unlocked (a race with a reconnect's purge of the cache).
@@ -570,6 +569,19 @@ func (w *writer) send(ops []ovsdb.Operation) {
 			w.t.Fatalf("transact %d operations: %v", len(ops), err)
 		}
 	}
+}
+
+// sentinel returns the UUIDs of the sentinel switches in nb's cache, which
+// shows our transactions once they returned (the reference client's may
+// not yet).
+func (w *writer) sentinel() []string {
+	var uuids []string
+	for u, row := range w.nb.client.Cache().Table(nbdb.LogicalSwitchTable).RowsShallow() {
+		if row.(*nbdb.LogicalSwitch).Name == "sentinel" {
+			uuids = append(uuids, u)
+		}
+	}
+	return uuids
 }
 
 // watchSentinel registers, after nb's, a cache event handler that notes
@@ -618,8 +630,8 @@ func (w *writer) wait(seen *atomic.Int64, what string) {
 // sync returns once nb's event handler has seen every change sent before.
 func (w *writer) sync() {
 	w.t.Helper()
-	if len(w.switches("sentinel")) != 1 {
-		w.t.Fatalf("%d sentinel switches", len(w.switches("sentinel")))
+	if n := len(w.sentinel()); n != 1 {
+		w.t.Fatalf("%d sentinel switches", n)
 	}
 	w.send([]ovsdb.Operation{{Op: ovsdb.OperationComment, Comment: ptr("sync")}})
 	w.wait(&w.seenNB, "nb's cache event handler")
