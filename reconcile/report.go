@@ -65,11 +65,23 @@ type report struct {
 	SwitchPortLimit int            `json:"switch_port_limit"`
 }
 
-// WriteJSON writes the outcome as one JSON document: the last plan, the
-// problems and notices, and (applied) what was sent.
-func (out Outcome) WriteJSON(w io.Writer, applied bool) error {
+// WriteJSON writes the outcome of a plan as one JSON document: the plan,
+// the problems and notices.
+func (out Outcome) WriteJSON(w io.Writer) error { return out.writeJSON(w, nil) }
+
+// WriteAppliedJSON is WriteJSON for an apply: the document also says what
+// was sent.
+func (out Outcome) WriteAppliedJSON(w io.Writer) error {
+	res := out.Applied
+	if res.Txns == nil {
+		res.Txns = []apply.Txn{}
+	}
+	return out.writeJSON(w, &res)
+}
+
+func (out Outcome) writeJSON(w io.Writer, applied *apply.Result) error {
 	r := report{Plan: out.Plan.JSONValue(), Problems: out.Result.Problems, Notices: out.Result.Notices,
-		Switches: out.Result.SwitchPorts, SwitchPortLimit: desired.MaxSwitchPorts}
+		Switches: out.Result.SwitchPorts, SwitchPortLimit: desired.MaxSwitchPorts, Applied: applied}
 	if r.Switches == nil {
 		r.Switches = map[string]int{}
 	}
@@ -78,13 +90,6 @@ func (out Outcome) WriteJSON(w io.Writer, applied bool) error {
 	}
 	if r.Notices == nil {
 		r.Notices = []desired.Problem{}
-	}
-	if applied {
-		res := out.Applied
-		if res.Txns == nil {
-			res.Txns = []apply.Txn{}
-		}
-		r.Applied = &res
 	}
 	enc := json.NewEncoder(w)
 	enc.SetIndent("", "  ")

@@ -31,7 +31,7 @@ spec: {nodeName: node-1, containers: [{name: c, image: busybox}]}
 	out := Outcome{Result: r}
 	out.Plan = Compute(embeddedNB(t), in, Options{Config: config(t)}).Plan
 	var b bytes.Buffer
-	if err := out.WriteJSON(&b, false); err != nil {
+	if err := out.WriteJSON(&b); err != nil {
 		t.Fatal(err)
 	}
 	var doc struct {
@@ -69,7 +69,7 @@ spec: {nodeName: node-1, containers: [{name: c, image: busybox}]}
 
 	// apply -o json: "transactions" is [] when nothing was sent.
 	b.Reset()
-	if err := (Outcome{}).WriteJSON(&b, true); err != nil {
+	if err := (Outcome{}).WriteAppliedJSON(&b); err != nil {
 		t.Fatal(err)
 	}
 	for _, want := range []string{`"problems": []`, `"transactions": []`, `"changes": []`} {
@@ -107,14 +107,14 @@ func BenchmarkWriteJSON(b *testing.B) {
 	r := desired.Build(in, bench.Config(), state.New(0))
 	out := Outcome{Result: r, Plan: diff.Compute(r.Want, state.New(0), diff.Policy{})}
 	var buf bytes.Buffer
-	if err := out.WriteJSON(&buf, true); err != nil {
+	if err := out.WriteAppliedJSON(&buf); err != nil {
 		b.Fatal(err)
 	}
 	b.SetBytes(int64(buf.Len()))
 	b.ReportAllocs()
 	for b.Loop() {
 		buf.Reset()
-		if err := out.WriteJSON(&buf, true); err != nil {
+		if err := out.WriteAppliedJSON(&buf); err != nil {
 			b.Fatal(err)
 		}
 	}

@@ -211,7 +211,7 @@ func planOnce(o *oneShot, j job, stdout, stderr io.Writer) error {
 	out := j.compute()
 	if o.output == "json" {
 		out.WriteProblems(stderr)
-		if err := out.WriteJSON(stdout, false); err != nil {
+		if err := out.WriteJSON(stdout); err != nil {
 			return err
 		}
 	} else {
@@ -231,7 +231,7 @@ func applyOnce(ctx context.Context, o *oneShot, j job, stdout, stderr io.Writer)
 	out, err := j.apply(ctx)
 	if o.output == "json" {
 		out.WriteProblems(stderr)
-		if jerr := out.WriteJSON(stdout, true); jerr != nil && err == nil {
+		if jerr := out.WriteAppliedJSON(stdout); jerr != nil && err == nil {
 			err = jerr
 		}
 	} else {
