@@ -804,10 +804,12 @@ func (b *builder) allocate() {
 		b.settle(m, g)
 	}
 	// A kept address of a port moving to another switch must be held on the
-	// new switch too, older owners first. A MAC another port holds there
-	// (one derived from an address of the old network, which a port of
-	// the new one derived from the same address) is given up for a new one:
-	// the port is new on that network anyway.
+	// new switch too, older owners first. One another port holds there (a
+	// port already on that switch, or an older one moving to it; a MAC
+	// derived from an address of the old network, which a port of the new
+	// one derived from the same address) is given up for a new one, with a
+	// Problem: the port is new on that network anyway, and an address is
+	// never held twice.
 	slices.SortFunc(b.moved, comparePriority)
 	for _, s := range b.moved {
 		id := m.claimID(s)
@@ -817,16 +819,21 @@ func (b *builder) allocate() {
 				continue
 			}
 			k := s.key(c, a, x)
-			if c == compMAC {
-				if other := m.heldByAnother(s, k); other != "" {
+			if other := m.heldByAnother(s, k); other != "" {
+				if c == compMAC {
 					b.ownerProblem(s.o, "AddressConflict", fmt.Sprintf("port %q moves to switch %q with MAC %s, which %s holds there: given a new MAC",
 						s.name, s.net.sw, x, other))
-					s.mac, s.need, s.src[c] = 0, s.need|dynBit(c), SourceAllocated
-					if !slices.Contains(b.pending, s) {
-						b.pending = append(b.pending, s)
-					}
-					continue
+					s.mac = 0
+				} else {
+					b.ownerProblem(s.o, "AddressConflict", fmt.Sprintf("port %q moves to switch %q with address %s, which %s holds there: given a new address",
+						s.name, s.net.sw, a, other))
+					s.ip[c] = netip.Addr{}
 				}
+				s.need, s.src[c] = s.need|dynBit(c), SourceAllocated
+				if !slices.Contains(b.pending, s) {
+					b.pending = append(b.pending, s)
+				}
+				continue
 			}
 			m.set(s.net, k, id)
 		}
