@@ -551,8 +551,9 @@ func (b *builder) resolve() {
 		// row yet, or the row as it was before that pass readdressed
 		// it); else the NB's row.
 		var h lsp
-		if q := b.lastPort(s); q != nil {
-			h = parseLSPAddresses(q.Addresses)
+		last := b.lastPort(s)
+		if last != nil {
+			h = parseLSPAddresses(last.Addresses)
 		} else if s.have != nil {
 			h = parseLSPAddresses(s.have.Addresses)
 		}
@@ -606,7 +607,10 @@ func (b *builder) resolve() {
 		if s.mac.valid() && s.mac != h.mac {
 			s.need |= claimBit(compMAC)
 		}
-		if s.have != nil && s.have.Switch != n.sw {
+		// A port whose addresses were held on another switch (in the NB,
+		// or in the last result, which the NB may not show yet) keeps
+		// them here only where nobody else holds them (allocate).
+		if s.have != nil && s.have.Switch != n.sw || last != nil && last.Switch != n.sw {
 			b.moved = append(b.moved, s)
 		}
 		if s.need != 0 {
