@@ -201,11 +201,12 @@ func (c *backgroundChurn) write(ctx context.Context) (sources.Kind, error) {
 // the restart, then its replicas becoming ready one by one.
 func (c *backgroundChurn) writeStatefulSet(ctx context.Context, round int) error {
 	sets := c.k.Kube.AppsV1().StatefulSets("web")
+	var set *appsv1.StatefulSet
 	var err error
 	if step := round % 4; step == 0 {
 		patch := fmt.Sprintf(`{"spec":{"template":{"metadata":{"annotations":{"kubectl.kubernetes.io/restartedAt":%q}}}}}`,
 			time.Now().UTC().Format(time.RFC3339Nano))
-		c.set, err = sets.Patch(ctx, "web", types.MergePatchType, []byte(patch), metav1.PatchOptions{})
+		set, err = sets.Patch(ctx, "web", types.MergePatchType, []byte(patch), metav1.PatchOptions{})
 	} else {
 		s := c.set.DeepCopy()
 		rev := fmt.Sprintf("web-%x", s.Generation)
@@ -215,7 +216,12 @@ func (c *backgroundChurn) writeStatefulSet(ctx context.Context, round int) error
 		if step == 3 {
 			s.Status.CurrentRevision, s.Status.CurrentReplicas = rev, 3
 		}
-		c.set, err = sets.UpdateStatus(ctx, s, metav1.UpdateOptions{})
+		set, err = sets.UpdateStatus(ctx, s, metav1.UpdateOptions{})
+	}
+	// A failed write (one cut short when a phase stops) returns an empty
+	// object: the next round writes from the last one the server took.
+	if err == nil {
+		c.set = set
 	}
 	return err
 }
