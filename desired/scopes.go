@@ -106,6 +106,13 @@ func (sel *touched) owner(id string) {
 	}
 }
 
+// ownersOn selects the owners of the ports on a switch (base.bySwitch).
+func (sel *touched) ownersOn(owners map[string]int) {
+	for id := range owners {
+		sel.owner(id)
+	}
+}
+
 func (b *base) podScope(_ Objects, c ObjectRef, sel *touched) Why {
 	k := nsName{c.Namespace, c.Name}
 	sel.pods[k] = true
@@ -408,9 +415,7 @@ func (b *base) nadScope(_ Objects, c ObjectRef, sel *touched) Why {
 		sel.owner(id)
 	}
 	if old.sw != "" {
-		for id := range b.bySwitch[old.sw] {
-			sel.owner(id)
-		}
+		sel.ownersOn(b.bySwitch[old.sw])
 	}
 	return ""
 }
@@ -465,9 +470,7 @@ func (b *base) notRebuiltOn(sw string, owners map[string]bool) string {
 // anyway), after where an owner's port is now. checkSubnets tells what
 // else changed once the Build has read every Subnet.
 func (b *base) subnetScope(_ Objects, c ObjectRef, sel *touched) Why {
-	for id := range b.bySwitch[c.Name] {
-		sel.owner(id)
-	}
+	sel.ownersOn(b.bySwitch[c.Name])
 	return ""
 }
 

@@ -795,18 +795,13 @@ func (v *portView) readAtoms(r *jsonReader) ([]string, error) {
 		return []string{string(s)}, err
 	}
 	var out []string
-	var tag string
-	err = r.array(func(i int) error {
-		switch {
-		case i == 0:
-			s, err := r.readString()
-			tag = string(s)
-			return err
-		case i == 1 && tag == "uuid":
+	err = r.tagged(func(tag string) error {
+		switch tag {
+		case "uuid":
 			s, err := r.readString()
 			out = append(out, string(s))
 			return err
-		case i == 1 && tag == "set":
+		case "set":
 			return r.array(func(int) error {
 				a, err := v.readAtoms(r)
 				out = append(out, a...)
@@ -822,31 +817,25 @@ func (v *portView) readAtoms(r *jsonReader) ([]string, error) {
 // pair whose key is kept (see keptKeys).
 func (v *portView) readPairs(r *jsonReader, column string, f func(ck, val string)) error {
 	keys := keptKeys[column]
-	var tag string
-	return r.array(func(i int) error {
-		switch {
-		case i == 0:
-			s, err := r.readString()
-			tag = string(s)
-			return err
-		case i == 1 && tag == "map":
-			return r.array(func(int) error {
-				var ck string
-				return r.array(func(j int) error {
-					s, err := r.readString()
-					if err != nil {
-						return err
-					}
-					switch {
-					case j == 0:
-						ck = keys[string(s)]
-					case j == 1 && ck != "":
-						f(ck, string(s))
-					}
-					return nil
-				})
-			})
+	return r.tagged(func(tag string) error {
+		if tag != "map" {
+			return r.fail(fmt.Errorf("%w: a %q value where a map was expected", errSyntax, tag))
 		}
-		return r.fail(fmt.Errorf("%w: a %q value where a map was expected", errSyntax, tag))
+		return r.array(func(int) error {
+			var ck string
+			return r.array(func(j int) error {
+				s, err := r.readString()
+				if err != nil {
+					return err
+				}
+				switch {
+				case j == 0:
+					ck = keys[string(s)]
+				case j == 1 && ck != "":
+					f(ck, string(s))
+				}
+				return nil
+			})
+		})
 	})
 }

@@ -293,6 +293,24 @@ func (r *jsonReader) sequence(open, close byte, what string, item func(i int) er
 	}
 }
 
+// tagged reads an OVSDB value written as a pair, [tag, value] ("set",
+// "map", "uuid"), calling value with the tag and the reader at the value,
+// which value must read.
+func (r *jsonReader) tagged(value func(tag string) error) error {
+	var tag string
+	return r.array(func(i int) error {
+		if i == 0 {
+			s, err := r.readString()
+			tag = string(s)
+			return err
+		}
+		if i == 1 {
+			return value(tag)
+		}
+		return r.fail(fmt.Errorf("%w: a %q value of more than two elements", errSyntax, tag))
+	})
+}
+
 // skip reads a value of any kind and drops it.
 func (r *jsonReader) skip() error {
 	c, err := r.peek()
