@@ -195,20 +195,33 @@ func (p *parser) labelList() ([]string, error) {
 		return nil, err
 	}
 	var out []string
-	for p.peek().kind != tRParen {
+	err := p.commaList(tRParen, ")", func() error {
 		t := p.next()
 		if t.kind != tIdent && t.kind != tString {
-			return nil, p.errorf("want a label name, found %q", t.text)
+			return p.errorf("want a label name, found %q", t.text)
 		}
 		out = append(out, t.text)
+		return nil
+	})
+	return out, err
+}
+
+// commaList parses items separated by commas up to the token close (its
+// text closeText), the opening token read already, each by item; it
+// consumes close.
+func (p *parser) commaList(close tokKind, closeText string, item func() error) error {
+	for p.peek().kind != close {
+		if err := item(); err != nil {
+			return err
+		}
 		if p.peek().kind == tComma {
 			p.next()
-		} else if p.peek().kind != tRParen {
-			return nil, p.errorf("want , or ), found %q", p.peek().text)
+		} else if p.peek().kind != close {
+			return p.errorf("want , or %s, found %q", closeText, p.peek().text)
 		}
 	}
 	p.next()
-	return out, nil
+	return nil
 }
 
 func (p *parser) unary() (value, error) {
@@ -326,27 +339,25 @@ func (p *parser) selector() (value, error) {
 		return v, nil
 	}
 	p.next()
-	for p.peek().kind != tRBrace {
+	err := p.commaList(tRBrace, "}", func() error {
 		l := p.next()
 		if l.kind != tIdent && l.kind != tString {
-			return value{}, p.errorf("want a label name, found %q", l.text)
+			return p.errorf("want a label name, found %q", l.text)
 		}
 		if op := p.next(); op.kind != tOp || (op.text != "=" && op.text != "!=" && op.text != "=~" && op.text != "!~") {
-			return value{}, p.errorf("want a matcher operator after %s, found %q", l.text, op.text)
+			return p.errorf("want a matcher operator after %s, found %q", l.text, op.text)
 		}
 		if s := p.next(); s.kind != tString {
-			return value{}, p.errorf("want a string after %s, found %q", l.text, s.text)
+			return p.errorf("want a string after %s, found %q", l.text, s.text)
 		}
 		if l.text != "__name__" && !v.has(l.text) {
 			p.problem("%s{%s}: %s has no label %s (it has %s)", name, l.text, name, l.text, v.list())
 		}
-		if p.peek().kind == tComma {
-			p.next()
-		} else if p.peek().kind != tRBrace {
-			return value{}, p.errorf("want , or }, found %q", p.peek().text)
-		}
+		return nil
+	})
+	if err != nil {
+		return value{}, err
 	}
-	p.next()
 	return v, nil
 }
 
@@ -356,20 +367,15 @@ func (p *parser) args() ([]value, error) {
 		return nil, err
 	}
 	var out []value
-	for p.peek().kind != tRParen {
+	err := p.commaList(tRParen, ")", func() error {
 		v, err := p.expr(0)
 		if err != nil {
-			return nil, err
+			return err
 		}
 		out = append(out, v)
-		if p.peek().kind == tComma {
-			p.next()
-		} else if p.peek().kind != tRParen {
-			return nil, p.errorf("want , or ), found %q", p.peek().text)
-		}
-	}
-	p.next()
-	return out, nil
+		return nil
+	})
+	return out, err
 }
 
 // aggregations maps each aggregation operator to the index of its vector

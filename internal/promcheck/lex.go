@@ -24,6 +24,9 @@ const (
 	tOp // + - * / % ^ == != < <= > >= = =~ !~ @
 )
 
+// punctuation is the kind of each one-character token.
+var punctuation = map[byte]tokKind{'(': tLParen, ')': tRParen, '{': tLBrace, '}': tRBrace, ',': tComma}
+
 type token struct {
 	kind tokKind
 	text string
@@ -114,21 +117,9 @@ func lex(expr string) ([]token, error) {
 				}
 			}
 			out = append(out, token{tVariable, expr[start:i], start})
-		case c == '(':
+		case punctuation[c] != 0:
 			i++
-			out = append(out, token{tLParen, "(", start})
-		case c == ')':
-			i++
-			out = append(out, token{tRParen, ")", start})
-		case c == '{':
-			i++
-			out = append(out, token{tLBrace, "{", start})
-		case c == '}':
-			i++
-			out = append(out, token{tRBrace, "}", start})
-		case c == ',':
-			i++
-			out = append(out, token{tComma, ",", start})
+			out = append(out, token{punctuation[c], string(c), start})
 		default:
 			op := ""
 			for _, o := range []string{"==", "!=", "<=", ">=", "=~", "!~", "+", "-", "*", "/", "%", "^", "<", ">", "=", "@"} {
