@@ -35,16 +35,17 @@ import (
 // Build is deterministic: it does not depend on the order of the slices in
 // in, reads no clock and starts no goroutine.
 func Build(in Inputs, cfg Config, have state.State) Result {
-	return buildScoped(in, cfg, have, nil)
+	return newBase(cfg).rebuildAll(in, cfg, have)
 }
 
-// buildScoped is Build, or with sc an incremental Build of sc's owners only (see
-// Incremental.Update).
-func buildScoped(in Inputs, cfg Config, have state.State, sc *scope) Result {
-	// Room for a port per owner; a full Build also rebuilds every port of
-	// ours, about as many as have holds.
+// buildOwners is the engine: it builds the owners sc rebuilds (every owner, for
+// a Build of all) from in, over the last result sc holds for the others.
+// Its result is spliced into that one (base.splice).
+func buildOwners(in Inputs, cfg Config, have state.State, sc *scope) Result {
+	// Room for a port per owner; a Build of every owner also rebuilds
+	// every port of ours, about as many as have holds.
 	ports := len(in.Pods) + len(in.VirtualMachines) + len(in.VirtualMachineInstances)
-	if sc == nil {
+	if sc.all {
 		ports = max(ports, have.Ports.Len())
 	}
 	b := newBuilder(in, have, ports)
@@ -54,9 +55,7 @@ func buildScoped(in Inputs, cfg Config, have state.State, sc *scope) Result {
 	b.adopt = cfg.Adopt
 	b.buildNetworks(cfg, in.NetworkAttachmentDefinitions)
 	b.markNorthdFirst()
-	if sc != nil {
-		sc.ownersStarted = true
-	}
+	sc.ownersStarted = true
 	b.indexKubeVirt(in)
 	b.addPods(in)
 	b.addVirtualMachines(in)
@@ -77,8 +76,8 @@ type builder struct {
 	adopt   string
 	adopted bool
 	// ips are kube-ovn's IP objects by name, the port each records; nil
-	// when there are none, and in a scoped Build, which looks them up
-	// (ipObject).
+	// when there are none, and in a Build of some owners, which looks them
+	// up (ipObject).
 	ips map[string]*kubeovnv1.IP
 	// reserved are the addresses of gone StatefulSet pods that only their
 	// IP objects record (keepStatefulSetPorts), in IP object name order.
@@ -138,8 +137,8 @@ type builder struct {
 	// a problem of a network (a NAD, a Subnet, the config).
 	problemOwners []string
 	notices       []Problem
-	// scoped is set for a Build of some owners only (Incremental.Update);
-	// it is nil for a full Build.
+	// scoped is which owners this Build rebuilds, and what the last
+	// result holds for the others.
 	scoped *scope
 	// again is set when a claim waits for a port this pass removes or
 	// readdresses (see Result.Again).
@@ -179,10 +178,10 @@ func newBuilder(in Inputs, have state.State, ports int) *builder {
 
 // ipObject is kube-ovn's IP object called name, nil if there is none.
 func (b *builder) ipObject(name string) *kubeovnv1.IP {
-	if b.scoped != nil {
-		return b.scoped.objs.IP(name)
+	if b.scoped.all {
+		return b.ips[name]
 	}
-	return b.ips[name]
+	return b.scoped.objs.IP(name)
 }
 
 // arena hands out values of T from chunks, so that many small values cost
@@ -237,7 +236,7 @@ func (b *builder) problemFor(o *owner, kind, ns, name, reason, msg string) {
 	id := ""
 	if o != nil {
 		id = o.id
-	} else if b.scoped != nil && b.scoped.ownersStarted {
+	} else if b.scoped.ownersStarted {
 		b.scoped.abort(why(ReasonUnowned, "a problem of no owner while reading owners: "+reason))
 	}
 	b.problems = append(b.problems, Problem{Kind: kind, Namespace: ns, Name: name, Reason: reason, Message: msg})
@@ -443,7 +442,7 @@ func (b *builder) add(s *portSpec) {
 	// One map operation in the common case: insert, and see whether the map
 	// grew. If it did not, the name was taken; the clash code puts back
 	// whichever spec wins.
-	if b.scoped != nil && b.scoped.outside(s.name, b.have.Ports.Get(s.name), s.o) {
+	if b.scoped.outside(s.name, b.have.Ports.Get(s.name), s.o) {
 		return
 	}
 	n := b.want.Ports.Len()
@@ -621,12 +620,9 @@ func (b *builder) resolve() {
 	b.allocate()
 }
 
-// lastPort returns, in a scoped Build, the last result's port of s's name
-// and owner, if it has one.
+// lastPort returns the last result's port of s's name and owner, if it has
+// one (a Build of every owner has no last result).
 func (b *builder) lastPort(s *portSpec) *state.Port {
-	if b.scoped == nil {
-		return nil
-	}
 	return b.scoped.last(s.name, s.o.id)
 }
 
@@ -706,21 +702,8 @@ func (b *builder) finish() Result {
 		}
 	}
 
-	// An incremental Build sees its owners' ports alone: Incremental
-	// splices the rest in, and writes exclude_ips and counts then.
-	var ports, foreign map[string]int
-	if b.scoped == nil {
-		held := b.northdHeld()
-		for sw, f := range b.v4 {
-			b.want.Switches[sw].ExcludeIPs = f.northdExclude(held[sw])
-		}
-		refs := map[string]int{}
-		for _, p := range b.want.Ports.All() {
-			refs[p.Switch]++
-		}
-		_, foreign = b.haveCounts()
-		ports = switchPorts(refs, foreign)
-	}
+	// The ports of the owners rebuilt alone: splice writes the whole
+	// result's exclude_ips and counts.
 	b.index()
 
 	raw := make([]ownedProblem, len(b.problems))
@@ -728,7 +711,7 @@ func (b *builder) finish() Result {
 		raw[i] = ownedProblem{p, b.problemOwners[i]}
 	}
 	sortProblems(b.notices)
-	return Result{Want: b.want, Problems: compactProblems(raw), Notices: b.notices, Again: b.again, SwitchPorts: ports, specs: b.specs, raw: raw, v4: b.v4, foreign: foreign, claimNotes: b.claimNotes, lookups: b.lookups, nads: b.nadRecords(), subnets: b.subnetRecords(*b.cfg)}
+	return Result{Want: b.want, Problems: compactProblems(raw), Notices: b.notices, Again: b.again, specs: b.specs, raw: raw, v4: b.v4, claimNotes: b.claimNotes, lookups: b.lookups, nads: b.nadRecords(), subnets: b.subnetRecords(*b.cfg)}
 }
 
 // ownedProblem is a Problem with the owner whose ports it is about, ""
@@ -875,38 +858,6 @@ func (b *builder) markNorthdFirst() {
 			f.first = a
 		}
 	}
-}
-
-// northdHeld lists, per switch of ours, the IPv4 addresses the ports of
-// want hold that northd would mark taken before reading them
-// (family.northdHeld), sorted: a full Build's, from its specs, once want
-// holds its ports.
-func (b *builder) northdHeld() map[string][]netip.Addr {
-	var held map[string][]netip.Addr
-	for _, s := range b.specs {
-		if b.want.Ports.Get(s.name) != s.port {
-			continue
-		}
-		f := b.v4[s.port.Switch]
-		if f == nil {
-			continue
-		}
-		a := s.ip[ipv4]
-		if s.state != specBuild {
-			a = parseLSPAddresses(s.port.Addresses).ip[ipv4]
-		}
-		if a.IsValid() && f.northdHeld(a) {
-			if held == nil {
-				held = map[string][]netip.Addr{}
-			}
-			held[s.port.Switch] = append(held[s.port.Switch], a)
-		}
-	}
-	for sw, as := range held {
-		slices.SortFunc(as, netip.Addr.Compare)
-		held[sw] = slices.Compact(as)
-	}
-	return held
 }
 
 // needSwitch makes sure a kept port's switch is kept too: deleting a switch

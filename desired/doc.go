@@ -6,7 +6,8 @@
 // goroutines, no Kubernetes or OVSDB clients. Call it as
 //
 //	cfg, err := desired.NewConfig("ovn-default",
-//		[]string{"10.16.0.0/16", "fd00:10:16::/64"}, []string{"10.16.0.1"})
+//		[]string{"10.16.0.0/16", "fd00:10:16::/64"}, // subnets
+//		[]string{"10.16.0.2..10.16.0.9"})            // excluded addresses
 //	...
 //	r := desired.Build(inputs, cfg, have)
 //
@@ -41,6 +42,13 @@
 //     exists and its request is unchanged (sticky); then static requests are
 //     claimed, oldest owner first; then new ports get the lowest free address
 //     of each subnet. Nothing already held by any port in have is handed out.
+//
+// There is one engine (incremental.go). Incremental keeps the last result
+// and its address book, and rebuilds the owners a change touches
+// (Update); Build is that engine with every owner to rebuild and nothing
+// kept, and Incremental.Full is Build that keeps its result for the next
+// Update. The engine's result must equal Build's for the same inputs and
+// NB (see DESIGN.md, "One engine", for where and why it may not).
 //
 // Bad or conflicting input is returned as Problems, never a panic. Unknown is
 // not absent: a port whose network or request cannot be read is kept exactly

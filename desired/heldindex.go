@@ -7,11 +7,11 @@ import (
 	"github.com/ovn-sync/ovn-sync/state"
 )
 
-// heldIndex lists, by address, the ports of a desired state that hold it:
-// the IPAM index an incremental Build reads instead of every port in the
-// NB. Incremental builds it once from a full result and keeps it up to
-// date as it splices, so a Build of a few owners costs those owners and
-// the NB rows that differ from the last result, not the cluster.
+// heldIndex is the address book: by address, the ports of the last result
+// that hold it. Incremental keeps it up to date as it splices each result
+// in, so a Build of a few owners costs those owners and the NB rows that
+// differ from the last result, not the cluster. A Build of every owner
+// starts from an empty book.
 type heldIndex struct {
 	by map[addrKey][]heldBy
 	// dups are the addresses two ports hold on one switch.
@@ -107,40 +107,15 @@ func (x *heldIndex) remove(p *state.Port) {
 	})
 }
 
-// newScopedIPAM is newIPAM for an incremental Build: the ports of the last
-// result are in the index; only the NB rows that differ from them (ports
-// not ours, ports not applied yet or changed under us) are listed, found by
-// walking the two indexes side by side.
-func (b *builder) newScopedIPAM() *ipam {
-	sc := b.scoped
-	m := &ipam{idx: sc.held, b: b, resolved: map[string]holderID{}}
-	prior := sc.prior
-	have := b.have.PortIndex()
-	// differ names the ports whose row in the NB is not the last result's:
-	// the index holds the result's addresses, the list the NB's.
-	m.differ = map[string]bool{}
-	eachDiffering(have, prior.Index, func(e *state.Entry) {
-		p := e.Port
-		m.differ[p.Name] = true
-		id := holderID(len(m.ports))
-		m.ports = append(m.ports, p)
-		eachHeld(p, b.holderSwitch(p), func(k heldKey) { m.list = append(m.list, held{k, id}) })
-	}, func(e *state.Entry) {
-		m.differ[e.Port.Name] = true // not in the NB (yet): the index holds it
-	})
-	m.reserve(b, nil)
-	return m
-}
-
-// resolve returns the holder ID of the port of the last result called
-// name: the NB's row when it is the same, else the result's.
-func (m *ipam) resolve(b *builder, name string) holderID {
+// resolve returns the holder ID of the book's port called name: the NB's
+// row when it is the same, else the last result's.
+func (m *ipam) resolve(name string) holderID {
 	if id, ok := m.resolved[name]; ok {
 		return id
 	}
-	p := b.have.Ports.Get(name)
+	p := m.b.have.Ports.Get(name)
 	if p == nil || m.differ[name] {
-		p = b.scoped.prior.Ports.Get(name)
+		p = m.b.scoped.prior.Ports.Get(name)
 	}
 	id := holderID(len(m.ports))
 	m.ports = append(m.ports, p)
@@ -148,59 +123,37 @@ func (m *ipam) resolve(b *builder, name string) holderID {
 	return id
 }
 
-// indexed returns the holders the index lists for k on switch sw (every
-// switch when sw is 0), in name order, but for ports whose NB row differs
-// from the index's, which the list holds. For a claim (kept), such a port
-// of an owner not rebuilt is a holder too: the result keeps it as the
-// last result has it, whatever the NB shows until that result is applied.
-// So is, always, such a port of an owner rebuilt: its spec holds on to
-// what the last result gave it (resolve), not to the NB's row.
-func (m *ipam) indexed(b *builder, k addrKey, sw uint32, kept bool) []held {
+// indexed returns the book's holders of k on switch sw (every switch when
+// sw is 0), in name order. A claim reads them all: the result keeps the
+// port of an owner not rebuilt as the last result has it, whatever the NB
+// shows until that result is applied, and a rebuilt owner's spec holds on
+// to what the last result gave it (resolve), not to the NB's row.
+func (m *ipam) indexed(k addrKey, sw uint32) []held {
 	hs := m.idx.by[k]
 	if len(hs) == 0 {
 		return nil
 	}
 	var out []held
 	for _, h := range hs {
-		if m.differ[h.name] && b.have.Ports.Get(h.name) != nil && !kept && !b.scoped.owners[b.scoped.prior.Ports.Get(h.name).Owner] {
-			// The NB's row of that name is listed: it is the holder. (The
-			// index still counts the address as held: isHeld.)
-			continue
-		}
-		id := b.switchID(h.sw)
+		id := m.b.switchID(h.sw)
 		if sw == 0 || id == sw {
-			out = append(out, held{heldKey{k, id}, m.resolve(b, h.name)})
+			out = append(out, held{heldKey{k, id}, m.resolve(h.name)})
 		}
 	}
 	slices.SortFunc(out, func(x, y held) int { return strings.Compare(m.ports[x.id].Name, m.ports[y.id].Name) })
 	return out
 }
 
-// scopedDuplicates is findDuplicates for an incremental Build: addresses
-// the index holds twice, and those a listed NB row holds that the index or
-// another row holds too.
-func (m *ipam) scopedDuplicates(b *builder) [][]held {
-	groups := map[addrKey][]held{}
-	for k := range m.idx.dups {
-		groups[k] = nil
+// listed reports whether the book's holder e stands for a port of an owner
+// not rebuilt whose NB row differs from it and is listed: when addresses
+// held twice are looked for, that row is the holder. (The book still
+// counts the address as held: isHeld.)
+func (m *ipam) listed(e held) bool {
+	name := m.ports[e.id].Name
+	if !m.differ[name] || m.b.have.Ports.Get(name) == nil {
+		return false
 	}
-	byAddr := map[addrKey][]held{}
-	for _, e := range m.list {
-		byAddr[e.k.addrKey] = append(byAddr[e.k.addrKey], e)
-	}
-	for k, es := range byAddr {
-		if len(es) > 1 || len(m.idx.by[k]) > 0 {
-			groups[k] = nil
-		}
-	}
-	var out [][]held
-	for k := range groups {
-		if g := m.oncePerPort(append(slices.Clone(byAddr[k]), m.indexed(b, k, 0, false)...)); conflicting(g) {
-			out = append(out, g)
-		}
-	}
-	sortGroups(out)
-	return out
+	return !m.b.scoped.rebuilds(m.b.scoped.prior.Ports.Get(name).Owner)
 }
 
 // oncePerPort keeps the first holder of each port name and switch in g: a

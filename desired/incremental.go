@@ -11,13 +11,15 @@ import (
 	"github.com/ovn-sync/ovn-sync/state"
 )
 
-// Incremental keeps the result of the last Build and brings it up to date
-// for the objects that changed, rebuilding only the owners those objects
-// touch: a pod its own ports; a VM, a VMI, a migration or a virt-launcher
-// pod the VM's (or the VMI's, without a VM). Every other owner keeps the
-// ports, problems and notices it had. The result must be what Build gives
-// for the same inputs and NB; Full passes check it (see reconcile), and
-// the property test drives it through random events against Build.
+// Incremental is the engine: it keeps the last result and its address
+// book, and brings them up to date for the objects that changed,
+// rebuilding only the owners those objects touch: a pod its own ports; a
+// VM, a VMI, a migration or a virt-launcher pod the VM's (or the VMI's,
+// without a VM). Every other owner keeps the ports, problems and notices
+// it had. Full is the same engine with every owner to rebuild and nothing
+// kept (as Build). The result must be what Build gives for the same
+// inputs and NB; full passes check it (see reconcile), and the property
+// test drives it through random events against Build.
 //
 // Which owners a change of each kind of object touches is declared once
 // (scopes): a Namespace's the owners in it, a StatefulSet's its pods, an
@@ -34,7 +36,7 @@ import (
 // what the last result wanted: the caller applies every result, and builds
 // in full when it could not (a failed pass), when the NB changed under it
 // (drift) or reconnected. Until that apply is seen in the NB cache, their
-// addresses still count as held (scope.holders).
+// addresses still count as held (the address book).
 //
 // The zero Incremental holds nothing: the first call must be Full. An
 // Incremental is not safe for concurrent use.
@@ -46,6 +48,11 @@ type Incremental struct {
 type base struct {
 	cfg  Config
 	want state.State
+	// indexed is set once the owners of want are indexed (index): byOwner,
+	// byNamespace, bySet, bySwitch, readers and held. Until then lookups
+	// are what the result recorded (Result.lookups).
+	indexed bool
+	lookups []lookup
 	// byOwner lists each owner's ports in want, by name.
 	byOwner map[string][]string
 	// switchRefs and dhcpRefs count the ports of want on each switch and
@@ -171,13 +178,58 @@ func (r *Result) Spliced() (s Spliced, ok bool) {
 	return *r.spliced, true
 }
 
-// Full builds from scratch, as Build, and keeps the result for Update.
+// Full builds every owner, as Build, and keeps the result for Update.
 func (x *Incremental) Full(in Inputs, cfg Config, have state.State) Result {
-	r := Build(in, cfg, have)
-	b := &base{cfg: cfg, launchers: relations{}, vmiVM: relations{}, migVMI: relations{}, ipNamed: relations{},
+	b := newBase(cfg)
+	b.relate(in)
+	r := b.rebuildAll(in, cfg, have)
+	b.index()
+	x.b = b
+	return r
+}
+
+// newBase returns a base that holds nothing: no result, an empty address
+// book. A Build of every owner starts from one.
+func newBase(cfg Config) *base {
+	return &base{cfg: cfg, want: state.State{Switches: map[string]*state.Switch{}, Ports: state.NewPorts(0),
+		DHCP: map[string]*state.DHCPOptions{}, Index: state.IndexOf(nil)},
+		launchers: relations{}, vmiVM: relations{}, migVMI: relations{}, ipNamed: relations{},
 		readers:     map[string]relations{state.KindIPAMClaim: {}, kindNAD: {}},
 		byNamespace: map[string]map[string]bool{}, bySet: map[nsName]map[string]bool{}, nsSwitch: map[string]string{},
-		nads: r.nads, subnets: r.subnets, bySwitch: map[string]map[string]int{}}
+		bySwitch: map[string]map[string]int{}, byOwner: map[string][]string{},
+		switchRefs: map[string]int{}, dhcpRefs: map[string]int{}, northd: map[string]map[netip.Addr]int{},
+		held: newHeldIndex(state.NewPorts(0))}
+}
+
+// rebuildAll is the engine with every owner dirty, over b, which holds
+// nothing: the others' ports on each switch are counted from have, every
+// row of have is read by IPAM, and the result spliced into b is b's.
+func (b *base) rebuildAll(in Inputs, cfg Config, have state.State) Result {
+	b.foreign = foreignPorts(have)
+	r := buildOwners(in, cfg, have, b.scope(nil, nil))
+	return b.splice(r, nil)
+}
+
+// scope returns the scope of a Build of owners (every owner when nil) over
+// b, looking up objects in objs.
+func (b *base) scope(owners map[string]bool, objs Objects) *scope {
+	return &scope{all: owners == nil, owners: owners, prior: &b.want, held: b.held, objs: objs, refs: b.switchRefs, foreign: b.foreign}
+}
+
+// foreignPorts counts, on each switch, the ports in have that are not ours.
+func foreignPorts(have state.State) map[string]int {
+	n := map[string]int{}
+	for _, p := range have.Ports.All() {
+		if p != nil && !p.Owned() && p.VendorSwitch != "" {
+			n[p.VendorSwitch]++
+		}
+	}
+	return n
+}
+
+// relate records how in's KubeVirt objects, Namespaces and IP objects
+// relate (the scopes read them when one changes).
+func (b *base) relate(in Inputs) {
 	for _, ns := range in.Namespaces {
 		if ns == nil {
 			continue
@@ -208,19 +260,6 @@ func (x *Incremental) Full(in Inputs, cfg Config, have state.State) Result {
 			b.migVMI.add(nsName{m.Namespace, m.Name}, m.Spec.VMIName)
 		}
 	}
-	b.readLookups(r)
-	b.held = newHeldIndex(r.Want.Ports)
-	b.byOwner = make(map[string][]string, r.Want.Ports.Len())
-	b.switchRefs, b.dhcpRefs = map[string]int{}, map[string]int{}
-	b.v4, b.northd, b.foreign = r.v4, map[string]map[netip.Addr]int{}, r.foreign
-	for name, p := range r.Want.Ports.All() {
-		b.byOwner[p.Owner] = append(b.byOwner[p.Owner], name)
-		b.indexOwner(p.Owner)
-		b.count(p, 1)
-	}
-	b.set(r)
-	x.b = b
-	return r
 }
 
 // set makes r the result b holds (its want, problems and notices already
@@ -245,17 +284,12 @@ func (b *base) set(r Result) {
 	}
 }
 
+// count adds d to what b counts of p: the ports on its switch, those
+// referring to its DHCP_Options rows, and those holding an address northd
+// marks taken.
 func (b *base) count(p *state.Port, d int) {
 	if p.Switch != "" {
 		b.switchRefs[p.Switch] += d
-		m := b.bySwitch[p.Switch]
-		if m == nil {
-			m = map[string]int{}
-			b.bySwitch[p.Switch] = m
-		}
-		if m[p.Owner] += d; m[p.Owner] == 0 {
-			delete(m, p.Owner)
-		}
 	}
 	if f := b.v4[p.Switch]; f != nil {
 		if a := parseLSPAddresses(p.Addresses).ip[ipv4]; a.IsValid() && f.northdHeld(a) {
@@ -300,13 +334,14 @@ func (x *Incremental) Update(objs Objects, changed []ObjectRef, cfg Config, have
 		x.Reset()
 		return Result{}, why(ReasonAgain, "the last result waits for an address")
 	}
+	b.index()
 	sel, w := b.rebuildOf(objs, changed)
 	if w != "" {
 		x.Reset()
 		return Result{}, w
 	}
-	sc := &scope{owners: sel.owners, prior: &b.want, held: b.held, objs: objs, refs: b.switchRefs, foreign: b.foreign}
-	r = buildScoped(sel.in, cfg, have, sc)
+	sc := b.scope(sel.owners, objs)
+	r = buildOwners(sel.in, cfg, have, sc)
 	if sc.why == "" {
 		if w := b.checkNADs(r, sc.owners); w != "" {
 			sc.abort(w)
@@ -332,12 +367,60 @@ func (x *Incremental) Update(objs Objects, changed []ObjectRef, cfg Config, have
 	return b.splice(r, sc.owners), ""
 }
 
+// index indexes the owners of b's result, and what their ports hold (the
+// address book), for Update: once after a Build of every owner, which
+// leaves them out (a Build that no Update follows needs none); splice keeps
+// them up to date from then on.
+func (b *base) index() {
+	if b.indexed {
+		return
+	}
+	b.indexed = true
+	for _, l := range b.lookups {
+		b.readers[l.kind].add(l.obj, l.owner)
+	}
+	b.lookups = nil
+	b.held = newHeldIndex(b.want.Ports)
+	for name, p := range b.want.Ports.All() {
+		b.indexPort(name, p, 1)
+	}
+}
+
+// indexPort adds (d 1) or takes out (d -1) the port called name, p, from
+// the owners' indexes.
+func (b *base) indexPort(name string, p *state.Port, d int) {
+	if d > 0 {
+		b.byOwner[p.Owner] = append(b.byOwner[p.Owner], name)
+		b.indexOwner(p.Owner)
+	}
+	if p.Switch != "" {
+		m := b.bySwitch[p.Switch]
+		if m == nil {
+			m = map[string]int{}
+			b.bySwitch[p.Switch] = m
+		}
+		if m[p.Owner] += d; m[p.Owner] == 0 {
+			delete(m, p.Owner)
+		}
+	}
+}
+
 // splice puts r, the result of the owners in owners, in place of theirs in
 // b, and returns the whole result. Maps of the last result are copied, not
-// changed: callers may still hold it.
+// changed: callers may still hold it. Unless b was indexed (an Update),
+// its owners are indexed by the first Update that follows.
 func (b *base) splice(r Result, owners map[string]bool) Result {
-	b.readLookups(r)
-	ports := b.want.Ports.Clone()
+	if b.indexed {
+		b.readLookups(r)
+	} else {
+		b.lookups = append(b.lookups, r.lookups...)
+	}
+	// Nothing kept (a Build of every owner): r's ports are the result's.
+	whole := b.want.Ports.Len() == 0
+	ports := r.Want.Ports
+	if !whole {
+		ports = b.want.Ports.Clone()
+	}
 	var removed []state.Entry
 	var names []string
 	for id := range owners {
@@ -346,6 +429,7 @@ func (b *base) splice(r Result, owners map[string]bool) Result {
 			p := ports.Get(name)
 			removed = append(removed, state.EntryOf(p))
 			b.count(p, -1)
+			b.indexPort(name, p, -1)
 			b.held.remove(p)
 			ports.Delete(name)
 		}
@@ -356,12 +440,17 @@ func (b *base) splice(r Result, owners map[string]bool) Result {
 	// it rebuilt (checkNADs): those ports left counted as they were.
 	b.v4, b.nads, b.subnets = r.v4, r.nads, r.subnets
 	for name, p := range r.Want.Ports.All() {
-		names = append(names, name)
-		ports.Set(name, p)
-		b.byOwner[p.Owner] = append(b.byOwner[p.Owner], name)
-		b.indexOwner(p.Owner)
+		if b.note != nil {
+			names = append(names, name)
+		}
+		if !whole {
+			ports.Set(name, p)
+		}
 		b.count(p, 1)
-		b.held.add(p)
+		if b.indexed {
+			b.indexPort(name, p, 1)
+			b.held.add(p)
+		}
 	}
 	// Switches and DHCP_Options rows: r has every network's; a row kept
 	// only for the kept ports of owners not rebuilt stays while some port
@@ -383,7 +472,10 @@ func (b *base) splice(r Result, owners map[string]bool) Result {
 		}
 	}
 	// The index: the last one without the ports removed, with r's.
-	idx := b.want.Index.Patch(removed, r.Want.Index.Entries())
+	idx := r.Want.Index
+	if !whole {
+		idx = b.want.Index.Patch(removed, r.Want.Index.Entries())
+	}
 
 	raw := make([]ownedProblem, 0, len(b.raw)+len(r.raw))
 	for _, p := range b.raw {
@@ -402,13 +494,14 @@ func (b *base) splice(r Result, owners map[string]bool) Result {
 	sortProblems(notices)
 
 	out := Result{
-		Want:     state.State{Switches: switches, Ports: ports, DHCP: dhcp, Index: idx},
-		Problems: compactProblems(raw),
-		Notices:  notices,
-		Again:    r.Again,
-		specs:    r.specs,
-		raw:      raw,
-		rebuilt:  owners,
+		Want:       state.State{Switches: switches, Ports: ports, DHCP: dhcp, Index: idx},
+		Problems:   compactProblems(raw),
+		Notices:    notices,
+		Again:      r.Again,
+		specs:      r.specs,
+		raw:        raw,
+		rebuilt:    owners,
+		claimNotes: r.claimNotes,
 		// The others' ports are as the last full Build counted them.
 		SwitchPorts: switchPorts(b.switchRefs, b.foreign),
 		foreign:     b.foreign,
@@ -425,6 +518,9 @@ func (b *base) splice(r Result, owners map[string]bool) Result {
 // their ports are those of prior, the last result, and hold their
 // addresses.
 type scope struct {
+	// all is set for a Build of every owner (owners is nil): the last
+	// result holds nothing, and nothing is left to splice around.
+	all    bool
 	owners map[string]bool
 	prior  *state.State
 	// held indexes the addresses prior's ports hold.
@@ -442,9 +538,13 @@ type scope struct {
 	refs, foreign map[string]int
 }
 
-// abort gives up the incremental Build: w says what it could not do.
+// rebuilds reports whether the Build rebuilds the owner whose id is id.
+func (sc *scope) rebuilds(id string) bool { return sc.all || sc.owners[id] }
+
+// abort gives up a Build of some owners: w says what it could not do
+// around the others. A Build of every owner has none around it.
 func (sc *scope) abort(w Why) {
-	if sc.why == "" {
+	if sc.why == "" && !sc.all {
 		sc.why = w
 	}
 }
@@ -454,7 +554,7 @@ func (sc *scope) abort(w Why) {
 // gets the name is for a full Build to decide.
 func (sc *scope) outside(name string, hp *state.Port, o *owner) bool {
 	for _, p := range [2]*state.Port{hp, sc.prior.Ports.Get(name)} {
-		if p != nil && p.Owned() && p.Owner != o.id && !sc.owners[p.Owner] {
+		if p != nil && p.Owned() && p.Owner != o.id && !sc.rebuilds(p.Owner) {
 			sc.abort(why(ReasonPortHeld, "port "+name+" is wanted by "+o.id+" and held by "+p.Owner))
 			return true
 		}

@@ -280,18 +280,41 @@ func ipWords(a netip.Addr) (hi, lo uint64) {
 	return binary.BigEndian.Uint64(b[:8]), binary.BigEndian.Uint64(b[8:])
 }
 
-// newIPAM lists every address any port in have holds, ours or not,
-// including the dynamic_addresses OVN assigned, and marks the windows of the
-// networks that allocate dynamically in this pass.
+// newIPAM sets up IPAM for a Build. The address book (scope.held) holds
+// what the last result's ports hold; the NB rows that are not what it says
+// — ports that are not ours, rows not applied yet or changed under us, and
+// in a Build of every owner, whose book is empty, every row — are listed,
+// with the dynamic_addresses OVN assigned. The windows of the networks
+// that allocate in this pass mark what the list holds; the book keeps
+// windows of its own.
 func (b *builder) newIPAM() *ipam {
-	if b.scoped != nil {
-		return b.newScopedIPAM()
+	sc := b.scoped
+	m := &ipam{idx: sc.held, b: b, resolved: map[string]holderID{}, differ: map[string]bool{}}
+	list := func(p *state.Port) {
+		id := holderID(len(m.ports))
+		m.ports = append(m.ports, p)
+		eachHeld(p, b.holderSwitch(p), func(k heldKey) { m.list = append(m.list, held{k, id}) })
 	}
-	n := b.have.Ports.Len()
-	m := &ipam{
-		ports: make([]*state.Port, 0, n),
-		// Room for an IPv4 address and a MAC per have port, and the claims.
-		list: make([]held, 0, 2*n+2*(len(b.pending)+len(b.moved))),
+	if sc.prior.Ports.Len() == 0 {
+		// Nothing in the book: every row is listed, as it comes.
+		n := b.have.Ports.Len()
+		m.ports = make([]*state.Port, 0, n)
+		// Room for an IPv4 address and a MAC per port, and the claims.
+		m.list = make([]held, 0, 2*n+2*(len(b.pending)+len(b.moved)))
+		for _, p := range b.have.Ports.All() {
+			if p != nil {
+				list(p)
+			}
+		}
+	} else {
+		// The rows whose name the book has are marked (differ): the book
+		// holds the result's addresses for them, the list the NB's.
+		eachDiffering(b.have.PortIndex(), sc.prior.Index, func(e *state.Entry) {
+			m.differ[e.Port.Name] = true
+			list(e.Port)
+		}, func(e *state.Entry) {
+			m.differ[e.Port.Name] = true // not in the NB (yet): the book holds it
+		})
 	}
 	bySwitch := map[uint32][]*window{}
 	for _, s := range b.pending {
@@ -300,31 +323,24 @@ func (b *builder) newIPAM() *ipam {
 				continue
 			}
 			if m.window(s.net, c) == nil {
-				w := newWindow(s.net, c, n+len(b.pending))
+				w := newWindow(s.net, c, len(m.ports)+len(b.pending))
 				m.windows = append(m.windows, w)
 				bySwitch[s.net.swID] = append(bySwitch[s.net.swID], w)
 			}
 		}
 	}
-	for _, p := range b.have.Ports.All() {
-		if p == nil {
-			continue
-		}
-		sw := b.holderSwitch(p)
-		ws := m.windows // a port that is not ours holds its addresses everywhere
-		if sw != 0 {
-			ws = bySwitch[sw]
-		}
-		id := holderID(len(m.ports))
-		m.ports = append(m.ports, p)
-		eachHeld(p, sw, func(k heldKey) {
-			m.list = append(m.list, held{k, id})
+	if len(m.windows) > 0 {
+		for _, e := range m.list {
+			ws := m.windows // a port that is not ours holds its addresses everywhere
+			if e.k.sw != 0 {
+				ws = bySwitch[e.k.sw]
+			}
 			for _, w := range ws {
-				if w.comp == int(k.comp) {
-					w.set(k.hi, k.lo)
+				if w.comp == int(e.k.comp) {
+					w.set(e.k.hi, e.k.lo)
 				}
 			}
-		})
+		}
 	}
 	m.reserve(b, bySwitch)
 	return m
@@ -376,7 +392,7 @@ func (m *ipam) reserve(b *builder, bySwitch map[uint32][]*window) {
 		id := holderID(len(m.ports))
 		m.ports = append(m.ports, r.port)
 		eachHeld(r.port, sw, func(k heldKey) {
-			if taken[k.addrKey] || m.idx != nil && len(m.idx.by[k.addrKey]) > 0 {
+			if taken[k.addrKey] || len(m.idx.by[k.addrKey]) > 0 {
 				return
 			}
 			taken[k.addrKey] = true
@@ -414,18 +430,15 @@ func (m *ipam) window(n *network, comp int) *window {
 	return nil
 }
 
-// findDuplicates finds the addresses held by more than one have port: two
-// of ours on one switch, or one of ours and one that is not (which holds it
-// everywhere). It returns them grouped by address, in address order; each
-// group lists its holders. Most passes have none, so a cheap filter over
-// the list (a table of hashes) leaves only the few candidates to group.
+// findDuplicates finds the addresses held twice — two of our ports on one
+// switch, or one of ours and one that is not (which holds it everywhere) —
+// among the rows listed and the book's ports. It returns them grouped by
+// address, in address order; each group lists its holders. Most passes
+// have none, so a cheap filter over the list (a table of hashes) leaves
+// only the few candidates to group: addresses the list holds twice, and
+// those it holds that the book holds too, beside those the book holds
+// twice.
 func (m *ipam) findDuplicates() [][]held {
-	if m.idx != nil {
-		return m.scopedDuplicates(m.b)
-	}
-	if len(m.list) < 2 {
-		return nil
-	}
 	size := 1
 	for size < 2*len(m.list) {
 		size <<= 1
@@ -452,18 +465,24 @@ func (m *ipam) findDuplicates() [][]held {
 			}
 		}
 	}
-	if cand == nil {
-		return nil
-	}
 	groups := map[addrKey][]held{}
+	for k := range m.idx.dups {
+		groups[k] = nil
+	}
+	book := len(m.idx.by) > 0
 	for _, e := range m.list {
-		if cand[hash(e.k.addrKey)] {
+		if cand[hash(e.k.addrKey)] || book && len(m.idx.by[e.k.addrKey]) > 0 {
 			groups[e.k.addrKey] = append(groups[e.k.addrKey], e)
 		}
 	}
 	var out [][]held
-	for _, g := range groups {
-		if conflicting(g) {
+	for k, g := range groups {
+		for _, e := range m.indexed(k, 0) {
+			if !m.listed(e) {
+				g = append(g, e)
+			}
+		}
+		if g = m.oncePerPort(g); conflicting(g) {
 			out = append(out, g)
 		}
 	}
@@ -516,97 +535,6 @@ func cmpUint(a, b uint64) int {
 		return 1
 	}
 	return 0
-}
-
-// mayHoldTwice reports whether some address may be held twice in have: a
-// cheap check for passes that hand nothing out, reading the addresses
-// resolve already parsed. It errs on the side of true (newIPAM and
-// findDuplicates then look closely): a port of ours whose addresses are
-// not the one entry ovn-sync writes, or a port of ours no spec accounts
-// for, is enough.
-func (b *builder) mayHoldTwice() bool {
-	owned := 0
-	var foreign map[addrKey]bool
-	each := func(yield func(*state.Port) bool) {
-		// The packed index, when have carries one, is quicker to walk.
-		if idx := b.have.Index; idx.Built() && idx.Len() == b.have.Ports.Len() {
-			for sh := range state.NumShards {
-				es := idx.Shard(sh)
-				for i := range es {
-					if !yield(es[i].Port) {
-						return
-					}
-				}
-			}
-			return
-		}
-		for _, p := range b.have.Ports.All() {
-			if !yield(p) {
-				return
-			}
-		}
-	}
-	for p := range each {
-		switch {
-		case p == nil:
-		case p.Owned():
-			owned++
-			if len(p.Addresses) > 1 || p.DynamicAddresses != "" {
-				return true
-			}
-		default:
-			eachHeld(p, 0, func(k heldKey) {
-				if foreign == nil {
-					foreign = map[addrKey]bool{}
-				}
-				foreign[k.addrKey] = true
-			})
-		}
-	}
-	size := 1
-	for size < 4*owned {
-		size <<= 1
-	}
-	table := make([]uint64, size)
-	seen := func(k heldKey) bool {
-		if foreign[k.addrKey] {
-			return true
-		}
-		h := (k.lo ^ k.hi*0x9e3779b97f4a7c15 ^ uint64(k.comp)<<61 ^ uint64(k.sw)<<40) * 0xbf58476d1ce4e5b9
-		h = h ^ h>>31 | 1
-		for i := h & uint64(size-1); ; i = (i + 1) & uint64(size-1) {
-			switch table[i] {
-			case 0:
-				table[i] = h
-				return false
-			case h:
-				return true // the same key, or a rare collision: look closely
-			}
-		}
-	}
-	accounted := 0
-	for _, s := range b.specs {
-		if s.have == nil || s.state == specDropped {
-			continue
-		}
-		accounted++
-		var h lsp
-		if s.state == specBuild {
-			h.ip, h.mac = s.ip, s.mac // resolve kept them: nothing is pending
-		} else {
-			h = parseLSPAddresses(s.have.Addresses)
-		}
-		sw := b.switchID(s.have.Switch)
-		for _, a := range h.ip {
-			if a.IsValid() && seen(ipKey(sw, a)) {
-				return true
-			}
-		}
-		if h.mac.valid() && seen(macKey(sw, h.mac)) {
-			return true
-		}
-	}
-	return accounted != owned
 }
 
 // holderMap builds the map from the list: a second have port holding an
@@ -703,10 +631,10 @@ func (m *ipam) holdersOf(k heldKey, sw uint32) []holderID {
 				ids = []holderID{h}
 			}
 		}
-		// In an incremental Build, the last result's ports on the switch
-		// too, unless a claim of this pass overrides them.
-		if m.idx != nil && s != 0 && !(len(ids) == 1 && ids[0] < 0) {
-			for _, e := range m.indexed(m.b, k.addrKey, s, true) {
+		// The book's ports on the switch too, unless a claim of this pass
+		// overrides them.
+		if s != 0 && !(len(ids) == 1 && ids[0] < 0) {
+			for _, e := range m.indexed(k.addrKey, s) {
 				ids = append(ids, e.id)
 			}
 		}
@@ -720,17 +648,18 @@ func (m *ipam) holdersOf(k heldKey, sw uint32) []holderID {
 }
 
 // nextFree returns the first address from a on that isHeld may find free,
-// reading the windows as isHeld does: w where it covers an address, else
-// the index's window in an incremental Build. Every address it passes
-// over isHeld finds held.
+// reading the windows as isHeld does: w (the list's and this pass's
+// claims) where it covers an address, and the book's. Every address it
+// passes over isHeld finds held.
 func (m *ipam) nextFree(n *network, w *window, comp int, a netip.Addr) netip.Addr {
+	book := m.idx.windowOf(n, comp)
 	for a.IsValid() {
 		b := a
-		switch {
-		case w.covers(a):
+		if w.covers(a) {
 			b = w.nextFree(a)
-		case m.idx != nil:
-			b = m.idx.windowOf(n, comp).nextFree(a)
+		}
+		if b == a {
+			b = book.nextFree(a)
 		}
 		if b == a {
 			return a
@@ -740,37 +669,35 @@ func (m *ipam) nextFree(n *network, w *window, comp int, a netip.Addr) netip.Add
 	return a
 }
 
-// isHeld reports whether the address k names is held on n's switch; w is
-// n's window for k's component, if any.
+// isHeld reports whether the address k names is held on n's switch: by a
+// row listed or a claim of this pass (w, n's window for k's component if
+// any, where it covers the address, else the holder map), or by a port of
+// the book (its window, else its map).
 func (m *ipam) isHeld(n *network, w *window, k heldKey) bool {
+	held, known := false, false
 	if w != nil {
-		if held, known := w.held(k.hi, k.lo); known {
+		held, known = w.held(k.hi, k.lo)
+	}
+	if held {
+		return true
+	}
+	if !known {
+		mp := m.holderMap()
+		if _, ok := mp[k]; ok { // k.sw is 0: a port that is not ours
+			return true
+		}
+		if _, ok := mp[heldKey{k.addrKey, n.swID}]; ok {
+			return true
+		}
+	}
+	if int(k.comp) != compMAC {
+		if held, known := m.idx.windowOf(n, int(k.comp)).held(k.hi, k.lo); known {
 			return held
 		}
 	}
-	// In an incremental Build the index holds most addresses: its window
-	// answers first.
-	idxKnown := false
-	if m.idx != nil && int(k.comp) != compMAC {
-		held, known := m.idx.windowOf(n, int(k.comp)).held(k.hi, k.lo)
-		if held {
+	for _, h := range m.idx.by[k.addrKey] {
+		if h.sw == n.sw {
 			return true
-		}
-		idxKnown = known
-	}
-	mp := m.holderMap()
-	if _, ok := mp[k]; ok { // k.sw is 0
-		return true
-	}
-	k.sw = n.swID
-	if _, ok := mp[k]; ok {
-		return true
-	}
-	if m.idx != nil && !idxKnown {
-		for _, h := range m.idx.by[k.addrKey] {
-			if h.sw == n.sw {
-				return true
-			}
 		}
 	}
 	return false
@@ -793,12 +720,6 @@ func (m *ipam) isHeld(n *network, w *window, k heldKey) bool {
 //  3. Fresh addresses, lowest free, after every claim, so a new dynamic
 //     port never takes an address a claim in the same pass asks for.
 func (b *builder) allocate() {
-	// The common pass: nothing to hand out, nothing held twice. An
-	// incremental Build asks its index (newScopedIPAM costs the NB rows
-	// that differ from the last result), not every port in have.
-	if len(b.pending) == 0 && len(b.moved) == 0 && b.scoped == nil && !b.mayHoldTwice() {
-		return
-	}
 	m := b.newIPAM()
 	for _, g := range m.findDuplicates() {
 		b.settle(m, g)
@@ -911,8 +832,8 @@ func (b *builder) keeps(p *state.Port, c int, a netip.Addr, x mac) bool {
 	}
 	s := b.specOf(p)
 	switch {
-	case s == nil && b.scoped != nil && !b.scoped.owners[p.Owner]:
-		// A port of an owner an incremental Build leaves as it was.
+	case s == nil && !b.scoped.rebuilds(p.Owner):
+		// A port of an owner this Build leaves as it was.
 		return b.scoped.keeps(p)
 	case s == nil:
 		return false // deleted by this pass
@@ -943,7 +864,7 @@ func (b *builder) settle(m *ipam, g []held) {
 	var sws []uint32
 	for _, e := range g {
 		p := m.ports[e.id]
-		if b.scoped != nil && p.Owned() && !b.scoped.owners[p.Owner] {
+		if p.Owned() && !b.scoped.rebuilds(p.Owner) {
 			b.scoped.abort(why(ReasonPortHeld, "an address held twice by a port of "+p.Owner))
 			return
 		}

@@ -29,7 +29,7 @@ import (
 // out to another port, so the pod that comes back claims them from that
 // record.
 //
-// A scoped Build looks up what it asks: the pods asked about, and the IP
+// A Build of some owners looks up what it asks: the pods asked about, and the IP
 // objects of each StatefulSet's pods (Objects.StatefulSetIPs).
 func (b *builder) keepStatefulSetPorts(in Inputs) {
 	sets := map[nsName]*appsv1.StatefulSet{}
@@ -39,11 +39,11 @@ func (b *builder) keepStatefulSetPorts(in Inputs) {
 		}
 	}
 	sc := b.scoped
-	if len(sets) == 0 || b.have.Ports.Len() == 0 && len(b.ips) == 0 && sc == nil {
+	if len(sets) == 0 || b.have.Ports.Len() == 0 && len(b.ips) == 0 && sc.all {
 		return
 	}
 	var present func(ns, name string) bool
-	if sc != nil {
+	if !sc.all {
 		present = func(ns, name string) bool { return live(sc.objs.Pod(ns, name)) }
 	} else {
 		pods := map[nsName]bool{}
@@ -75,7 +75,7 @@ func (b *builder) keepStatefulSetPorts(in Inputs) {
 		// The owners to keep ports of: every owner in have, or those
 		// rebuilt.
 		var ids []string
-		if sc == nil {
+		if sc.all {
 			b.indexHaveOwners()
 			ids = slices.Collect(maps.Keys(b.haveByOwner))
 		} else {
@@ -96,7 +96,7 @@ func (b *builder) keepStatefulSetPorts(in Inputs) {
 	}
 	// The IP objects of gone pods whose ports are not in the NB.
 	var ips []*kubeovnv1.IP
-	if sc == nil {
+	if sc.all {
 		ips = slices.Collect(maps.Values(b.ips))
 	} else {
 		for k := range sets {

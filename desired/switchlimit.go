@@ -84,7 +84,7 @@ func (b *builder) newOnSwitch(s *portSpec) bool {
 func (b *builder) limitPorts() {
 	limit := b.cfg.portLimit()
 	// Fewer ports in all than one switch can hold: none can be full.
-	if b.have.Ports.Len()+len(b.specs) <= limit && (b.scoped == nil || b.scoped.prior.Ports.Len()+len(b.specs) <= limit) {
+	if b.have.Ports.Len()+len(b.specs) <= limit && b.scoped.prior.Ports.Len()+len(b.specs) <= limit {
 		return
 	}
 	var fresh []*portSpec
@@ -95,7 +95,7 @@ func (b *builder) limitPorts() {
 			adds[s.net.sw]++
 		}
 	}
-	if b.scoped != nil {
+	if !b.scoped.all {
 		for sw, n := range adds {
 			if b.scoped.refs[sw]+b.scoped.foreign[sw]+n > limit {
 				b.scoped.abort(why(ReasonSwitchFull, fmt.Sprintf("switch %s would hold more than %d ports", sw, limit)))

@@ -587,7 +587,7 @@ func (nb *NB) State() state.State {
 
 // StateVersion is State with the snapshot's version: two calls return the
 // same version only if they return the same snapshot, so the version can
-// key a desired.Memo.
+// tell whether anything changed between two.
 //
 // A call costs what changed since the previous one: the rows the cache's
 // event handler reported are read again, and the snapshot's Ports map and

@@ -68,8 +68,8 @@ type LoopOptions struct {
 	// Publish, when set, runs after every pass that succeeded: every port
 	// wanted is in the NB then, and its addresses may be published.
 	Publish func(context.Context, Outcome, sources.Snapshot)
-	// FullPasses makes every pass build the whole desired state, as run
-	// mode did before passes were incremental. VerifyIncremental builds in
+	// FullPasses makes every pass rebuild every owner, whatever changed
+	// (desired.Incremental.Full). VerifyIncremental builds in
 	// full beside every incremental pass and counts where they differ
 	// (ovn_sync_incremental_mismatches_total), for tests.
 	FullPasses, VerifyIncremental bool
@@ -140,10 +140,9 @@ type Loop struct {
 	want, prevWant *state.State
 	// lastRead is how many changed objects the last pass read (noteRead).
 	lastRead int
-	// inc keeps the desired state between passes (memo, the last Build,
-	// with FullPasses); only the goroutine running passes uses them.
-	inc  desired.Incremental
-	memo desired.Memo
+	// inc keeps the desired state between passes; only the goroutine
+	// running passes uses it.
+	inc desired.Incremental
 	// lastWant is the desired state of the last pass that succeeded since
 	// the lease was won (nil before the first); left is set when a pass
 	// that succeeded may have left rows of ours it did not want (a delete
@@ -363,8 +362,8 @@ type reading struct {
 }
 
 // read takes what changed and sets how a pass of trigger t builds. With
-// LoopOptions.FullPasses every pass lists every store and builds in full
-// (or reuses the last Build: Memo). Otherwise a pass for Kubernetes
+// LoopOptions.FullPasses every pass lists every store and rebuilds every
+// owner. Otherwise a pass for Kubernetes
 // changes or a recheck alone rebuilds the owners they touch; the first
 // pass, one after the NB changed under us (drift) and one after a
 // reconnect build in full, as the NB may hold anything, and so does one
@@ -388,7 +387,7 @@ func (l *Loop) read(opts *Options, t trigger) *reading {
 	if l.opts.FullPasses {
 		snap := l.src.Take()
 		l.noteRead(snap.Changed, snap.AllChanged)
-		opts.Memo, opts.InputsVersion = &l.memo, snap.Version
+		opts.Incremental = &l.inc // no Changed: every owner
 		return &reading{snap: &snap, unreadable: snap.Unreadable, listed: true}
 	}
 	opts.Incremental = &l.inc
@@ -648,19 +647,20 @@ func (l *Loop) pass(ctx context.Context, t trigger) error {
 		l.m.mismatches.Inc()
 		l.log.Error(errors.New(out.Mismatch), "incremental desired state differs from a full Build: the full one is used", "trigger", t.String())
 	}
-	build := "full"
-	if !l.opts.FullPasses {
-		kind, reason := "incremental", "change"
-		if !out.Incremental {
-			kind, reason = "full", fullReason(t, rd, &out)
-			build = "full: " + reason
-			if out.Full != "" {
-				l.log.V(1).Info("full build", "reason", reason, "why", string(out.Full))
-			}
-		} else {
-			build = kind
+	build, reason := "incremental", "change"
+	if !out.Incremental {
+		reason = fullReason(t, rd, &out)
+		if l.opts.FullPasses {
+			reason = "full-passes"
 		}
-		l.m.builds.WithLabelValues(kind, reason).Inc()
+		if out.Full != "" {
+			l.log.V(1).Info("full build", "reason", reason, "why", string(out.Full))
+		}
+		build = "full"
+	}
+	l.m.builds.WithLabelValues(build, reason).Inc()
+	if build == "full" {
+		build = "full: " + reason
 	}
 	res, problems := out.Applied, out.Result.Problems
 	applied := out.Plan

@@ -98,7 +98,7 @@ func NewMetrics() *Metrics {
 	m.lastSuccess = prometheus.NewGauge(prometheus.GaugeOpts{Name: "ovn_sync_last_success_timestamp_seconds", Help: "Unix time of the last successful pass."})
 	m.builds = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "ovn_sync_builds_total",
 		Help: "Desired states built, by kind: incremental (the owners a change touches) or full, and reason: change for an incremental one; " +
-			"startup, resync, reconnect, drift, all-changed, mismatch, or what the change reached (config, nad, subnet, namespace, too-many, port-held, ...) for a full one."},
+			"startup, resync, reconnect, drift, all-changed, mismatch, full-passes (--full-passes), or what the change reached (config, nad, subnet, namespace, too-many, port-held, ...) for a full one."},
 		[]string{"kind", "reason"})
 	m.switchPorts = prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "ovn_sync_switch_ports",
 		Help: "Ports on each logical switch that holds ports, as of the last pass: ovn-sync's, and kube-ovn's by their external_ids:ls."}, []string{"switch"})

@@ -46,14 +46,10 @@ type Options struct {
 	AllowMassDelete   bool
 	// Apply tunes the transactions.
 	Apply apply.Options
-	// Memo, when set, reuses the previous pass's Build while neither the
-	// inputs (InputsVersion) nor the NB snapshot changed.
-	Memo          *desired.Memo
-	InputsVersion uint64
-	// Incremental, when set, keeps the desired state between passes (and
-	// Memo is not used). With Changed set, the pass rebuilds only the
-	// owners those objects touch (desired.Incremental.Update), falling back
-	// to a full Build when it cannot; without, it builds in full. Only a
+	// Incremental, when set, keeps the desired state between passes. With
+	// Changed set, the pass rebuilds only the owners those objects touch
+	// (desired.Incremental.Update), rebuilding every owner when it cannot;
+	// without, it rebuilds every owner (Incremental.Full). Only a
 	// pass's first computation is incremental: one computed again (after
 	// apply.ErrStale or Result.Again) builds in full. An incremental
 	// computation over an NB that is a PortLog diffs only the ports of the
@@ -107,12 +103,10 @@ type Outcome struct {
 	Plan    diff.Plan
 	Owned   int
 	Earlier []diff.Plan
-	// Rebuilt is false when the Memo answered. Incremental is set when the
-	// first computation rebuilt only the owners a change touched; Full
-	// says, when it was meant to and did not, why. Scoped is set when
-	// its plan was computed over the ports that may have changed alone
-	// (see Options.Incremental).
-	Rebuilt     bool
+	// Incremental is set when the first computation rebuilt only the
+	// owners a change touched; Full says, when it was meant to and did
+	// not, why. Scoped is set when its plan was computed over the ports
+	// that may have changed alone (see Options.Incremental).
 	Incremental bool
 	Full        desired.Why
 	Scoped      bool
@@ -174,13 +168,8 @@ func (out *Outcome) compute(nb NB, inp *desired.Inputs, opts *Options) state.Sta
 	switch {
 	case opts.Incremental != nil:
 		out.build(opts.Incremental, inp, have, opts)
-	case opts.Memo != nil:
-		opts.list(inp)
-		out.Rebuilt = !opts.Memo.Hit(opts.Config, desired.Versions{Inputs: opts.InputsVersion, Have: haveVersion})
-		out.Result = opts.Memo.Build(*inp, opts.Config, have, desired.Versions{Inputs: opts.InputsVersion, Have: haveVersion})
 	default:
 		opts.list(inp)
-		out.Rebuilt = true
 		out.Result = desired.Build(*inp, opts.Config, have)
 	}
 	t2 := time.Now()
@@ -274,7 +263,6 @@ func planMismatch(scoped, full diff.Plan) string {
 
 // build computes out.Result through x (see Options.Incremental).
 func (out *Outcome) build(x *desired.Incremental, in *desired.Inputs, have state.State, opts *Options) {
-	out.Rebuilt = true
 	full := func() desired.Result {
 		opts.list(in)
 		return x.Full(*in, opts.Config, have)

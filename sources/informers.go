@@ -707,7 +707,7 @@ type Snapshot struct {
 	// Version changes whenever an informer reports an event or a new
 	// informer starts: two snapshots with the same Version hold the same
 	// objects (it is read before the stores, so a change that races with
-	// Inputs gives the next snapshot a new Version). It keys a desired.Memo.
+	// Inputs gives the next snapshot a new Version).
 	// A snapshot whose Version equals the previous one's has neither
 	// Changed nor AllChanged.
 	Version uint64

@@ -108,7 +108,7 @@ func newRunFlags(stderr io.Writer) *runFlags {
 	fs.BoolVar(&r.events, "events", true, "emit Kubernetes Events for problems")
 	fs.StringVar(&r.logFormat, "log-format", "auto", "json, console, or auto (console on a terminal, else json)")
 	fs.IntVar(&r.verbosity, "v", 0, "log verbosity (1: every pass and patch)")
-	fs.BoolVar(&r.fullPasses, "full-passes", false, "build the whole desired state on every pass, not only the owners a change touches")
+	fs.BoolVar(&r.fullPasses, "full-passes", false, "rebuild every owner on every pass, not only the owners a change touches")
 	fs.BoolVar(&r.verifyInc, "verify-incremental", false, "also build in full beside every incremental pass and count differences (ovn_sync_incremental_mismatches_total); for testing")
 	fs.DurationVar(&r.grace, "shutdown-grace", 10*time.Second, "on SIGTERM, how long the pass in flight may take to finish")
 	return r

@@ -51,9 +51,6 @@ type pass struct {
 	Plan    diff.Counts   `json:"plan"`
 	Txns    int           `json:"txns"` // transactions Apply sent
 	Ops     int           `json:"ops"`
-	// Rebuilt is false when the memo answered: neither the inputs nor the
-	// NB snapshot had changed since the previous pass.
-	Rebuilt bool `json:"rebuilt"`
 }
 
 // coldResult is measurement (a), with (e): ovn-sync writing every port
@@ -148,9 +145,9 @@ func measureOvnSync(ctx context.Context, opts options, r *sizeResult, in desired
 	}
 	defer srv.stop()
 
-	// One memo for every pass, as run mode keeps one: a pass over inputs
-	// and an NB snapshot that did not change does not build again.
-	src := source{in: in, version: 1, memo: new(desired.Memo)}
+	// One engine for every pass, as run mode keeps one; each pass
+	// rebuilds every owner, as a resync does.
+	src := source{in: in, engine: new(desired.Incremental)}
 	logf("%d: ovn-sync cold start", r.Size)
 	nb, want, err := coldStart(ctx, opts, srv, r, src, cfg)
 	if err != nil {
@@ -260,7 +257,7 @@ func churnPass(ctx context.Context, opts options, srv *server, nb *observed.NB, 
 		return res, err
 	}
 	server0, _ := srv.cpu()
-	p, want, err := runPass(ctx, opts, nb, source{in: changed, version: src.version + 1, memo: src.memo}, cfg, nil)
+	p, want, err := runPass(ctx, opts, nb, source{in: changed, engine: src.engine}, cfg, nil)
 	server1, _ := srv.cpu()
 	stop()
 	res.pass, res.ServerCPU = p, server1-server0
@@ -275,17 +272,16 @@ func churnPass(ctx context.Context, opts options, srv *server, nb *observed.NB, 
 	return res, waitCache(ctx, nb, want.Ports.Len())
 }
 
-// source is what a pass builds from: the inputs, a version that changes
-// whenever they do, and the memo kept between passes.
+// source is what a pass builds from: the inputs, and the engine kept
+// between passes.
 type source struct {
-	in      desired.Inputs
-	version uint64
-	memo    *desired.Memo
+	in     desired.Inputs
+	engine *desired.Incremental
 }
 
 // pass runs one ovn-sync pass through reconcile.Pass, as the run loop
 // does it: snapshot the cache, build the desired state (through the
-// source's memo), diff, and apply in batches as opts say. bar, if not nil,
+// source's engine, every owner), diff, and apply in batches as opts say. bar, if not nil,
 // follows the operations committed.
 func runPass(ctx context.Context, opts options, nb *observed.NB, src source, cfg desired.Config, bar *progress) (pass, state.State, error) {
 	var target reconcile.NB = nb
@@ -299,14 +295,14 @@ func runPass(ctx context.Context, opts options, nb *observed.NB, src source, cfg
 	start := time.Now()
 	out, err := reconcile.Pass(ctx, target, src.in, reconcile.Options{
 		Config: cfg, MaxDeleteFraction: 1,
-		Apply: apply.Options{MaxOpsPerTxn: opts.maxOps, InFlight: opts.inFlight},
-		Memo:  src.memo, InputsVersion: src.version,
+		Apply:       apply.Options{MaxOpsPerTxn: opts.maxOps, InFlight: opts.inFlight},
+		Incremental: src.engine,
 		BeforeApply: before,
 		Retries:     1,
 	})
 	p := pass{
 		Wall: time.Since(start), State: out.Timings.Observe, Build: out.Timings.Build, Compute: out.Timings.Diff, Apply: out.Timings.Apply,
-		Plan: out.Plan.Counts(), Txns: len(out.Applied.Txns), Ops: out.Applied.Ops, Rebuilt: out.Rebuilt,
+		Plan: out.Plan.Counts(), Txns: len(out.Applied.Txns), Ops: out.Applied.Ops,
 	}
 	want := out.Result.Want
 	if pr := out.Result.Problems; len(pr) > 0 {

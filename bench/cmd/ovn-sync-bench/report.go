@@ -149,15 +149,6 @@ func (rep report) rows() [][]string {
 		p := r.Noop.steady()
 		return fmt.Sprintf("%s / %s / %s / %s", millis(p.State), millis(p.Build), millis(p.Compute), millis(p.Apply))
 	})
-	add("    build ran (memo answered)", func(r sizeResult) string {
-		rebuilt := 0
-		for _, p := range r.Noop.Passes[1:] {
-			if p.Rebuilt {
-				rebuilt++
-			}
-		}
-		return fmt.Sprintf("%d of %d (%d)", rebuilt, len(r.Noop.Passes)-1, len(r.Noop.Passes)-1-rebuilt)
-	})
 	add("    first pass after the cold start (builds)", func(r sizeResult) string {
 		p := r.Noop.first()
 		return fmt.Sprintf("%s (build %s)", millis(p.Wall), millis(p.Build))
@@ -518,9 +509,8 @@ const methodNotes = `
   cost at its two ends; the range given bounds that part by the cheaper and the dearer end.
 - (c) No-op: full passes (` + "`State`" + `, ` + "`Build`" + `, ` + "`Compute`" + `, ` + "`Apply`" + ` of the empty plan) over the warm cache; the
   first pass after the cold start converts every cached row and builds (the NB changed), and is shown
-  apart; the median is of the others. Passes build through a ` + "`desired.Memo`" + ` as run mode does: when
-  neither the inputs' version nor the NB snapshot's changed, the last desired state is reused and only
-  diffed against the whole NB again. Zero transactions is checked twice: Apply's count, and the records of the NB file (a standalone
+  apart; the median is of the others. Each pass rebuilds every owner (` + "`desired.Incremental.Full`" + `), as
+  run mode's resync does, and diffs against the whole NB. Zero transactions is checked twice: Apply's count, and the records of the NB file (a standalone
   ovsdb-server appends one per committed transaction).
 - (d) Churn: 1% of the ports' owners change (a quarter of a percent of pods deleted, as many created, half
   a percent moved to another node or given a static IP) and one pass is timed.
