@@ -475,12 +475,23 @@ func (b *builder) add(s *portSpec) {
 		"port \""+s.name+"\" is also wanted by "+winner.o.id)
 }
 
-// ownedHave returns our have port called name if o owns it.
+// ownedHave returns our have port called name if o owns it and it stays.
 func (b *builder) ownedHave(o *owner, name string) *state.Port {
-	if hp := b.have.Ports.Get(name); hp != nil && hp.Owner == o.id {
+	if hp := b.have.Ports.Get(name); hp != nil && hp.Owner == o.id && b.stays(hp) {
 		return hp
 	}
 	return nil
+}
+
+// stays reports whether p, a row of ours in have, is not one the last pass
+// deletes: a Build of some owners over a cache that does not show the last
+// pass yet may still see a row of ours the last result does not have (its
+// owner's port evicted or dropped, or moved to another owner). Such a row
+// is no owner's to keep or take addresses from: it holds them only until
+// it is gone, as any row a pass deletes (a claim of them waits for the next
+// pass). A Build of every owner has no last result: every row stays.
+func (b *builder) stays(p *state.Port) bool {
+	return b.scoped.all || b.scoped.last(p.Name, p.Owner) != nil
 }
 
 // keepPort asks for o's have port called name, on the network of
@@ -514,7 +525,7 @@ func (b *builder) indexHaveOwners() {
 	}
 	b.haveByOwner = map[string][]*state.Port{}
 	for _, p := range b.have.Ports.All() {
-		if p != nil && p.Owned() {
+		if p != nil && p.Owned() && b.stays(p) {
 			b.haveByOwner[p.Owner] = append(b.haveByOwner[p.Owner], p)
 		}
 	}
@@ -541,7 +552,7 @@ func (b *builder) resolve() {
 			}
 			hp = b.adoptPort(s, hp)
 		}
-		if hp != nil && hp.Owner == s.o.id {
+		if hp != nil && hp.Owner == s.o.id && b.stays(hp) {
 			s.have = hp
 		}
 		// What the port holds: in an incremental Build, the port the

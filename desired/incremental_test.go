@@ -1084,3 +1084,58 @@ func TestIncrementalReaddressOverLaggingNB(t *testing.T) {
 		t.Errorf("caught up, incremental and full Build differ: %s", d)
 	}
 }
+
+// TestIncrementalNoAddressFromRowLastPassDeletes: a pending pod asks for
+// 10.16.0.5; a port that is not ours takes that address, so the pass
+// removes the pod's port until the conflict ends. Before the NB cache shows
+// the removal, the pod is scheduled. A port whose owner runs keeps its
+// address beside a port that is not ours — but this one is no longer the
+// pod's: the last pass deleted it. The pass must not keep it (nor, once
+// the cache shows it gone, create it again with the address the other port
+// holds): the request fails with a Problem, as a full Build of the NB
+// after the removal has it.
+func TestIncrementalNoAddressFromRowLastPassDeletes(t *testing.T) {
+	cfg, err := NewConfig("ovn-default", []string{"10.16.0.0/24"}, []string{"10.16.0.1"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := &cluster{cfg: cfg, objects: map[ObjectRef]any{}}
+	db := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "tenant", Name: "db-0",
+		Annotations: map[string]string{DefaultIPAnnotation: "10.16.0.5"}},
+		Status: corev1.PodStatus{Phase: corev1.PodPending}}
+	ref := c.put(db)
+	var x Incremental
+	r := x.Full(c.inputs(), cfg, state.New(0))
+	have := applied(state.New(0), r.Want)
+	if p := have.Ports.Get("db-0.tenant"); p == nil || !strings.Contains(p.Addresses[0], "10.16.0.5") {
+		t.Fatalf("db-0.tenant before: %v", p)
+	}
+	// Someone else's port takes the address: a full pass removes ours (the
+	// pod does not run).
+	have = have.Clone()
+	have.Ports.Set("foreign", &state.Port{Name: "foreign", Addresses: []string{"0a:00:00:00:00:05 10.16.0.5"}})
+	r = x.Full(c.inputs(), cfg, have)
+	if r.Want.Ports.Get("db-0.tenant") != nil {
+		t.Fatalf("a pending pod's port kept an address held by a port that is not ours: %v", r.Want.Ports.Get("db-0.tenant"))
+	}
+	removed := r.Want
+	// The pod is scheduled; the cache does not show the removal yet.
+	db = db.DeepCopy()
+	db.Spec.NodeName = "node-1"
+	c.put(db)
+	for i, nb := range []state.State{have, applied(have, removed)} {
+		r, why := x.Update(ObjectsOf(c.inputs()), []ObjectRef{ref}, cfg, nb)
+		if why != "" {
+			t.Fatalf("pass %d: Update gave up: %s", i, why)
+		}
+		for _, err := range invariants(nb, r) {
+			t.Errorf("pass %d: %v", i, err)
+		}
+		if p := r.Want.Ports.Get("db-0.tenant"); p != nil {
+			t.Errorf("pass %d (cache showing the removal: %v): db-0.tenant wanted with %q, which port \"foreign\" holds", i, i == 1, p.Addresses)
+		}
+		if !slices.ContainsFunc(r.Problems, func(p Problem) bool { return p.Name == "db-0" && p.Reason == "AddressConflict" }) {
+			t.Errorf("pass %d: no AddressConflict on db-0: %v", i, r.Problems)
+		}
+	}
+}
