@@ -5,6 +5,13 @@
 // ovsdb-server the caller starts; a real API server would add its own watch
 // latency. Publishing is off.
 //
+// Real clusters are never quiet: with Options.Churn, a background writer
+// makes the writes that change nothing ovn-sync reads and happen all the
+// time — a StatefulSet's status, a Namespace's labels, kube-ovn's IP
+// objects (node and container, rewritten when a pod is created again) and
+// a Subnet's status (usingIPs, at every allocation) — while events are
+// timed.
+//
 // BenchmarkEventToCommit in cmd/ovn-sync and the harness in
 // bench/cmd/ovn-sync-bench both run it: Start sets a cluster up and waits
 // for its ports to be committed, Do times one event, Close ends it.
@@ -14,9 +21,16 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
 	"time"
 
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
@@ -74,7 +88,22 @@ type Options struct {
 	// ReadyTimeout bounds the wait for the existing ports; 0 means 10
 	// minutes. CommitTimeout bounds one event; 0 means 30 seconds.
 	ReadyTimeout, CommitTimeout time.Duration
+	// Churn is the rate, in writes a second, of the background writes
+	// that change nothing ovn-sync reads (see the package doc), from the
+	// end of Start to Close; 0 is none. It needs a Subnet: Switches 2 or
+	// more.
+	Churn int
 }
+
+// Sets is how many StatefulSets the cluster has (in namespace ns, three
+// replicas each, with no pods: their status is what the churn writes),
+// and IPObjects how many of the existing pods of namespace ns get
+// kube-ovn's IP object, holding their port's addresses, before the churn
+// starts.
+const (
+	Sets      = 4
+	IPObjects = 64
+)
 
 // Cluster is a running loop over a cluster, and the NB client watching
 // what it commits. It is not safe for concurrent use.
@@ -91,6 +120,16 @@ type Cluster struct {
 	// the launcher pod named by launcher; migrations counts Migration.
 	pods, launcher, migrations int
 	vm0                        bool
+
+	// The background writer (Options.Churn): its IP objects, and what it
+	// did.
+	ips           []string
+	stopChurn     chan struct{}
+	churnDone     sync.WaitGroup
+	churnWrites   atomic.Int64
+	churnFailed   atomic.Int64
+	churnLastErr  atomic.Value
+	droppedBefore float64
 }
 
 // portSeen is a port's name and requested-chassis as an NB client saw
@@ -100,6 +139,8 @@ type portSeen struct{ name, chassis string }
 var (
 	gvrVMI       = schema.GroupVersionResource{Group: "kubevirt.io", Version: "v1", Resource: "virtualmachineinstances"}
 	gvrMigration = schema.GroupVersionResource{Group: "kubevirt.io", Version: "v1", Resource: "virtualmachineinstancemigrations"}
+	gvrSubnet    = kubeovnv1.GroupVersion.WithResource("subnets")
+	gvrIP        = kubeovnv1.GroupVersion.WithResource("ips")
 )
 
 // Start runs a loop over o.Existing pods and two VMs against the NB at
@@ -111,7 +152,10 @@ func Start(ctx context.Context, o Options) (c *Cluster, err error) {
 	if o.Switches > 64 {
 		return nil, fmt.Errorf("switches %d: at most 64", o.Switches)
 	}
-	kube := make([]runtime.Object, 0, o.Existing+1)
+	if o.Churn > 0 && o.Switches < 2 {
+		return nil, fmt.Errorf("churn %d a second: a Subnet's status is written, so at least 2 switches, not %d", o.Churn, o.Switches)
+	}
+	kube := make([]runtime.Object, 0, o.Existing+Sets+o.Switches+1)
 	for i := range o.Existing {
 		p := looptest.Pod(fmt.Sprintf("p%d", i))
 		if j := i % max(o.Switches, 1); j > 0 {
@@ -120,6 +164,16 @@ func Start(ctx context.Context, o Options) (c *Cluster, err error) {
 		kube = append(kube, p)
 	}
 	kube = append(kube, looptest.Launcher("vm1", "0", "n1"))
+	for j := range max(o.Switches, 1) {
+		kube = append(kube, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: namespaceOf(j), Labels: map[string]string{"team": "a"}}})
+	}
+	for k := range Sets {
+		replicas := int32(3)
+		kube = append(kube, &appsv1.StatefulSet{
+			ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: fmt.Sprintf("db%d", k), Generation: 1},
+			Spec:       appsv1.StatefulSetSpec{Replicas: &replicas, ServiceName: "db"},
+		})
+	}
 	objs := []any{looptest.VM("vm0"), looptest.VM("vm1"), looptest.VMI("vm1", "n1")}
 	resources := looptest.KubeVirtResources
 	for j := 1; j < o.Switches; j++ {
@@ -192,22 +246,193 @@ func Start(ctx context.Context, o Options) (c *Cluster, err error) {
 	// Events start once the loop is idle: a cold start's last passes (at
 	// 100k ports, a full pass of most of a second after the ports are
 	// committed) are the cold start's, not the first event's.
+	if err := c.idle(ctx, readyTimeout); err != nil {
+		return c, fmt.Errorf("after the cold start: %w", err)
+	}
+	if o.Churn > 0 {
+		if err := c.createIPObjects(ctx, o.Existing, max(o.Switches, 1)); err != nil {
+			return c, err
+		}
+		if err := c.idle(ctx, readyTimeout); err != nil {
+			return c, fmt.Errorf("after the IP objects: %w", err)
+		}
+		c.stopChurn = make(chan struct{})
+		c.droppedBefore = c.r.Metric("ovn_sync_changes_dropped_total")
+		c.churnDone.Add(1)
+		started := make(chan struct{})
+		go c.churn(ctx, o.Churn, o.Switches, started)
+		// Events start under churn: once a write of each kind was made.
+		select {
+		case <-started:
+		case <-ctx.Done():
+			return c, ctx.Err()
+		}
+	}
+	return c, nil
+}
+
+// namespaceOf names the namespace of the pods on switch j: ns on the
+// default network's, ns-<j> on Subnet sub-<j>'s.
+func namespaceOf(j int) string {
+	if j == 0 {
+		return "ns"
+	}
+	return fmt.Sprintf("ns-%d", j)
+}
+
+// idle waits until the loop has ended no pass for idleBeforeEvents.
+func (c *Cluster) idle(ctx context.Context, timeout time.Duration) error {
 	passes, still := c.r.Metric("ovn_sync_passes_total"), time.Now()
-	for deadline := time.Now().Add(readyTimeout); time.Since(still) < idleBeforeEvents; {
+	for deadline := time.Now().Add(timeout); time.Since(still) < idleBeforeEvents; {
 		if time.Now().After(deadline) {
-			return c, fmt.Errorf("the loop was not idle for %s within %s of the cold start", idleBeforeEvents, readyTimeout)
+			return fmt.Errorf("the loop was not idle for %s within %s", idleBeforeEvents, timeout)
 		}
 		select {
 		case <-ctx.Done():
-			return c, ctx.Err()
+			return ctx.Err()
 		case <-time.After(100 * time.Millisecond):
 		}
 		if n := c.r.Metric("ovn_sync_passes_total"); n != passes {
 			passes, still = n, time.Now()
 		}
 	}
-	return c, nil
+	return nil
 }
+
+// createIPObjects gives up to IPObjects of the existing pods of namespace
+// ns kube-ovn's IP object, as kube-ovn's controller writes one: named
+// after the pod's port, holding the port's addresses as the NB has them.
+func (c *Cluster) createIPObjects(ctx context.Context, existing, switches int) error {
+	have := c.r.NB.State()
+	for i := 0; i < existing && len(c.ips) < IPObjects; i += switches {
+		name := fmt.Sprintf("p%d.ns", i)
+		p := have.Ports.Get(name)
+		if p == nil || len(p.Addresses) != 1 {
+			return fmt.Errorf("IP object %s: the NB has no port of that name with one entry of addresses", name)
+		}
+		f := strings.Fields(p.Addresses[0])
+		if len(f) != 2 {
+			return fmt.Errorf("IP object %s: port addresses %q are not a MAC and an IPv4 address", name, p.Addresses[0])
+		}
+		ip := &kubeovnv1.IP{
+			TypeMeta:   metav1.TypeMeta{APIVersion: kubeovnv1.GroupVersion.String(), Kind: "IP"},
+			ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{"ovn.kubernetes.io/subnet": "ovn-default"}},
+			Spec: kubeovnv1.IPSpec{PodName: fmt.Sprintf("p%d", i), Namespace: "ns", Subnet: "ovn-default", NodeName: "n1",
+				IPAddress: f[1], V4IPAddress: f[1], MacAddress: f[0], ContainerID: "c0"},
+		}
+		u, err := looptest.ToUnstructured(ip)
+		if err != nil {
+			return err
+		}
+		if _, err := c.r.Dyn.Resource(gvrIP).Create(ctx, u, metav1.CreateOptions{}); err != nil {
+			return fmt.Errorf("IP object %s: %w", name, err)
+		}
+		c.ips = append(c.ips, name)
+	}
+	return nil
+}
+
+// churn writes, rate times a second until Close, in turn: a StatefulSet's
+// status (a replica ready), a Namespace's labels, an IP object's node and
+// container (the pod created again elsewhere), a Subnet's status (an
+// allocation counted). None changes anything ovn-sync reads.
+// Once it has made one write of each kind, it closes started.
+func (c *Cluster) churn(ctx context.Context, rate, switches int, started chan struct{}) {
+	defer c.churnDone.Done()
+	t := time.NewTicker(time.Second / time.Duration(rate))
+	defer t.Stop()
+	for i := 0; ; i++ {
+		select {
+		case <-c.stopChurn:
+			return
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		if i == 4 {
+			close(started)
+		}
+		if err := c.write(ctx, i, switches); err != nil {
+			c.churnFailed.Add(1)
+			c.churnLastErr.Store(err.Error())
+			continue
+		}
+		c.churnWrites.Add(1)
+	}
+}
+
+// write makes background write i (see churn).
+func (c *Cluster) write(ctx context.Context, i, switches int) error {
+	n := i / 4
+	switch i % 4 {
+	case 0:
+		sets := c.r.Kube.AppsV1().StatefulSets("ns")
+		s, err := sets.Get(ctx, fmt.Sprintf("db%d", n%Sets), metav1.GetOptions{})
+		if err != nil {
+			return err
+		}
+		s.Status.ObservedGeneration = s.Generation
+		s.Status.Replicas, s.Status.ReadyReplicas = 3, int32(n%4)
+		_, err = sets.UpdateStatus(ctx, s, metav1.UpdateOptions{})
+		return err
+	case 1:
+		nss := c.r.Kube.CoreV1().Namespaces()
+		ns, err := nss.Get(ctx, namespaceOf(n%switches), metav1.GetOptions{})
+		if err != nil {
+			return err
+		}
+		ns.Labels["churn"] = strconv.Itoa(n)
+		_, err = nss.Update(ctx, ns, metav1.UpdateOptions{})
+		return err
+	case 2:
+		ips := c.r.Dyn.Resource(gvrIP)
+		u, err := ips.Get(ctx, c.ips[n%len(c.ips)], metav1.GetOptions{})
+		if err != nil {
+			return err
+		}
+		node := []string{"n1", "n2"}[n%2]
+		if err := unstructured.SetNestedField(u.Object, node, "spec", "nodeName"); err != nil {
+			return err
+		}
+		if err := unstructured.SetNestedField(u.Object, "c"+strconv.Itoa(n), "spec", "containerID"); err != nil {
+			return err
+		}
+		_, err = ips.Update(ctx, u, metav1.UpdateOptions{})
+		return err
+	default:
+		subnets := c.r.Dyn.Resource(gvrSubnet)
+		u, err := subnets.Get(ctx, fmt.Sprintf("sub-%d", 1+n%(switches-1)), metav1.GetOptions{})
+		if err != nil {
+			return err
+		}
+		if err := unstructured.SetNestedField(u.Object, int64(n%1000), "status", "v4usingIPs"); err != nil {
+			return err
+		}
+		_, err = subnets.UpdateStatus(ctx, u, metav1.UpdateOptions{})
+		return err
+	}
+}
+
+// StopChurn stops the background writer, if it runs, and waits for it.
+func (c *Cluster) StopChurn() {
+	if c.stopChurn != nil {
+		close(c.stopChurn)
+		c.churnDone.Wait()
+		c.stopChurn = nil
+	}
+}
+
+// Churned returns how many background writes were made and how many
+// failed, with the last failure's error, and how many changes the loop
+// dropped unread since the writer started (ovn_sync_changes_dropped_total).
+func (c *Cluster) Churned() (writes, failed int64, lastErr string, dropped float64) {
+	s, _ := c.churnLastErr.Load().(string)
+	return c.churnWrites.Load(), c.churnFailed.Load(), s, c.r.Metric("ovn_sync_changes_dropped_total") - c.droppedBefore
+}
+
+// Metric sums the loop's samples of the named metric whose labels include
+// every pair of labels ("name", "value", ...).
+func (c *Cluster) Metric(name string, labels ...string) float64 { return c.r.Metric(name, labels...) }
 
 // idleBeforeEvents is how long no pass may end before Start returns.
 const idleBeforeEvents = 2 * time.Second
@@ -319,6 +544,7 @@ func (c *Cluster) create(ctx context.Context, gvr schema.GroupVersionResource, o
 // Close ends the loop and disconnects both NB clients. It reports an
 // error if an incremental pass differed from a full Build.
 func (c *Cluster) Close() error {
+	c.StopChurn()
 	if c.obs != nil {
 		c.obs.Close()
 	}

@@ -173,7 +173,8 @@ func start(ctx context.Context, cancel context.CancelFunc, o Options) (*Runner, 
 	}
 	m := reconcile.NewMetrics()
 	mismatches := new(logged)
-	src := sources.NewInformers(sources.InformerOptions{Kube: kube, Dynamic: dyn, Logger: logr.Discard()})
+	src := sources.NewInformers(sources.InformerOptions{Kube: kube, Dynamic: dyn, Logger: logr.Discard(),
+		OnDrop: func(k sources.Kind) { m.ChangeDropped(string(k)) }})
 	if err := src.Start(ctx); err != nil {
 		closeNB()
 		return nil, err

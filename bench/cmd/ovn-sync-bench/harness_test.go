@@ -16,7 +16,9 @@ import (
 // TestHarness runs the whole harness at 200 ports, in process, with the
 // per-object pattern measured fully (names monitor) and extrapolated (the
 // full-monitor client, given no budget), the event latency (g) at 20 and
-// 200 pods and run mode's memory at 200 ports, so that it cannot rot.
+// 200 pods (100 on a switch: two and two switches), quiet and under 20
+// background writes a second, and run mode's memory at 200 ports, so that
+// it cannot rot.
 func TestHarness(t *testing.T) {
 	nbtest.Require(t)
 	dir := t.TempDir()
@@ -27,7 +29,7 @@ func TestHarness(t *testing.T) {
 		perObjectBudget: time.Minute, sample: 50,
 		fullMonitor: true, fullMonitorBudget: time.Nanosecond, fullMonitorSample: 50,
 		noopPasses: 3, inProcess: true,
-		latencySizes: []int{20, 200}, latencyRounds: 3, memorySize: 200,
+		latencySizes: []int{20, 200}, latencyRounds: 3, latencyChurn: []int{0, 20}, latencySwitchPorts: 100, memorySize: 200,
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
 	defer cancel()
@@ -70,26 +72,26 @@ func TestHarness(t *testing.T) {
 		if err != nil {
 			t.Fatalf("measureLatency(%d): %v", n, err)
 		}
-		if len(rs) != len(eventlat.Passes) {
-			t.Fatalf("measureLatency(%d): %d results, want one per kind of pass", n, len(rs))
+		if len(rs) != 3 {
+			t.Fatalf("measureLatency(%d): %d results, want incremental quiet and under writes, and full", n, len(rs))
 		}
 		for _, l := range rs {
 			for _, ev := range eventlat.Events {
 				if got := l.Samples[ev]; len(got) != opts.latencyRounds || slices.Min(got) <= 0 {
-					t.Errorf("(g) %d %s: %s latencies %v; want %d, each above 0", n, l.Passes, ev, got, opts.latencyRounds)
+					t.Errorf("(g) %s: %s latencies %v; want %d, each above 0", l.label(), ev, got, opts.latencyRounds)
 				}
+			}
+			if l.Switches != 2 {
+				t.Errorf("(g) %s: %d switches, want 2", l.label(), l.Switches)
+			}
+			// Under writes, every write made is dropped unread.
+			if l.Churn > 0 && (l.Writes < 4 || l.Failed != 0 || l.Dropped != float64(l.Writes)) {
+				t.Errorf("(g) %s: %d writes made, %d failed (%s), %v dropped; want 4 or more made, none failed, every one dropped",
+					l.label(), l.Writes, l.Failed, l.FailedErr, l.Dropped)
 			}
 		}
 		rep.Latency = append(rep.Latency, rs...)
 	}
-	spread, err := measureLatencySwitches(ctx, opts, 200, 3)
-	if err != nil {
-		t.Fatalf("measureLatencySwitches: %v", err)
-	}
-	if got := spread.Samples[eventlat.PodAdd]; spread.Switches != 3 || spread.Passes != "incremental" || len(got) != opts.latencyRounds {
-		t.Errorf("(g) over 3 switches: %d switches, %s passes, pod-add latencies %v", spread.Switches, spread.Passes, got)
-	}
-	rep.Latency = append(rep.Latency, spread)
 	if rep.RunMemory, err = measureRunMemory(ctx, opts, opts.memorySize); err != nil {
 		t.Fatalf("measureRunMemory: %v", err)
 	}
@@ -102,7 +104,7 @@ func TestHarness(t *testing.T) {
 	}
 	md, _ := os.ReadFile(opts.results)
 	for _, want := range []string{"| (a) ovn-sync cold start, wall |", "extrapolated", "## Targets", "(results.svg)",
-		"## (g) Run mode's event latency", "| migration |", "200 over 3 switches, incremental", "(g) p99 at 200 ≤ 1.5× p99 at 20", "(latency.svg)",
+		"## (g) Run mode's event latency", "| migration |", "200, incremental, 20 writes/s", "(g) p99 at 200 ≤ 1.5× p99 at 20, 20 background writes/s", "(latency.svg)",
 		"client RSS ≤ 300 MB, run mode", "informer inputs (stores", "sum of the parts |"} {
 		if !strings.Contains(string(md), want) {
 			t.Errorf("RESULTS.md lacks %q:\n%s", want, md)
@@ -189,16 +191,16 @@ func TestOneShot(t *testing.T) {
 
 	rep := report{Command: "test", Date: time.Now(), OneShot: r}
 	section := rep.oneShotSection()
-	for _, want := range []string{oneShotBegin, "## (h) Whole-process one-shot", "no-op re-apply ≤ 1 s", "| per-object, 1 txn/port, same ports |", oneShotEnd} {
+	for _, want := range []string{oneShotMarks.begin, "## (h) Whole-process one-shot", "no-op re-apply ≤ 1 s", "| per-object, 1 txn/port, same ports |", oneShotMarks.end} {
 		if !strings.Contains(section, want) {
 			t.Errorf("(h) section lacks %q:\n%s", want, section)
 		}
 	}
-	doc := "# results\n\nbefore\n\n" + oneShotBegin + "\nold\n" + oneShotEnd + "\nafter\n"
-	if got, want := replaceOneShotSection(doc, section), "# results\n\nbefore\n\n"+section+"after\n"; got != want {
-		t.Errorf("replaceOneShotSection over an old section:\n%s\nwant\n%s", got, want)
+	doc := "# results\n\nbefore\n\n" + oneShotMarks.begin + "\nold\n" + oneShotMarks.end + "\nafter\n"
+	if got, want := oneShotMarks.replace(doc, section), "# results\n\nbefore\n\n"+section+"after\n"; got != want {
+		t.Errorf("marks.replace over an old section:\n%s\nwant\n%s", got, want)
 	}
-	if got, want := replaceOneShotSection("# results\n", section), "# results\n\n"+section; got != want {
-		t.Errorf("replaceOneShotSection without one:\n%s\nwant\n%s", got, want)
+	if got, want := oneShotMarks.replace("# results\n", section), "# results\n\n"+section; got != want {
+		t.Errorf("marks.replace without one:\n%s\nwant\n%s", got, want)
 	}
 }

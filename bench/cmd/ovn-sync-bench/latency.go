@@ -7,20 +7,32 @@ import (
 	"os"
 	"os/exec"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/ovn-sync/ovn-sync/bench/eventlat"
 )
 
-// latencyResult is measurement (g) at one size, for one kind of pass: run
-// mode's latency from an event to its port committed, as another NB client
-// sees it (package bench/eventlat).
+// latencyResult is measurement (g) at one size, for one kind of pass and
+// rate of background writes: run mode's latency from an event to its port
+// committed, as another NB client sees it (package bench/eventlat).
 type latencyResult struct {
 	Existing int    `json:"existing"` // pods already there, besides two VMs
 	Passes   string `json:"passes"`   // "incremental" or "full"
 	// Switches is how many switches the existing pods are spread over
 	// (eventlat.Options.Switches); 0 is the default switch alone.
 	Switches int `json:"switches,omitempty"`
+	// Churn is the rate of background writes while events ran
+	// (eventlat.Options.Churn); Writes how many were made, Failed how many
+	// failed (FailedErr the last error), and Dropped how many changes the
+	// loop dropped unread (ovn_sync_changes_dropped_total) in that time.
+	// PassesRun counts the loop's passes while events ran.
+	Churn     int     `json:"churn,omitempty"`
+	Writes    int64   `json:"writes,omitempty"`
+	Failed    int64   `json:"failed,omitempty"`
+	FailedErr string  `json:"failed_err,omitempty"`
+	PassesRun float64 `json:"passes_run"`
+	Dropped   float64 `json:"dropped"`
 	// Ready is the loop's cold start: from starting it until the existing
 	// ports were committed.
 	Ready time.Duration `json:"ready_ns"`
@@ -35,100 +47,119 @@ func (r latencyResult) percentile(ev eventlat.Event, p float64) time.Duration {
 	return eventlat.Percentile(r.Samples[ev], p)
 }
 
-// measureLatency measures (g) with size existing pods, for every kind of
-// pass, in a child process of its own unless opts.inProcess.
-func measureLatency(ctx context.Context, opts options, size int) ([]latencyResult, error) {
-	var rs []latencyResult
-	if opts.inProcess {
-		for _, passes := range eventlat.Passes {
-			r, err := latencyAt(ctx, size, 0, passes, opts.latencyRounds)
-			if err != nil {
-				return nil, err
-			}
-			rs = append(rs, r)
-		}
-		return rs, nil
+// latencySwitches is how many switches (g) spreads size existing pods
+// over: at most perSwitch on one, and two at least, so that a kube-ovn
+// Subnet is there for the background writes.
+func latencySwitches(size, perSwitch int) int {
+	return max(2, (size+perSwitch-1)/perSwitch)
+}
+
+// latencyRuns are the measurements of (g) at one size, in the order made:
+// incremental passes under each rate of background writes, then full
+// passes under the first (quiet, by default).
+func latencyRuns(opts options) []latencyRun {
+	var runs []latencyRun
+	for _, churn := range opts.latencyChurn {
+		runs = append(runs, latencyRun{"incremental", churn})
 	}
-	err := inChild(ctx, []string{"-child-latency", strconv.Itoa(size), "-latency-rounds", strconv.Itoa(opts.latencyRounds)}, &rs)
+	return append(runs, latencyRun{"full", opts.latencyChurn[0]})
+}
+
+// latencyRun is one measurement of (g) at a size: the kind of pass and
+// the rate of background writes.
+type latencyRun struct {
+	passes string
+	churn  int
+}
+
+// measureLatency measures (g) with size existing pods, every run of
+// latencyRuns, in a child process of its own unless opts.inProcess.
+func measureLatency(ctx context.Context, opts options, size int) ([]latencyResult, error) {
+	if opts.inProcess {
+		return latencyAtSize(ctx, opts, size)
+	}
+	var rs []latencyResult
+	churn := make([]string, len(opts.latencyChurn))
+	for i, c := range opts.latencyChurn {
+		churn[i] = strconv.Itoa(c)
+	}
+	err := inChild(ctx, []string{"-child-latency", strconv.Itoa(size), "-latency-rounds", strconv.Itoa(opts.latencyRounds),
+		"-latency-churn", strings.Join(churn, ","), "-latency-switch-ports", strconv.Itoa(opts.latencySwitchPorts)}, &rs)
 	return rs, err
 }
 
-// measureLatencySwitches measures (g) with size existing pods spread over
-// switches switches, with incremental passes (run mode's), in a child
-// process of its own unless opts.inProcess.
-func measureLatencySwitches(ctx context.Context, opts options, size, switches int) (latencyResult, error) {
-	if opts.inProcess {
-		return latencyAt(ctx, size, switches, "incremental", opts.latencyRounds)
-	}
+// latencyAtSize runs every run of latencyRuns at size, in turn.
+func latencyAtSize(ctx context.Context, opts options, size int) ([]latencyResult, error) {
 	var rs []latencyResult
-	err := inChild(ctx, []string{"-child-latency", strconv.Itoa(size), "-child-switches", strconv.Itoa(switches),
-		"-latency-rounds", strconv.Itoa(opts.latencyRounds)}, &rs)
-	if err == nil && len(rs) != 1 {
-		err = fmt.Errorf("(g) child gave %d results, want 1", len(rs))
+	for _, run := range latencyRuns(opts) {
+		r, err := latencyAt(ctx, size, latencySwitches(size, opts.latencySwitchPorts), run, opts.latencyRounds)
+		if err != nil {
+			return nil, err
+		}
+		rs = append(rs, r)
 	}
-	if err != nil {
-		return latencyResult{}, err
-	}
-	return rs[0], nil
+	return rs, nil
 }
 
 // latencyAt runs rounds rounds of every event kind, in turn, on one loop
-// over size existing pods spread over switches switches, building as
-// passes says, on a fresh server.
-func latencyAt(ctx context.Context, size, switches int, passes string, rounds int) (latencyResult, error) {
-	r := latencyResult{Existing: size, Passes: passes, Switches: switches, Samples: map[eventlat.Event][]time.Duration{}}
+// over size existing pods spread over switches switches, building and
+// written to as run says, on a fresh server.
+func latencyAt(ctx context.Context, size, switches int, run latencyRun, rounds int) (latencyResult, error) {
+	r := latencyResult{Existing: size, Passes: run.passes, Switches: switches, Churn: run.churn, Samples: map[eventlat.Event][]time.Duration{}}
 	srv, err := startServer(ctx)
 	if err != nil {
 		return r, err
 	}
 	defer srv.stop()
-	if switches > 1 {
-		passes += fmt.Sprintf(", %d switches", switches) // for the log
-	}
-	logf("(g) %d existing, %s passes: cold start", size, passes)
-	c, err := eventlat.Start(ctx, eventlat.Options{Existing: size, Switches: switches, NBAddr: srv.endpoint(), Passes: r.Passes})
+	what := fmt.Sprintf("(g) %d existing over %d switches, %s passes, %d writes/s", size, switches, run.passes, run.churn)
+	logf("%s: cold start", what)
+	c, err := eventlat.Start(ctx, eventlat.Options{Existing: size, Switches: switches, NBAddr: srv.endpoint(), Passes: run.passes, Churn: run.churn})
 	if err != nil {
-		return r, fmt.Errorf("(g) %d %s: %w", size, passes, err)
+		return r, fmt.Errorf("%s: %w", what, err)
 	}
 	r.Ready = c.Ready
-	logf("(g) %d existing, %s passes: ports committed after %s; %d rounds of %v", size, passes, seconds(c.Ready), rounds, eventlat.Events)
+	logf("%s: ports committed after %s; %d rounds of %v", what, seconds(c.Ready), rounds, eventlat.Events)
 	r.LoadBefore = loadAverage()
-	bar := newProgress(fmt.Sprintf("(g) %d %s", size, passes), rounds)
+	passes0 := c.Metric("ovn_sync_passes_total")
+	bar := newProgress(fmt.Sprintf("(g) %d %s %d/s", size, run.passes, run.churn), rounds)
 	for i := range rounds {
 		for _, ev := range eventlat.Events {
 			d, err := c.Do(ctx, ev)
 			if err != nil {
 				c.Close()
-				return r, fmt.Errorf("(g) %d %s, round %d, %s: %w", size, passes, i, ev, err)
+				return r, fmt.Errorf("%s, round %d, %s: %w", what, i, ev, err)
 			}
 			r.Samples[ev] = append(r.Samples[ev], d)
 		}
 		bar.set(i + 1)
 		if (i+1)%10 == 0 {
-			logf("(g) %d existing, %s passes: %d rounds; p50 so far: %s %s, %s %s, %s %s, %s %s", size, passes, i+1,
+			logf("%s: %d rounds; p50 so far: %s %s, %s %s, %s %s, %s %s", what, i+1,
 				eventlat.PodAdd, millis(r.percentile(eventlat.PodAdd, 0.5)), eventlat.VMStart, millis(r.percentile(eventlat.VMStart, 0.5)),
 				eventlat.VMStop, millis(r.percentile(eventlat.VMStop, 0.5)), eventlat.Migration, millis(r.percentile(eventlat.Migration, 0.5)))
 		}
 	}
 	bar.finish()
+	r.PassesRun = c.Metric("ovn_sync_passes_total") - passes0
 	r.LoadAfter = loadAverage()
+	// The writer stops; its last writes reach the loop's handlers within
+	// moments.
+	c.StopChurn()
+	for deadline := time.Now().Add(2 * time.Second); ; {
+		r.Writes, r.Failed, r.FailedErr, r.Dropped = c.Churned()
+		if r.Dropped >= float64(r.Writes) || time.Now().After(deadline) {
+			break
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
 	return r, c.Close()
 }
 
 // runLatencyChild measures (g) at the one size of opts and writes the
 // results.
 func runLatencyChild(ctx context.Context, opts options) error {
-	var rs []latencyResult
-	passes := eventlat.Passes
-	if opts.childSwitches > 1 {
-		passes = []string{"incremental"}
-	}
-	for _, passes := range passes {
-		r, err := latencyAt(ctx, opts.childLatency, opts.childSwitches, passes, opts.latencyRounds)
-		if err != nil {
-			return err
-		}
-		rs = append(rs, r)
+	rs, err := latencyAtSize(ctx, opts, opts.childLatency)
+	if err != nil {
+		return err
 	}
 	return writeJSON(opts.childOut, rs)
 }

@@ -25,9 +25,13 @@
 //	(g) run mode's latency from a Kubernetes event to its port committed,
 //	    as another NB client sees it (package bench/eventlat), with each of
 //	    -latency-sizes pods already there (default 1k, 10k and 100k; empty
-//	    skips it): a pod created, a VM started and stopped, a migration
-//	    started, -latency-rounds times each, with incremental passes and
-//	    with full passes, each size in a child process of its own;
+//	    skips it), spread over switches of at most -latency-switch-ports
+//	    pods: a pod created, a VM started and stopped, a migration started,
+//	    -latency-rounds times each, with incremental passes under each
+//	    -latency-churn rate of background writes (default quiet, 10 and
+//	    100 a second), and with full passes, quiet; each size in a child
+//	    process of its own. -latency-only measures (g) alone and replaces
+//	    its section of -results;
 //	(f) run mode's memory at -memory-size ports (default 100k, 0 skips
 //	    it): peak and steady RSS of the loop after its cold start, and the
 //	    live heap of each part of its state.
@@ -59,7 +63,6 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
-	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -93,13 +96,16 @@ type options struct {
 	oneShotOnly              bool
 	binary, baseline         string
 	// latencySizes are the sizes of (g), none to skip it;
-	// latencyRounds the events of each kind per size and kind of pass.
-	latencySizes  []int
-	latencyRounds int
-	// latencySwitches, above 1, also measures (g) at the largest size with
-	// the pods spread over that many switches.
-	latencySwitches int
-	latencyChart    string
+	// latencyRounds the events of each kind per size and kind of pass;
+	// latencyChurn the rates of background writes incremental passes are
+	// measured under (0: quiet); latencySwitchPorts the most existing pods
+	// on one switch. latencyOnly measures (g) alone.
+	latencySizes       []int
+	latencyRounds      int
+	latencyChurn       []int
+	latencySwitchPorts int
+	latencyOnly        bool
+	latencyChart       string
 	// memorySize is the size of run mode's memory measurement, 0 for none;
 	// memoryIdle how long the loop idles before its steady RSS is read.
 	memorySize int
@@ -109,8 +115,6 @@ type options struct {
 	// childLatency or childMemory, (g) or run mode's memory at that size.
 	childOut                  string
 	childLatency, childMemory int
-	// childSwitches is, with childLatency, latencySwitches.
-	childSwitches int
 }
 
 func parseFlags(args []string) (options, error) {
@@ -139,14 +143,15 @@ func parseFlags(args []string) (options, error) {
 	fs.StringVar(&o.baseline, "oneshot-baseline", "", "another ovn-sync `binary` to measure in (h) beside the first, e.g. built from an older commit")
 	latencySizes := fs.String("latency-sizes", "1000,10000,100000", "comma-separated existing pods of the event latency measurement (g); empty skips it")
 	fs.IntVar(&o.latencyRounds, "latency-rounds", 50, "events of each kind (g) times per size and kind of pass")
-	fs.IntVar(&o.latencySwitches, "latency-switches", 20, "also measure (g) at the largest size, incremental passes, with the pods spread over this many switches (kube-ovn subnets); 0 or 1 skips it")
+	latencyChurn := fs.String("latency-churn", "0,10,100", "comma-separated rates (writes a second) of background writes that change nothing read, under which (g) measures incremental passes; 0 is quiet")
+	fs.IntVar(&o.latencySwitchPorts, "latency-switch-ports", 25000, "the most existing pods (g) puts on one switch: they spread over the default switch and kube-ovn Subnets, two switches at least")
+	fs.BoolVar(&o.latencyOnly, "latency-only", false, "measure (g) alone and replace its section of -results")
 	fs.StringVar(&o.latencyChart, "latency-chart", filepath.Join("bench", "latency.svg"), "chart `file` of (g) (.svg or .png); empty: none")
 	fs.IntVar(&o.memorySize, "memory-size", 100000, "`ports` of run mode's memory measurement; 0 skips it")
 	fs.DurationVar(&o.memoryIdle, "memory-idle", 30*time.Second, "how long run mode idles before its steady RSS is read")
 	fs.StringVar(&o.childOut, "child-out", "", "internal: measure the one size and write JSON to this file")
 	fs.IntVar(&o.childLatency, "child-latency", 0, "internal: with -child-out, measure (g) at this size")
 	fs.IntVar(&o.childMemory, "child-memory", 0, "internal: with -child-out, measure run mode's memory at this size")
-	fs.IntVar(&o.childSwitches, "child-switches", 0, "internal: with -child-latency, spread the pods over this many switches")
 	if err := fs.Parse(args); err != nil {
 		return o, err
 	}
@@ -168,6 +173,22 @@ func parseFlags(args []string) (options, error) {
 			}
 			o.latencySizes = append(o.latencySizes, n)
 		}
+	}
+	for _, f := range strings.Split(*latencyChurn, ",") {
+		n, err := strconv.Atoi(strings.TrimSpace(f))
+		if err != nil || n < 0 {
+			return o, fmt.Errorf("-latency-churn: %q is not a rate of writes a second", f)
+		}
+		o.latencyChurn = append(o.latencyChurn, n)
+	}
+	if o.latencySwitchPorts < 1 {
+		return o, errors.New("-latency-switch-ports must be at least 1")
+	}
+	if o.latencyOnly && len(o.latencySizes) == 0 {
+		return o, errors.New("-latency-only needs -latency-sizes")
+	}
+	if o.latencyOnly && o.oneShotOnly {
+		return o, errors.New("-latency-only and -oneshot-only each measure one section: give one")
 	}
 	if o.latencyRounds < 1 {
 		return o, errors.New("-latency-rounds must be at least 1")
@@ -236,8 +257,9 @@ func run(ctx context.Context, opts options, command string) error {
 	}
 	rep := report{Command: strings.TrimSpace(command), Machine: machineInfo(ctx), Date: time.Now().UTC(), Profiled: opts.profileDir != "", LoadBefore: loadAverage(),
 		MaxOpsPerTxn: opts.maxOps, InFlight: opts.inFlight}
+	alone := opts.oneShotOnly || opts.latencyOnly // one section measured
 	for _, size := range opts.sizes {
-		if opts.oneShotOnly {
+		if alone {
 			break
 		}
 		r, err := measureOne(ctx, opts, size)
@@ -257,22 +279,14 @@ func run(ctx context.Context, opts options, command string) error {
 		}
 		rep.Latency = append(rep.Latency, rs...)
 	}
-	if len(opts.latencySizes) > 0 && opts.latencySwitches > 1 && !opts.oneShotOnly {
-		size := slices.Max(opts.latencySizes)
-		r, err := measureLatencySwitches(ctx, opts, size, opts.latencySwitches)
-		if err != nil {
-			return fmt.Errorf("(g) at %d over %d switches: %w", size, opts.latencySwitches, err)
-		}
-		rep.Latency = append(rep.Latency, r)
-	}
-	if opts.memorySize > 0 && !opts.oneShotOnly {
+	if opts.memorySize > 0 && !alone {
 		r, err := measureRunMemory(ctx, opts, opts.memorySize)
 		if err != nil {
 			return fmt.Errorf("run mode's memory at %d: %w", opts.memorySize, err)
 		}
 		rep.RunMemory = r
 	}
-	if opts.oneShotPods > 0 {
+	if opts.oneShotPods > 0 && !opts.latencyOnly {
 		r, err := measureOneShot(ctx, opts)
 		if err != nil {
 			return fmt.Errorf("one-shot (h): %w", err)
@@ -310,15 +324,30 @@ func render(opts options) error {
 func (rep report) write(opts options) error {
 	fmt.Print(rep.text())
 	if len(rep.Results) == 0 {
-		// (h) alone: its section replaces the one in the existing file.
-		if opts.results == "" {
-			return nil
+		// (g) or (h) alone: its section replaces the one in the existing
+		// file.
+		if opts.results != "" {
+			old, err := os.ReadFile(opts.results)
+			if err != nil && !errors.Is(err, os.ErrNotExist) {
+				return err
+			}
+			doc := string(old)
+			if rep.OneShot != nil {
+				doc = oneShotMarks.replace(doc, rep.oneShotSection())
+			}
+			if len(rep.Latency) > 0 {
+				doc = latencyMarks.replace(doc, rep.latencySection(opts.latencyChart, opts.results))
+			}
+			if err := os.WriteFile(opts.results, []byte(doc), 0o644); err != nil {
+				return err
+			}
 		}
-		old, err := os.ReadFile(opts.results)
-		if err != nil && !errors.Is(err, os.ErrNotExist) {
-			return err
+		if opts.latencyChart != "" && len(rep.Latency) > 0 {
+			if err := writeLatencyChart(opts.latencyChart, rep.Latency); err != nil {
+				return fmt.Errorf("latency chart: %w", err)
+			}
 		}
-		return os.WriteFile(opts.results, []byte(replaceOneShotSection(string(old), rep.oneShotSection())), 0o644)
+		return nil
 	}
 	if opts.results != "" {
 		if err := os.WriteFile(opts.results, []byte(rep.markdown(opts.chart, opts.latencyChart, opts.results)), 0o644); err != nil {
