@@ -618,10 +618,60 @@ func (l *Loop) waitSynced(ctx context.Context, stop <-chan struct{}) bool {
 // and every object could be read.
 func (l *Loop) pass(ctx context.Context, t trigger) error {
 	start := time.Now()
-	kind := t.kind()
+	rd, out, err := l.run(ctx, t)
+	build := l.countBuild(t, rd, &out)
+	applied := out.Plan
+	for _, p := range out.Earlier {
+		applied.Changes = append(slices.Clone(p.Changes), applied.Changes...)
+	}
+	l.m.observeApply(applied, out.Applied)
+	l.m.planSize.Observe(float64(len(out.Plan.Changes)))
+	l.m.withheld.Set(float64(out.Plan.Withheld))
+	l.m.problems.Reset()
+	for _, p := range out.Result.Problems {
+		l.m.problems.WithLabelValues(p.Reason).Inc()
+	}
+	if l.opts.Report != nil {
+		l.opts.Report(out, *rd.snap)
+	}
+	for _, n := range out.Result.Notices {
+		l.log.V(1).Info("pending change", "object", n.Kind+"/"+n.Namespace+"/"+n.Name, "reason", n.Reason, "message", n.Message)
+	}
+	inUse := false
+	if err != nil && errors.Is(err, apply.ErrSwitchInUse) {
+		// Everything else was done; the switch waits for its foreign ports.
+		l.log.Info("switch not deleted", "reason", err.Error())
+		err, inUse = nil, true
+	}
+	dur := time.Since(start)
+	l.m.passDuration.WithLabelValues(t.kind()).Observe(dur.Seconds())
+	if out.Attempts > 0 {
+		l.m.observePhases(out.Timings)
+	}
+	if err != nil {
+		return l.failed(ctx, t, err, dur)
+	}
+	l.succeeded(t, &out, applied, inUse)
+	counts := out.Plan.Counts()
+	kv := []any{"trigger", t.String(), "build", build, "add", counts.Add, "change", counts.Change, "destroy", counts.Destroy,
+		"withheld", out.Plan.Withheld, "transactions", len(out.Applied.Txns), "problems", len(out.Result.Problems), "duration", dur.String()}
+	if out.Plan.Empty() && len(out.Earlier) == 0 {
+		l.log.V(1).Info("pass: no changes", kv...)
+	} else {
+		l.log.Info("pass", kv...)
+	}
+	if l.opts.Publish != nil {
+		l.opts.Publish(ctx, out, *rd.snap)
+	}
+	return nil
+}
+
+// run reads what the pass of trigger t builds from and runs it: build,
+// diff, apply. A pass that looked objects up and listed none holds, for
+// Report, the objects its problems name.
+func (l *Loop) run(ctx context.Context, t trigger) (*reading, Outcome, error) {
 	opts := l.opts.Pass
 	rd := l.read(&opts, t)
-	snap := rd.snap
 	synced, _ := l.Synced()
 	synced = synced && len(rd.unreadable) == 0
 	l.logUnreadable(rd.unreadable)
@@ -632,9 +682,9 @@ func (l *Loop) pass(ctx context.Context, t trigger) error {
 		l.setWant(&w)
 		ownAtApply = l.own.Load()
 	}
-	out, err := Pass(ctx, l.nb, snap.Inputs, opts)
+	out, err := Pass(ctx, l.nb, rd.snap.Inputs, opts)
 	if !rd.listed && l.opts.Report != nil {
-		snap.Inputs = named(out.Result.Problems, rd.objs)
+		rd.snap.Inputs = named(out.Result.Problems, rd.objs)
 	}
 	if ownAtApply != own {
 		notify(l.recheck)
@@ -647,69 +697,53 @@ func (l *Loop) pass(ctx context.Context, t trigger) error {
 		l.m.mismatches.Inc()
 		l.log.Error(errors.New(out.Mismatch), "incremental desired state differs from a full Build: the full one is used", "trigger", t.String())
 	}
-	build, reason := "incremental", "change"
-	if !out.Incremental {
-		reason = fullReason(t, rd, &out)
-		if l.opts.FullPasses {
-			reason = "full-passes"
-		}
-		if out.Full != "" {
-			l.log.V(1).Info("full build", "reason", reason, "why", string(out.Full))
-		}
-		build = "full"
+	return rd, out, err
+}
+
+// countBuild counts how out was built (ovn_sync_builds_total) and returns
+// it as the pass log says it: "incremental", or "full: <reason>".
+func (l *Loop) countBuild(t trigger, rd *reading, out *Outcome) string {
+	if out.Incremental {
+		l.m.builds.WithLabelValues("incremental", "change").Inc()
+		return "incremental"
 	}
-	l.m.builds.WithLabelValues(build, reason).Inc()
-	if build == "full" {
-		build = "full: " + reason
+	reason := fullReason(t, rd, out)
+	if l.opts.FullPasses {
+		reason = "full-passes"
 	}
-	res, problems := out.Applied, out.Result.Problems
-	applied := out.Plan
-	for _, p := range out.Earlier {
-		applied.Changes = append(slices.Clone(p.Changes), applied.Changes...)
+	if out.Full != "" {
+		l.log.V(1).Info("full build", "reason", reason, "why", string(out.Full))
 	}
-	l.m.observeApply(applied, res)
-	l.m.planSize.Observe(float64(len(out.Plan.Changes)))
-	l.m.withheld.Set(float64(out.Plan.Withheld))
-	l.m.problems.Reset()
-	for _, p := range problems {
-		l.m.problems.WithLabelValues(p.Reason).Inc()
+	l.m.builds.WithLabelValues("full", reason).Inc()
+	return "full: " + reason
+}
+
+// failed records a pass of trigger t that failed with err after dur: what
+// the NB holds is not known, so the next pass builds in full.
+func (l *Loop) failed(ctx context.Context, t trigger, err error, dur time.Duration) error {
+	l.inc.Reset()
+	result := "error"
+	switch {
+	case errors.Is(err, diff.ErrMassDelete):
+		result = "refused"
+	case errors.Is(err, apply.ErrStale):
+		result = "stale"
 	}
-	if l.opts.Report != nil {
-		l.opts.Report(out, *snap)
+	l.m.passes.WithLabelValues(t.kind(), result).Inc()
+	l.mu.Lock()
+	l.lastErr, l.passed = err, false
+	l.mu.Unlock()
+	if ctx.Err() == nil {
+		l.log.Error(err, "pass failed", "trigger", t.String(), "duration", dur.String())
 	}
-	for _, n := range out.Result.Notices {
-		l.log.V(1).Info("pending change", "object", n.Kind+"/"+n.Namespace+"/"+n.Name, "reason", n.Reason, "message", n.Message)
-	}
-	inUse := false
-	if err != nil && errors.Is(err, apply.ErrSwitchInUse) {
-		// Everything else was done; the switch waits for its foreign ports.
-		l.log.Info("switch not deleted", "reason", err.Error())
-		err, inUse = nil, true
-	}
-	dur := time.Since(start)
-	l.m.passDuration.WithLabelValues(kind).Observe(dur.Seconds())
-	if out.Attempts > 0 {
-		l.m.observePhases(out.Timings)
-	}
-	if err != nil {
-		// What the NB holds is not known: the next pass builds in full.
-		l.inc.Reset()
-		result := "error"
-		switch {
-		case errors.Is(err, diff.ErrMassDelete):
-			result = "refused"
-		case errors.Is(err, apply.ErrStale):
-			result = "stale"
-		}
-		l.m.passes.WithLabelValues(kind, result).Inc()
-		l.mu.Lock()
-		l.lastErr, l.passed = err, false
-		l.mu.Unlock()
-		if ctx.Err() == nil {
-			l.log.Error(err, "pass failed", "trigger", t.String(), "duration", dur.String())
-		}
-		return err
-	}
+	return err
+}
+
+// succeeded records a pass of trigger t that succeeded: out, having
+// applied applied (every attempt's changes); inUse says a switch of ours
+// was left for the foreign ports still on it.
+func (l *Loop) succeeded(t trigger, out *Outcome, applied diff.Plan, inUse bool) {
+	res := out.Applied
 	l.m.driftRepairs.Add(float64(min(repairs(l.lastWant, l.left, out.Result.Want, applied), res.Created+res.Updated+res.Deleted)))
 	l.lastWant = &out.Result.Want
 	switch {
@@ -718,25 +752,13 @@ func (l *Loop) pass(ctx context.Context, t trigger) error {
 	case !out.Scoped:
 		l.left = false
 	}
-	l.m.passes.WithLabelValues(kind, "success").Inc()
+	l.m.passes.WithLabelValues(t.kind(), "success").Inc()
 	l.m.ownedPorts.Set(float64(out.Result.Want.OwnedPorts()))
 	l.m.setSwitchPorts(out.Result.SwitchPorts)
 	l.m.lastSuccess.SetToCurrentTime()
 	l.mu.Lock()
 	l.passed, l.lastErr = true, nil
 	l.mu.Unlock()
-	counts := out.Plan.Counts()
-	kv := []any{"trigger", t.String(), "build", build, "add", counts.Add, "change", counts.Change, "destroy", counts.Destroy,
-		"withheld", out.Plan.Withheld, "transactions", len(res.Txns), "problems", len(problems), "duration", dur.String()}
-	if out.Plan.Empty() && len(out.Earlier) == 0 {
-		l.log.V(1).Info("pass: no changes", kv...)
-	} else {
-		l.log.Info("pass", kv...)
-	}
-	if l.opts.Publish != nil {
-		l.opts.Publish(ctx, out, *snap)
-	}
-	return nil
 }
 
 // repairs counts the changes of plan, carried out by a pass that
