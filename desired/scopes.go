@@ -275,42 +275,56 @@ func (b *base) rebuildOf(objs Objects, changed []ObjectRef) (rebuild, Why) {
 	for id := range b.unsettled {
 		sel.owner(id)
 	}
-	pods, groups := sel.pods, sel.groups
-	// A changed pod joins the group of the VMI it ran (a deleted launcher
-	// pod is known by that alone) and of the one it runs now. Each pod is
-	// looked up once: a store may take it between two lookups, and the
-	// pod Build is given must be the one the groups were chosen by.
-	selected := map[nsName]*corev1.Pod{}
-	looked := make(map[nsName]*corev1.Pod, len(pods))
-	for _, k := range sel.changedPods {
-		for _, v := range b.launchers.take(k) {
-			groups[nsName{k.ns, v}] = true
-		}
-		p := objs.Pod(k.ns, k.name)
-		looked[k] = p
-		if p != nil {
-			if v, ok := LauncherOf(p); ok {
-				b.launchers.add(k, v)
-				groups[nsName{k.ns, v}] = true
-			}
-		}
-	}
-	join(objs, groups)
-
-	r := rebuild{owners: make(map[string]bool, len(pods)+2*len(groups))}
-	for k := range pods {
+	looked := b.joinChangedPods(objs, sel)
+	join(objs, sel.groups)
+	r := rebuild{owners: make(map[string]bool, len(sel.pods)+2*len(sel.groups))}
+	for k := range sel.pods {
 		r.owners[kindPod+"/"+k.ns+"/"+k.name] = true
 	}
-	for k := range groups {
+	for k := range sel.groups {
 		r.owners[kindVirtualMachine+"/"+k.ns+"/"+k.name] = true
 		r.owners[kindVirtualMachineInst+"/"+k.ns+"/"+k.name] = true
 	}
 	if len(r.owners) > max(64, len(b.byOwner)/4) {
 		return rebuild{}, why(ReasonTooMany, "a quarter of the owners changed")
 	}
-	// The objects: the pods of pod owners; of each group its VM, VMI,
-	// launcher pods and migrations. Build reads them in any order.
-	for k := range pods {
+	r.in = b.lookUp(objs, sel, looked)
+	return r, ""
+}
+
+// joinChangedPods adds to sel's groups, for each changed pod, the group of
+// the VMI it ran (a deleted launcher pod is known by that alone) and of
+// the one it runs now. Each pod is looked up once, and returned by key: a
+// store may take it between two lookups, and the pod Build is given must
+// be the one the groups were chosen by.
+func (b *base) joinChangedPods(objs Objects, sel *touched) map[nsName]*corev1.Pod {
+	looked := make(map[nsName]*corev1.Pod, len(sel.changedPods))
+	for _, k := range sel.changedPods {
+		for _, v := range b.launchers.take(k) {
+			sel.groups[nsName{k.ns, v}] = true
+		}
+		p := objs.Pod(k.ns, k.name)
+		looked[k] = p
+		if p != nil {
+			if v, ok := LauncherOf(p); ok {
+				b.launchers.add(k, v)
+				sel.groups[nsName{k.ns, v}] = true
+			}
+		}
+	}
+	return looked
+}
+
+// lookUp returns the inputs of the owners sel selected: the pods of pod
+// owners (those in looked as they were found); of each group its VM, VMI,
+// launcher pods and migrations; and every network's objects. Build reads
+// them in any order. What the lookups find is remembered as the changed
+// objects are: an object may be found here before a take names it, and be
+// gone when one does (created and deleted since), its group then known by
+// this.
+func (b *base) lookUp(objs Objects, sel *touched, looked map[nsName]*corev1.Pod) Inputs {
+	selected := map[nsName]*corev1.Pod{}
+	for k := range sel.pods {
 		p, ok := looked[k]
 		if !ok {
 			p = objs.Pod(k.ns, k.name)
@@ -323,13 +337,9 @@ func (b *base) rebuildOf(objs Objects, changed []ObjectRef) (rebuild, Why) {
 			b.launchers.add(k, v) // Build sees it: its deletion must find the group
 		}
 	}
-	in := &r.in
-	*in = objs.Networks()
+	in := objs.Networks()
 	vmis := map[nsName]*kubevirtv1.VirtualMachineInstance{}
-	// What the lookups find is remembered as the changed objects are: an
-	// object may be found here before a take names it, and be gone when
-	// one does (created and deleted since), its group then known by this.
-	for g := range groups {
+	for g := range sel.groups {
 		for _, p := range objs.Launchers(g.ns, g.name) {
 			k := nsName{p.Namespace, p.Name}
 			selected[k] = p
@@ -355,7 +365,7 @@ func (b *base) rebuildOf(objs Objects, changed []ObjectRef) (rebuild, Why) {
 	}
 	in.Pods = slices.Collect(maps.Values(selected))
 	in.VirtualMachineInstances = slices.Collect(maps.Values(vmis))
-	return r, ""
+	return in
 }
 
 // join adds to groups the names a VMI and the VM its owner reference names
