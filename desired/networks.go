@@ -503,27 +503,9 @@ func parseManaged(cniType string, obj map[string]json.RawMessage, where string) 
 	mc := &managedConfig{cniType: cniType}
 	noIPAM := false
 	if cniType == typeOVNKubernetes {
-		topology, _, err := stringField(obj, "topology", where)
-		if err != nil {
+		var err error
+		if noIPAM, err = parseOVNKubernetesKind(obj, where); err != nil {
 			return nil, err
-		}
-		switch topology {
-		case "":
-		case topologyLayer2:
-			noIPAM = true
-		default:
-			return nil, topologyError{where: where, topology: topology}
-		}
-		role, _, err := stringField(obj, "role", where)
-		if err != nil {
-			return nil, err
-		}
-		switch role {
-		case "", roleSecondary:
-		case rolePrimary:
-			return nil, roleError{where: where, role: role}
-		default:
-			return nil, nadConfigError(fmt.Sprintf("%s: \"role\" %q: not %s or %s", where, role, rolePrimary, roleSecondary))
 		}
 	}
 	subnets, _, err := stringField(obj, "subnets", where)
@@ -535,14 +517,9 @@ func parseManaged(cniType string, obj map[string]json.RawMessage, where string) 
 		return nil, nadConfigError(fmt.Sprintf("%s: \"subnets\" %v", where, err))
 	}
 	if cniType == typeKubeOVN {
-		prov, present, err := stringField(obj, "provider", where)
-		if err != nil {
+		if mc.provider, err = parseKubeOVNProvider(obj, where); err != nil {
 			return nil, err
 		}
-		if present && (!isDNSSubdomain(prov) || !strings.HasSuffix(prov, providerSuffix) || strings.Count(prov, ".") < 1) {
-			return nil, nadConfigError(fmt.Sprintf("%s: \"provider\" %q: not \"<name>.ovn\" (kube-ovn's form is \"<nad>.<namespace>.ovn\")", where, prov))
-		}
-		mc.provider = prov
 	}
 	if len(mc.subnets) == 0 && cniType == typeKubeOVN {
 		// kube-ovn's own form: the network is the Subnet of the provider.
@@ -551,23 +528,8 @@ func parseManaged(cniType string, obj map[string]json.RawMessage, where string) 
 	if len(mc.subnets) == 0 && !noIPAM {
 		return nil, nadConfigError(fmt.Sprintf("%s: %q is required for type %q", where, "subnets", cniType))
 	}
-	excl, _, err := stringField(obj, "excludeSubnets", where)
-	if err != nil {
+	if mc.exclude, err = parseExcludeSubnets(obj, where, len(mc.subnets) > 0); err != nil {
 		return nil, err
-	}
-	if len(mc.subnets) == 0 && strings.TrimSpace(excl) != "" {
-		return nil, nadConfigError(fmt.Sprintf("%s: \"excludeSubnets\" without \"subnets\": a network without IPAM has nothing to exclude", where))
-	}
-	for _, s := range strings.Split(excl, ",") {
-		s = strings.TrimSpace(s)
-		if s == "" {
-			continue
-		}
-		r, err := parseExclude(s)
-		if err != nil {
-			return nil, nadConfigError(fmt.Sprintf("%s: \"excludeSubnets\" %q: not a CIDR or IP address", where, s))
-		}
-		mc.exclude = append(mc.exclude, r)
 	}
 	gw, _, err := stringField(obj, "gateway", where)
 	if err != nil {
@@ -578,15 +540,7 @@ func parseManaged(cniType string, obj map[string]json.RawMessage, where string) 
 		return nil, nadConfigError(fmt.Sprintf("%s: \"gateway\" %v", where, err))
 	}
 	if cniType == typeKubeOVN {
-		// kube-ovn's convention: a subnet without a gateway given has its
-		// first address as the gateway, for IPv6 as for IPv4.
-		for _, p := range mc.subnets {
-			if !slices.ContainsFunc(mc.gateways, func(g netip.Addr) bool { return g.Is4() == p.Addr().Is4() }) {
-				if first, _ := usable(p); first != p.Addr() {
-					mc.gateways = append(mc.gateways, first)
-				}
-			}
-		}
+		mc.gateways = kubeOVNGateways(mc.subnets, mc.gateways)
 	}
 	if mc.dhcp, err = nadDHCP(obj, where); err != nil {
 		return nil, err
@@ -600,6 +554,89 @@ func parseManaged(cniType string, obj map[string]json.RawMessage, where string) 
 	}
 	mc.logicalSwitch = ls
 	return mc, nil
+}
+
+// parseOVNKubernetesKind reads an ovn-kubernetes NAD's topology and role:
+// ovn-sync manages secondary layer3 (the default) and layer2 networks, the
+// latter without IPAM when they have no subnets (noIPAM); any other is a
+// topologyError or roleError (not managed), or an invalid config.
+func parseOVNKubernetesKind(obj map[string]json.RawMessage, where string) (noIPAM bool, err error) {
+	topology, _, err := stringField(obj, "topology", where)
+	if err != nil {
+		return false, err
+	}
+	switch topology {
+	case "":
+	case topologyLayer2:
+		noIPAM = true
+	default:
+		return false, topologyError{where: where, topology: topology}
+	}
+	role, _, err := stringField(obj, "role", where)
+	if err != nil {
+		return false, err
+	}
+	switch role {
+	case "", roleSecondary:
+	case rolePrimary:
+		return false, roleError{where: where, role: role}
+	default:
+		return false, nadConfigError(fmt.Sprintf("%s: \"role\" %q: not %s or %s", where, role, rolePrimary, roleSecondary))
+	}
+	return noIPAM, nil
+}
+
+// parseKubeOVNProvider reads a kube-ovn NAD's provider, "" when it has
+// none: "<name>.ovn", kube-ovn's form being "<nad>.<namespace>.ovn".
+func parseKubeOVNProvider(obj map[string]json.RawMessage, where string) (string, error) {
+	prov, present, err := stringField(obj, "provider", where)
+	if err != nil {
+		return "", err
+	}
+	if present && (!isDNSSubdomain(prov) || !strings.HasSuffix(prov, providerSuffix) || strings.Count(prov, ".") < 1) {
+		return "", nadConfigError(fmt.Sprintf("%s: \"provider\" %q: not \"<name>.ovn\" (kube-ovn's form is \"<nad>.<namespace>.ovn\")", where, prov))
+	}
+	return prov, nil
+}
+
+// parseExcludeSubnets reads "excludeSubnets", a comma-separated list of
+// CIDRs, addresses and ranges; hasSubnets says the network has subnets to
+// exclude them from.
+func parseExcludeSubnets(obj map[string]json.RawMessage, where string, hasSubnets bool) ([]IPRange, error) {
+	excl, _, err := stringField(obj, "excludeSubnets", where)
+	if err != nil {
+		return nil, err
+	}
+	if !hasSubnets && strings.TrimSpace(excl) != "" {
+		return nil, nadConfigError(fmt.Sprintf("%s: \"excludeSubnets\" without \"subnets\": a network without IPAM has nothing to exclude", where))
+	}
+	var out []IPRange
+	for _, s := range strings.Split(excl, ",") {
+		s = strings.TrimSpace(s)
+		if s == "" {
+			continue
+		}
+		r, err := parseExclude(s)
+		if err != nil {
+			return nil, nadConfigError(fmt.Sprintf("%s: \"excludeSubnets\" %q: not a CIDR or IP address", where, s))
+		}
+		out = append(out, r)
+	}
+	return out, nil
+}
+
+// kubeOVNGateways adds to gateways, kube-ovn's convention, the first
+// address of each subnet of a family no gateway was given for, IPv6 as
+// IPv4.
+func kubeOVNGateways(subnets []netip.Prefix, gateways []netip.Addr) []netip.Addr {
+	for _, p := range subnets {
+		if !slices.ContainsFunc(gateways, func(g netip.Addr) bool { return g.Is4() == p.Addr().Is4() }) {
+			if first, _ := usable(p); first != p.Addr() {
+				gateways = append(gateways, first)
+			}
+		}
+	}
+	return gateways
 }
 
 // parseExclude reads a CIDR, a single address or a range "a..b".
