@@ -736,20 +736,16 @@ func (b *builder) buildNetworks(cfg Config, nads []*nadv1.NetworkAttachmentDefin
 		if sw == "" {
 			sw = nad.Name + "." + nad.Namespace
 		}
-		if other, taken := b.switchOwner[sw]; taken {
-			invalid("SwitchConflict", fmt.Sprintf("logical switch %q is already used by %s", sw, other))
-			continue
-		}
 		n := newNetwork(key, provider, sw, ownerNADPrefix+key, mc.subnets, mc.exclude, mc.gateways)
 		n.dhcp = mc.dhcp
-		if msg := b.outside(n); msg != "" {
-			invalid("InvalidNetworkAttachmentDefinition", "spec.config: \"subnets\" "+msg)
+		if conflict, outside := b.register(n, "NetworkAttachmentDefinition "+key); conflict != "" {
+			invalid("SwitchConflict", conflict)
+			continue
+		} else if outside != "" {
+			invalid("InvalidNetworkAttachmentDefinition", "spec.config: \"subnets\" "+outside)
 			continue
 		}
-		b.switchOwner[sw] = "NetworkAttachmentDefinition " + key
-		n.swID = b.switchID(sw)
 		b.nads[ref] = nadEntry{state: nadManaged, net: n, provider: provider, cc: cc}
-		b.networks = append(b.networks, n)
 		if cc.persistent && cc.name != "" {
 			if b.claimNets == nil {
 				b.claimNets = map[string][]*network{}
@@ -757,6 +753,24 @@ func (b *builder) buildNetworks(cfg Config, nads []*nadv1.NetworkAttachmentDefin
 			b.claimNets[cc.name] = append(b.claimNets[cc.name], n)
 		}
 	}
+}
+
+// register adds n, the network of a NAD or a Subnet, to the Build's, as
+// owner (which messages name): unless another network has its switch
+// (conflict says which) or a port of ours on it holds an address outside
+// its subnets (outside says which, b.outside). Every network but the
+// default one is registered so.
+func (b *builder) register(n *network, owner string) (conflict, outside string) {
+	if other, taken := b.switchOwner[n.sw]; taken {
+		return fmt.Sprintf("logical switch %q is already used by %s", n.sw, other), ""
+	}
+	if msg := b.outside(n); msg != "" {
+		return "", msg
+	}
+	n.swID = b.switchID(n.sw)
+	b.switchOwner[n.sw] = owner
+	b.networks = append(b.networks, n)
+	return "", ""
 }
 
 // inUse reports whether the NB holds ports of ours on the network named

@@ -210,17 +210,10 @@ func (b *builder) buildSubnets(cfg Config, subnets []*kubeovnv1.Subnet) {
 	k.byProvider = map[string][]*network{}
 	k.badProv = map[string]string{}
 	k.byNamespace = map[string][]*network{}
-	// taken is what each VPC's managed Subnets hold so far, the default
-	// network first (in kube-ovn's default VPC).
-	type placed struct {
-		name, vpc string
-		prefixes  []netip.Prefix
-	}
-	var taken []placed
-	defIdx := -1
+	t := &placements{def: -1}
 	if b.def != nil {
-		defIdx = 0
-		taken = append(taken, placed{name: "the default network (" + b.def.sw + ")", prefixes: b.defPrefixes()})
+		t.def = 0
+		t.taken = append(t.taken, placed{name: "the default network (" + b.def.sw + ")", prefixes: b.defPrefixes()})
 	}
 	sorted := sortedSubnets(subnets)
 	// The Subnet that is the default network goes first: it replaces the
@@ -232,85 +225,9 @@ func (b *builder) buildSubnets(cfg Config, subnets []*kubeovnv1.Subnet) {
 	for _, s := range sorted {
 		e := &subnetEntry{provider: subnetProvider(s), obj: s}
 		k.subnets[s.Name] = e
-		key := subnetKeyPrefix + s.Name
-		isDef := s.Name == cfg.DefaultSwitch
-		if isDef {
-			key = state.DefaultNetwork
-		}
-		invalid := func(reason, msg string) {
-			b.problem(kindSubnet, "", s.Name, reason, msg)
-			e.state = nadInvalid
-			if e.provider != providerDefault {
-				k.badProv[e.provider] = s.Name
-			}
-			if isDef {
-				// The default network is unknown: its ports stay as they are.
-				b.dropDefault()
-				if defIdx >= 0 {
-					taken[defIdx].prefixes = nil
-				}
-			}
-		}
-		if e.provider != providerDefault && !strings.HasSuffix(e.provider, providerSuffix) {
-			// IPAM only, for a CNI that is not OVN: no switch, no ports.
-			e.state = nadUnmanaged
-			if b.inUse(key) {
-				invalid("InvalidSubnet", fmt.Sprintf("spec.provider %q: not OVN's (the default \"ovn\" or \"<name>.ovn\"), "+
-					"but its switch and ports are in the NB: kept as they are while owners use it", e.provider))
-			}
+		n := b.buildSubnet(cfg, s, e, t)
+		if n == nil {
 			continue
-		}
-		if isDef && e.provider != providerDefault {
-			invalid("SwitchConflict", fmt.Sprintf("spec.provider %q: the Subnet named like the default network's switch must have provider %q", e.provider, providerDefault))
-			continue
-		}
-		if !isDNSSubdomain(s.Name) {
-			invalid("InvalidSubnet", fmt.Sprintf("metadata.name %s: not a valid object name", abbreviate(s.Name)))
-			continue
-		}
-		sp, err := parseSubnet(s)
-		if err != nil {
-			invalid("InvalidSubnet", err.Error())
-			continue
-		}
-		if i := slices.IndexFunc(taken, func(t placed) bool {
-			return sameVPC(t.vpc, s.Spec.Vpc) && overlaps(t.prefixes, sp.subnets)
-		}); i >= 0 && !(isDef && i == defIdx) {
-			invalid("SubnetOverlap", fmt.Sprintf("spec.cidrBlock %q overlaps %s", s.Spec.CIDRBlock, taken[i].name))
-			continue
-		}
-		if other, used := b.switchOwner[s.Name]; used && !isDef {
-			invalid("SwitchConflict", fmt.Sprintf("logical switch %q is already used by %s", s.Name, other))
-			continue
-		}
-		var n *network
-		if isDef {
-			n = newNetwork(state.DefaultNetwork, providerDefault, s.Name, ownerDefaultSwitch, sp.subnets, sp.exclude, sp.gateways)
-		} else {
-			n = newNetwork(key, e.provider, s.Name, ownerSubnetPrefix+s.Name, sp.subnets, sp.exclude, sp.gateways)
-		}
-		n.dhcp = sp.dhcp
-		if isDef && !s.Spec.EnableDHCP {
-			// The Subnet does not ask for DHCP: the config file decides.
-			n.dhcp = cfg.DefaultDHCP
-		}
-		if msg := b.outside(n); msg != "" {
-			invalid("InvalidSubnet", "spec.cidrBlock "+msg)
-			continue
-		}
-		n.swID = b.switchID(n.sw)
-		e.state, e.net = nadManaged, n
-		if isDef {
-			b.replaceDefault(n)
-			if defIdx < 0 {
-				defIdx = len(taken)
-				taken = append(taken, placed{})
-			}
-			taken[defIdx] = placed{name: "Subnet " + s.Name + " (the default network)", prefixes: sp.subnets}
-		} else {
-			b.switchOwner[n.sw] = "Subnet " + s.Name
-			b.networks = append(b.networks, n)
-			taken = append(taken, placed{name: "Subnet " + s.Name, vpc: s.Spec.Vpc, prefixes: sp.subnets})
 		}
 		if e.provider != providerDefault {
 			k.byProvider[e.provider] = append(k.byProvider[e.provider], n)
@@ -329,6 +246,100 @@ func (b *builder) buildSubnets(cfg Config, subnets []*kubeovnv1.Subnet) {
 			k.def = n
 		}
 	}
+}
+
+// placements are what each VPC's managed Subnets hold so far, the default
+// network first (in kube-ovn's default VPC): a Subnet that overlaps one of
+// its VPC's is invalid. def is the default network's, -1 while none.
+type placements struct {
+	taken []placed
+	def   int
+}
+
+type placed struct {
+	name, vpc string
+	prefixes  []netip.Prefix
+}
+
+// buildSubnet reads Subnet s into e and returns its network, registered
+// (the default network replaced, for the Subnet named like its switch), or
+// nil when it has none: not OVN's (IPAM only, for another CNI), or
+// invalid (a Problem says why).
+func (b *builder) buildSubnet(cfg Config, s *kubeovnv1.Subnet, e *subnetEntry, t *placements) *network {
+	key := subnetKeyPrefix + s.Name
+	isDef := s.Name == cfg.DefaultSwitch
+	if isDef {
+		key = state.DefaultNetwork
+	}
+	invalid := func(reason, msg string) *network {
+		b.problem(kindSubnet, "", s.Name, reason, msg)
+		e.state = nadInvalid
+		if e.provider != providerDefault {
+			b.kovn.badProv[e.provider] = s.Name
+		}
+		if isDef {
+			// The default network is unknown: its ports stay as they are.
+			b.dropDefault()
+			if t.def >= 0 {
+				t.taken[t.def].prefixes = nil
+			}
+		}
+		return nil
+	}
+	if e.provider != providerDefault && !strings.HasSuffix(e.provider, providerSuffix) {
+		// IPAM only, for a CNI that is not OVN: no switch, no ports.
+		e.state = nadUnmanaged
+		if b.inUse(key) {
+			return invalid("InvalidSubnet", fmt.Sprintf("spec.provider %q: not OVN's (the default \"ovn\" or \"<name>.ovn\"), "+
+				"but its switch and ports are in the NB: kept as they are while owners use it", e.provider))
+		}
+		return nil
+	}
+	if isDef && e.provider != providerDefault {
+		return invalid("SwitchConflict", fmt.Sprintf("spec.provider %q: the Subnet named like the default network's switch must have provider %q", e.provider, providerDefault))
+	}
+	if !isDNSSubdomain(s.Name) {
+		return invalid("InvalidSubnet", fmt.Sprintf("metadata.name %s: not a valid object name", abbreviate(s.Name)))
+	}
+	sp, err := parseSubnet(s)
+	if err != nil {
+		return invalid("InvalidSubnet", err.Error())
+	}
+	if i := slices.IndexFunc(t.taken, func(p placed) bool {
+		return sameVPC(p.vpc, s.Spec.Vpc) && overlaps(p.prefixes, sp.subnets)
+	}); i >= 0 && !(isDef && i == t.def) {
+		return invalid("SubnetOverlap", fmt.Sprintf("spec.cidrBlock %q overlaps %s", s.Spec.CIDRBlock, t.taken[i].name))
+	}
+	if !isDef {
+		n := newNetwork(key, e.provider, s.Name, ownerSubnetPrefix+s.Name, sp.subnets, sp.exclude, sp.gateways)
+		n.dhcp = sp.dhcp
+		if conflict, outside := b.register(n, "Subnet "+s.Name); conflict != "" {
+			return invalid("SwitchConflict", conflict)
+		} else if outside != "" {
+			return invalid("InvalidSubnet", "spec.cidrBlock "+outside)
+		}
+		e.state, e.net = nadManaged, n
+		t.taken = append(t.taken, placed{name: "Subnet " + s.Name, vpc: s.Spec.Vpc, prefixes: sp.subnets})
+		return n
+	}
+	n := newNetwork(state.DefaultNetwork, providerDefault, s.Name, ownerDefaultSwitch, sp.subnets, sp.exclude, sp.gateways)
+	n.dhcp = sp.dhcp
+	if !s.Spec.EnableDHCP {
+		// The Subnet does not ask for DHCP: the config file decides.
+		n.dhcp = cfg.DefaultDHCP
+	}
+	if msg := b.outside(n); msg != "" {
+		return invalid("InvalidSubnet", "spec.cidrBlock "+msg)
+	}
+	n.swID = b.switchID(n.sw)
+	e.state, e.net = nadManaged, n
+	b.replaceDefault(n)
+	if t.def < 0 {
+		t.def = len(t.taken)
+		t.taken = append(t.taken, placed{})
+	}
+	t.taken[t.def] = placed{name: "Subnet " + s.Name + " (the default network)", prefixes: sp.subnets}
+	return n
 }
 
 // indexNamespaces reads each Namespace's ovn.kubernetes.io/logical_switch.
