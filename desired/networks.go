@@ -679,79 +679,85 @@ func (b *builder) buildNetworks(cfg Config, nads []*nadv1.NetworkAttachmentDefin
 	})
 	b.nads = make(map[nadRef]nadEntry, len(sorted))
 	for _, nad := range sorted {
-		ref := nadRef{nad.Namespace, nad.Name}
-		if _, dup := b.nads[ref]; dup {
-			continue
+		if _, dup := b.nads[nadRef{nad.Namespace, nad.Name}]; !dup {
+			b.buildNAD(nad)
 		}
-		cc := parseClaimConfig(nad.Spec.Config)
-		invalid := func(reason, msg string) {
-			b.problem(kindNAD, nad.Namespace, nad.Name, reason, msg)
-			b.nads[ref] = nadEntry{state: nadInvalid, why: "is invalid"}
+	}
+}
+
+// buildNAD reads nad into b.nads: a network of ours registered, the
+// Subnet of its provider (a kube-ovn NAD without subnets), a network
+// ovn-sync does not manage, or invalid (a Problem says why).
+func (b *builder) buildNAD(nad *nadv1.NetworkAttachmentDefinition) {
+	ref := nadRef{nad.Namespace, nad.Name}
+	cc := parseClaimConfig(nad.Spec.Config)
+	invalid := func(reason, msg string) {
+		b.problem(kindNAD, nad.Namespace, nad.Name, reason, msg)
+		b.nads[ref] = nadEntry{state: nadInvalid, why: "is invalid"}
+	}
+	// unmanaged is an ovn-kubernetes network of a kind ovn-sync does
+	// not manage: a Problem on the NAD; ports already on it are kept.
+	unmanaged := func(reason string, err error, what string) {
+		msg := err.Error()
+		if b.inUse(ref.String()) {
+			msg += "; its switch and ports are in the NB: kept as they are while owners use it"
 		}
-		// unmanaged is an ovn-kubernetes network of a kind ovn-sync does
-		// not manage: a Problem on the NAD; ports already on it are kept.
-		unmanaged := func(reason string, err error, what string) {
-			msg := err.Error()
-			if b.inUse(ref.String()) {
-				msg += "; its switch and ports are in the NB: kept as they are while owners use it"
-			}
-			b.problem(kindNAD, nad.Namespace, nad.Name, reason, msg)
-			b.nads[ref] = nadEntry{state: nadInvalid, why: "is not managed: " + what, cc: cc, unmanaged: true}
+		b.problem(kindNAD, nad.Namespace, nad.Name, reason, msg)
+		b.nads[ref] = nadEntry{state: nadInvalid, why: "is not managed: " + what, cc: cc, unmanaged: true}
+	}
+	mc, un, err := parseNADConfig(nad.Spec.Config)
+	var te topologyError
+	var re roleError
+	switch {
+	case errors.As(err, &te):
+		unmanaged("UnmanagedTopology", err, "topology "+te.topology)
+		return
+	case errors.As(err, &re):
+		unmanaged("UnmanagedRole", err, "role "+re.role)
+		return
+	case err != nil:
+		invalid("InvalidNetworkAttachmentDefinition", err.Error())
+		return
+	case mc == nil && b.inUse(ref.String()):
+		invalid("InvalidNetworkAttachmentDefinition", fmt.Sprintf("%s: \"type\" %q: not a network ovn-sync manages (%s or %s), "+
+			"but its switch and ports are in the NB: kept as they are while owners use it", un.where, un.cniType, typeOVNKubernetes, typeKubeOVN))
+		return
+	case mc == nil:
+		b.nads[ref] = nadEntry{state: nadUnmanaged}
+		return
+	}
+	provider := nad.Name + "." + nad.Namespace + providerSuffix
+	if mc.provider != "" {
+		provider = mc.provider
+	}
+	if len(mc.subnets) == 0 && mc.cniType == typeKubeOVN {
+		b.nadBySubnet(nad, ref, provider)
+		if e, ok := b.nads[ref]; ok {
+			e.cc = cc
+			b.nads[ref] = e
 		}
-		mc, un, err := parseNADConfig(nad.Spec.Config)
-		var te topologyError
-		var re roleError
-		switch {
-		case errors.As(err, &te):
-			unmanaged("UnmanagedTopology", err, "topology "+te.topology)
-			continue
-		case errors.As(err, &re):
-			unmanaged("UnmanagedRole", err, "role "+re.role)
-			continue
-		case err != nil:
-			invalid("InvalidNetworkAttachmentDefinition", err.Error())
-			continue
-		case mc == nil && b.inUse(ref.String()):
-			invalid("InvalidNetworkAttachmentDefinition", fmt.Sprintf("%s: \"type\" %q: not a network ovn-sync manages (%s or %s), "+
-				"but its switch and ports are in the NB: kept as they are while owners use it", un.where, un.cniType, typeOVNKubernetes, typeKubeOVN))
-			continue
-		case mc == nil:
-			b.nads[ref] = nadEntry{state: nadUnmanaged}
-			continue
+		return
+	}
+	key := ref.String()
+	sw := mc.logicalSwitch
+	if sw == "" {
+		sw = nad.Name + "." + nad.Namespace
+	}
+	n := newNetwork(key, provider, sw, ownerNADPrefix+key, mc.subnets, mc.exclude, mc.gateways)
+	n.dhcp = mc.dhcp
+	if conflict, outside := b.register(n, "NetworkAttachmentDefinition "+key); conflict != "" {
+		invalid("SwitchConflict", conflict)
+		return
+	} else if outside != "" {
+		invalid("InvalidNetworkAttachmentDefinition", "spec.config: \"subnets\" "+outside)
+		return
+	}
+	b.nads[ref] = nadEntry{state: nadManaged, net: n, provider: provider, cc: cc}
+	if cc.persistent && cc.name != "" {
+		if b.claimNets == nil {
+			b.claimNets = map[string][]*network{}
 		}
-		provider := nad.Name + "." + nad.Namespace + providerSuffix
-		if mc.provider != "" {
-			provider = mc.provider
-		}
-		if len(mc.subnets) == 0 && mc.cniType == typeKubeOVN {
-			b.nadBySubnet(nad, ref, provider)
-			if e, ok := b.nads[ref]; ok {
-				e.cc = cc
-				b.nads[ref] = e
-			}
-			continue
-		}
-		key := ref.String()
-		sw := mc.logicalSwitch
-		if sw == "" {
-			sw = nad.Name + "." + nad.Namespace
-		}
-		n := newNetwork(key, provider, sw, ownerNADPrefix+key, mc.subnets, mc.exclude, mc.gateways)
-		n.dhcp = mc.dhcp
-		if conflict, outside := b.register(n, "NetworkAttachmentDefinition "+key); conflict != "" {
-			invalid("SwitchConflict", conflict)
-			continue
-		} else if outside != "" {
-			invalid("InvalidNetworkAttachmentDefinition", "spec.config: \"subnets\" "+outside)
-			continue
-		}
-		b.nads[ref] = nadEntry{state: nadManaged, net: n, provider: provider, cc: cc}
-		if cc.persistent && cc.name != "" {
-			if b.claimNets == nil {
-				b.claimNets = map[string][]*network{}
-			}
-			b.claimNets[cc.name] = append(b.claimNets[cc.name], n)
-		}
+		b.claimNets[cc.name] = append(b.claimNets[cc.name], n)
 	}
 }
 
