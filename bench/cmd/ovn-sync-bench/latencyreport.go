@@ -243,26 +243,6 @@ const latencyNotes = `
 - Each size runs in a child process of its own: incremental passes under each rate, then full ones. The
   machine is shared: the load average is given per column; compare the ratios, measured minutes apart in
   one run.
-` + "`bench/eventlat`" + `, which ` + "`BenchmarkEventToCommit`" + ` in cmd/ovn-sync runs too):
-  ` + "`reconcile.Loop`" + ` with a coalescing window of 20 ms, on client-go fake clientsets (the simple object
-  tracker: the field-managed one builds a REST mapper of the whole scheme at every create, some
-  milliseconds that are not the loop's) read through the real informers of ` + "`sources`" + `, against a fresh standalone ovsdb-server per size and kind of pass; publishing
-  is off. A real API server adds its own watch latency.
-- Columns on one switch put every pod on the default network's switch, whose ` + "`ports`" + ` set a pod creation
-  mutates in ovsdb-server; the column over several switches spreads the same pods evenly over the default
-  switch and kube-ovn Subnets bound to namespaces of their own (the events' pods and VMs on the default
-  switch), as kube-ovn clusters divide theirs. The targets and ratios are judged on one switch.
-- Events start once the loop has ended no pass for 2 s after the cold start (the cold start's last full
-  pass at 100k ports, most of a second after its ports are committed, is not the first event's).
-- Events, in turn, one at a time: ` + "`pod-add`" + ` creates a pod (done when its port is inserted); ` + "`vm-start`" + ` creates a
-  stopped VM's VMI and launcher pod (done when its port's requested-chassis names the node); ` + "`vm-stop`" + `
-  deletes them (done when requested-chassis is cleared); ` + "`migration`" + ` creates a migration and the target's
-  launcher pod (done when requested-chassis names both nodes), then undoes it, untimed.
-- Latency is from the fake client's create or delete call until a second NB client's cache reports the
-  port's insert or update. p99 is the sample at rank ⌊0.99·n⌋ of n: with fewer than 100 events of a kind,
-  the largest.
-- Each size runs in a child process of its own, incremental passes first, then full ones. The machine is
-  shared: the load average is given per column; compare the ratios, measured minutes apart in one run.
 `
 
 // memorySection is run mode's memory in RESULTS.md.
