@@ -49,7 +49,7 @@ func buildOwners(in Inputs, cfg Config, have state.State, sc *scope) Result {
 		ports = max(ports, have.Ports.Len())
 	}
 	b := newBuilder(in, have, ports)
-	b.scoped, b.cfg = sc, &cfg
+	b.scope, b.cfg = sc, &cfg
 	b.indexNamespaces(in.Namespaces)
 	b.indexClaims(in)
 	b.adopt = cfg.Adopt
@@ -137,9 +137,9 @@ type builder struct {
 	// a problem of a network (a NAD, a Subnet, the config).
 	problemOwners []string
 	notices       []Problem
-	// scoped is which owners this Build rebuilds, and what the last
+	// scope is which owners this Build rebuilds, and what the last
 	// result holds for the others.
-	scoped *scope
+	scope *scope
 	// again is set when a claim waits for a port this pass removes or
 	// readdresses (see Result.Again).
 	again bool
@@ -178,10 +178,10 @@ func newBuilder(in Inputs, have state.State, ports int) *builder {
 
 // ipObject is kube-ovn's IP object called name, nil if there is none.
 func (b *builder) ipObject(name string) *kubeovnv1.IP {
-	if b.scoped.all {
+	if b.scope.all {
 		return b.ips[name]
 	}
-	return b.scoped.objs.IP(name)
+	return b.scope.objs.IP(name)
 }
 
 // arena hands out values of T from chunks, so that many small values cost
@@ -236,8 +236,8 @@ func (b *builder) problemFor(o *owner, kind, ns, name, reason, msg string) {
 	id := ""
 	if o != nil {
 		id = o.id
-	} else if b.scoped.ownersStarted {
-		b.scoped.abort(why(ReasonUnowned, "a problem of no owner while reading owners: "+reason))
+	} else if b.scope.ownersStarted {
+		b.scope.abort(why(ReasonUnowned, "a problem of no owner while reading owners: "+reason))
 	}
 	b.problems = append(b.problems, Problem{Kind: kind, Namespace: ns, Name: name, Reason: reason, Message: msg})
 	b.problemOwners = append(b.problemOwners, id)
@@ -442,7 +442,7 @@ func (b *builder) add(s *portSpec) {
 	// One map operation in the common case: insert, and see whether the map
 	// grew. If it did not, the name was taken; the clash code puts back
 	// whichever spec wins.
-	if b.scoped.outside(s.name, b.have.Ports.Get(s.name), s.o) {
+	if b.scope.outside(s.name, b.have.Ports.Get(s.name), s.o) {
 		return
 	}
 	n := b.want.Ports.Len()
@@ -491,7 +491,7 @@ func (b *builder) ownedHave(o *owner, name string) *state.Port {
 // it is gone, as any row a pass deletes (a claim of them waits for the next
 // pass). A Build of every owner has no last result: every row stays.
 func (b *builder) stays(p *state.Port) bool {
-	return b.scoped.all || b.scoped.last(p.Name, p.Owner) != nil
+	return b.scope.all || b.scope.last(p.Name, p.Owner) != nil
 }
 
 // keepPort asks for o's have port called name, on the network of
@@ -634,7 +634,7 @@ func (b *builder) resolve() {
 // lastPort returns the last result's port of s's name and owner, if it has
 // one (a Build of every owner has no last result).
 func (b *builder) lastPort(s *portSpec) *state.Port {
-	return b.scoped.last(s.name, s.o.id)
+	return b.scope.last(s.name, s.o.id)
 }
 
 // startRequests settles, for a VM whose VMI runs, which request holds: the

@@ -115,7 +115,7 @@ func (m *ipam) resolve(name string) holderID {
 	}
 	p := m.b.have.Ports.Get(name)
 	if p == nil || m.differ[name] {
-		p = m.b.scoped.prior.Ports.Get(name)
+		p = m.b.scope.prior.Ports.Get(name)
 	}
 	id := holderID(len(m.ports))
 	m.ports = append(m.ports, p)
@@ -153,7 +153,7 @@ func (m *ipam) listed(e held) bool {
 	if !m.differ[name] || m.b.have.Ports.Get(name) == nil {
 		return false
 	}
-	return !m.b.scoped.rebuilds(m.b.scoped.prior.Ports.Get(name).Owner)
+	return !m.b.scope.rebuilds(m.b.scope.prior.Ports.Get(name).Owner)
 }
 
 // oncePerPort keeps the first holder of each port name and switch in g: a

@@ -288,7 +288,7 @@ func ipWords(a netip.Addr) (hi, lo uint64) {
 // that allocate in this pass mark what the list holds; the book keeps
 // windows of its own.
 func (b *builder) newIPAM() *ipam {
-	sc := b.scoped
+	sc := b.scope
 	m := &ipam{idx: sc.held, b: b, resolved: map[string]holderID{}, differ: map[string]bool{}}
 	list := func(p *state.Port) {
 		id := holderID(len(m.ports))
@@ -832,9 +832,9 @@ func (b *builder) keeps(p *state.Port, c int, a netip.Addr, x mac) bool {
 	}
 	s := b.specOf(p)
 	switch {
-	case s == nil && !b.scoped.rebuilds(p.Owner):
+	case s == nil && !b.scope.rebuilds(p.Owner):
 		// A port of an owner this Build leaves as it was.
-		return b.scoped.keeps(p)
+		return b.scope.keeps(p)
 	case s == nil:
 		return false // deleted by this pass
 	case s.kept():
@@ -864,8 +864,8 @@ func (b *builder) settle(m *ipam, g []held) {
 	var sws []uint32
 	for _, e := range g {
 		p := m.ports[e.id]
-		if p.Owned() && !b.scoped.rebuilds(p.Owner) {
-			b.scoped.abort(why(ReasonPortHeld, "an address held twice by a port of "+p.Owner))
+		if p.Owned() && !b.scope.rebuilds(p.Owner) {
+			b.scope.abort(why(ReasonPortHeld, "an address held twice by a port of "+p.Owner))
 			return
 		}
 		if e.k.sw == 0 {

@@ -68,9 +68,9 @@ const (
 //	                     provider
 //
 // A claim no owner looks up only reserves its addresses, which every Build
-// reads again from all claims, scoped or not, as it does a StatefulSet's.
+// reads again from all claims, whichever owners it rebuilds, as it does a StatefulSet's.
 // An IP object's reservation (a gone StatefulSet pod's, keepStatefulSetPorts)
-// is read again by every Build, scoped or not, from the sets and their IP
+// is read again by every Build, whichever owners it rebuilds, from the sets and their IP
 // objects: it only bounds what the owners rebuilt are given.
 var scopes = map[string]func(b *base, objs Objects, c ObjectRef, sel *touched) Why{
 	kindPod:                (*base).podScope,

@@ -38,7 +38,7 @@ func (b *builder) keepStatefulSetPorts(in Inputs) {
 			sets[nsName{s.Namespace, s.Name}] = s
 		}
 	}
-	sc := b.scoped
+	sc := b.scope
 	if len(sets) == 0 || b.have.Ports.Len() == 0 && len(b.ips) == 0 && sc.all {
 		return
 	}

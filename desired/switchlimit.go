@@ -84,7 +84,7 @@ func (b *builder) newOnSwitch(s *portSpec) bool {
 func (b *builder) limitPorts() {
 	limit := b.cfg.portLimit()
 	// Fewer ports in all than one switch can hold: none can be full.
-	if b.have.Ports.Len()+len(b.specs) <= limit && b.scoped.prior.Ports.Len()+len(b.specs) <= limit {
+	if b.have.Ports.Len()+len(b.specs) <= limit && b.scope.prior.Ports.Len()+len(b.specs) <= limit {
 		return
 	}
 	var fresh []*portSpec
@@ -95,10 +95,10 @@ func (b *builder) limitPorts() {
 			adds[s.net.sw]++
 		}
 	}
-	if !b.scoped.all {
+	if !b.scope.all {
 		for sw, n := range adds {
-			if b.scoped.refs[sw]+b.scoped.foreign[sw]+n > limit {
-				b.scoped.abort(why(ReasonSwitchFull, fmt.Sprintf("switch %s would hold more than %d ports", sw, limit)))
+			if b.scope.refs[sw]+b.scope.foreign[sw]+n > limit {
+				b.scope.abort(why(ReasonSwitchFull, fmt.Sprintf("switch %s would hold more than %d ports", sw, limit)))
 			}
 		}
 		return
