@@ -129,7 +129,7 @@ func BenchmarkBuild(b *testing.B) {
 
 // BenchmarkIncremental measures one event at n owners, side by side: a
 // full Build of the inputs with one new pod (what a pass cost before it
-// was incremental) and Incremental.Update for the same event (what a
+// was incremental) and Engine.Update for the same event (what a
 // Kubernetes-triggered pass costs now). The NB shows the last result.
 // Update looks objects up in indexes built once (ObjectsOf), as run mode
 // looks them up in the informers' indexes.
@@ -142,7 +142,7 @@ func BenchmarkIncremental(b *testing.B) {
 		var in, plusOne Inputs
 		var objs, objsPlusOne Objects
 		var have state.State
-		var x Incremental
+		var x Engine
 		setup := func(b *testing.B) {
 			if in.Pods != nil {
 				return

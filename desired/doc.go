@@ -46,7 +46,7 @@
 // There is one engine (incremental.go). Incremental keeps the last result
 // and its address book, and rebuilds the owners a change touches
 // (Update); Build is that engine with every owner to rebuild and nothing
-// kept, and Incremental.Full is Build that keeps its result for the next
+// kept, and Engine.Full is Build that keeps its result for the next
 // Update. The engine's result must equal Build's for the same inputs and
 // NB (see DESIGN.md, "One engine", for where and why it may not).
 //

@@ -16,7 +16,7 @@ import (
 // testdata/field as informer events, in random order: the networks first
 // (as a cluster has them before its workloads), then every pod, VM, VMI and
 // migration created one at a time, then VMs stopped and started again,
-// objects deleted and created again. After every event Incremental.Update
+// objects deleted and created again. After every event Engine.Update
 // must give what a full Build of the same inputs and NB gives, and every
 // owner keeps its addresses while its objects exist.
 func TestIncrementalFieldManifests(t *testing.T) {
@@ -54,7 +54,7 @@ func TestIncrementalFieldManifests(t *testing.T) {
 		}
 		in := c.inputs()
 		in.Subnets, in.Namespaces, in.StatefulSets, in.IPs = all.Subnets, all.Namespaces, all.StatefulSets, all.IPs
-		var x Incremental
+		var x Engine
 		have := state.New(0)
 		r := x.Full(in, cfg, have)
 		have = applied(have, r.Want)

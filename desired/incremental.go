@@ -11,15 +11,15 @@ import (
 	"github.com/ovn-sync/ovn-sync/state"
 )
 
-// Incremental is the engine: it keeps the last result and its address
-// book, and brings them up to date for the objects that changed,
-// rebuilding only the owners those objects touch: a pod its own ports; a
-// VM, a VMI, a migration or a virt-launcher pod the VM's (or the VMI's,
-// without a VM). Every other owner keeps the ports, problems and notices
-// it had. Full is the same engine with every owner to rebuild and nothing
-// kept (as Build). The result must be what Build gives for the same
-// inputs and NB; full passes check it (see reconcile), and the property
-// test drives it through random events against Build.
+// Engine is the one engine that builds the desired state. It keeps the
+// last result and its address book, and brings them up to date for the
+// objects that changed, rebuilding only the owners those objects touch: a
+// pod its own ports; a VM, a VMI, a migration or a virt-launcher pod the
+// VM's (or the VMI's, without a VM). Every other owner keeps the ports,
+// problems and notices it had. Full is the same engine with every owner
+// to rebuild and nothing kept (as Build). The result must be what Build
+// gives for the same inputs and NB; full passes check it (see reconcile),
+// and the property test drives it through random events against Build.
 //
 // Which owners a change of each kind of object touches is declared once
 // (scopes): a Namespace's the owners in it, a StatefulSet's its pods, an
@@ -38,9 +38,9 @@ import (
 // (drift) or reconnected. Until that apply is seen in the NB cache, their
 // addresses still count as held (the address book).
 //
-// The zero Incremental holds nothing: the first call must be Full. An
-// Incremental is not safe for concurrent use.
-type Incremental struct {
+// The zero Engine holds nothing: the first call must be Full. An
+// Engine is not safe for concurrent use.
+type Engine struct {
 	b *base
 }
 
@@ -127,10 +127,10 @@ func (r relations) take(k nsName) []string {
 }
 
 // Valid reports whether there is a result to update.
-func (x *Incremental) Valid() bool { return x.b != nil }
+func (x *Engine) Valid() bool { return x.b != nil }
 
 // Want returns the desired state of the last result, if there is one.
-func (x *Incremental) Want() (state.State, bool) {
+func (x *Engine) Want() (state.State, bool) {
 	if x.b == nil {
 		return state.State{}, false
 	}
@@ -138,7 +138,7 @@ func (x *Incremental) Want() (state.State, bool) {
 }
 
 // Reset forgets the last result: the next call must be Full.
-func (x *Incremental) Reset() { x.b = nil }
+func (x *Engine) Reset() { x.b = nil }
 
 // Note is what a caller records of the last result once it has diffed it
 // against the NB, and gets back with the next incremental result
@@ -152,7 +152,7 @@ type Note struct {
 }
 
 // Note records n of the last result, for the next Update to hand back.
-func (x *Incremental) Note(n Note) {
+func (x *Engine) Note(n Note) {
 	if x.b != nil {
 		x.b.note = &n
 	}
@@ -179,7 +179,7 @@ func (r *Result) Spliced() (s Spliced, ok bool) {
 }
 
 // Full builds every owner, as Build, and keeps the result for Update.
-func (x *Incremental) Full(in Inputs, cfg Config, have state.State) Result {
+func (x *Engine) Full(in Inputs, cfg Config, have state.State) Result {
 	b := newBase(cfg)
 	b.relate(in)
 	r := b.rebuildAll(in, cfg, have)
@@ -322,7 +322,7 @@ func (b *base) count(p *state.Port, d int) {
 // reads whole (Objects.Networks), not the number of objects.
 //
 // The Result's Ports (its facts) cover the owners rebuilt only.
-func (x *Incremental) Update(objs Objects, changed []ObjectRef, cfg Config, have state.State) (r Result, w Why) {
+func (x *Engine) Update(objs Objects, changed []ObjectRef, cfg Config, have state.State) (r Result, w Why) {
 	b := x.b
 	switch {
 	case b == nil:

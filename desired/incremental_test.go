@@ -459,7 +459,7 @@ func (c *cluster) eventOf(t *rapid.T, k int) []ObjectRef {
 }
 
 // TestIncrementalMatchesBuild drives random event sequences and checks,
-// after every event, that Incremental.Update gives what a full Build of the
+// after every event, that Engine.Update gives what a full Build of the
 // same inputs and NB gives. Between events the NB is what the last result
 // wanted (a pass applied it), except when an outside edit changes it or a
 // pass fails; both make the next pass a full one, as run mode does.
@@ -469,7 +469,7 @@ func TestIncrementalMatchesBuild(t *testing.T) {
 	rapid.Check(t, func(t *rapid.T) {
 		c := newCluster(t)
 		foreign := state.New(0)
-		var x Incremental
+		var x Engine
 		r := x.Full(c.inputs(), c.cfg, foreign)
 		have := applied(foreign, r.Want)
 		prev := r.Want
@@ -632,9 +632,9 @@ func runningVMI(name, node string, created metav1.Time) *kubevirtv1.VirtualMachi
 }
 
 // vmOnNode1 returns a cluster in which VM tenant/vm1 runs on node-1 (its
-// VM, VMI and launcher pod, created at created), an Incremental holding
+// VM, VMI and launcher pod, created at created), an Engine holding
 // its full result, and the NB that shows it applied.
-func vmOnNode1(t *testing.T) (c *cluster, x *Incremental, have state.State, created metav1.Time) {
+func vmOnNode1(t *testing.T) (c *cluster, x *Engine, have state.State, created metav1.Time) {
 	t.Helper()
 	cfg, err := NewConfig("ovn-default", []string{"10.16.0.0/24"}, []string{"10.16.0.1"})
 	if err != nil {
@@ -645,7 +645,7 @@ func vmOnNode1(t *testing.T) (c *cluster, x *Incremental, have state.State, crea
 	c.put(runningVM("vm1", created))
 	c.put(runningVMI("vm1", "node-1", created))
 	c.put(c.launcher("vm1", "src", "node-1", created))
-	x = &Incremental{}
+	x = &Engine{}
 	have = applied(state.New(0), x.Full(c.inputs(), cfg, state.New(0)).Want)
 	return c, x, have, created
 }
@@ -701,7 +701,7 @@ func TestIncrementalKeepsAddressOverLaggingNB(t *testing.T) {
 		t.Fatal(err)
 	}
 	c := &cluster{cfg: cfg, objects: map[ObjectRef]any{}}
-	var x Incremental
+	var x Engine
 	lagging := state.New(0) // the NB as its cache shows it: no pass's writes yet
 	x.Full(c.inputs(), cfg, lagging)
 	web := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "web"},
@@ -890,7 +890,7 @@ func TestIncrementalClaimOverLaggingNB(t *testing.T) {
 		return p
 	}
 	c.put(pod("a", 0, ""))
-	var x Incremental
+	var x Engine
 	have := state.New(0)
 	r := x.Full(c.inputs(), cfg, have)
 	have = applied(have, r.Want)
@@ -945,7 +945,7 @@ func TestIncrementalKeepsWhatFullKeeps(t *testing.T) {
 	for i := range 500 {
 		in.Pods = append(in.Pods, pod("default", fmt.Sprintf("base-%d", i), nil))
 	}
-	var x Incremental
+	var x Engine
 	last := x.Full(in, cfg, state.State{})
 	have := nbOf(last.Want)
 	const passes = 400
@@ -971,7 +971,7 @@ func TestIncrementalKeepsWhatFullKeeps(t *testing.T) {
 	}
 	// Both against the same NB, which stays.
 	incremental := freedBy(func() { x.Reset(); last = Result{} })
-	var full Incremental
+	var full Engine
 	full.Full(in, cfg, have)
 	whole := freedBy(full.Reset)
 	runtime.KeepAlive(have.Ports)
@@ -1025,7 +1025,7 @@ func TestIncrementalReaddressOverLaggingNB(t *testing.T) {
 	c.put(runningVM("vm3", older))
 	vm := runningVM("vm6", metav1.NewTime(older.Add(time.Hour)))
 	c.put(vm)
-	var x Incremental
+	var x Engine
 	r := x.Full(c.inputs(), cfg, state.New(0))
 	addr := func(r Result, name string) string {
 		t.Helper()
@@ -1104,7 +1104,7 @@ func TestIncrementalNoAddressFromRowLastPassDeletes(t *testing.T) {
 		Annotations: map[string]string{DefaultIPAnnotation: "10.16.0.5"}},
 		Status: corev1.PodStatus{Phase: corev1.PodPending}}
 	ref := c.put(db)
-	var x Incremental
+	var x Engine
 	r := x.Full(c.inputs(), cfg, state.New(0))
 	have := applied(state.New(0), r.Want)
 	if p := have.Ports.Get("db-0.tenant"); p == nil || !strings.Contains(p.Addresses[0], "10.16.0.5") {

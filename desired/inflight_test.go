@@ -38,7 +38,7 @@ func TestIncrementalInFlight(t *testing.T) {
 			c.put(c.launcher(name, "src", "node-1", vmi.CreationTimestamp))
 		}
 		s := &lagging{stores: maps.Clone(c.objects), queued: map[ObjectRef][]any{}, told: map[ObjectRef]bool{}}
-		var x Incremental
+		var x Engine
 		have := applied(state.New(0), x.Full(s.inputs(), c.cfg, state.New(0)).Want)
 		pass := func(step int, final bool) {
 			changed := s.take()

@@ -9,7 +9,7 @@ import (
 	kubeovnv1 "github.com/ovn-sync/ovn-sync/apis/kubeovn/v1"
 )
 
-// Objects looks up, by key, the objects Incremental.Update reads for the
+// Objects looks up, by key, the objects Engine.Update reads for the
 // owners it rebuilds, so that an Update costs what changed, not every
 // object. ObjectsOf implements it over Inputs; sources implements it over
 // the informers' stores and indexes.

@@ -11,7 +11,7 @@ import (
 	"github.com/ovn-sync/ovn-sync/state"
 )
 
-// Why says why Incremental.Update gave up and the caller must build in
+// Why says why Engine.Update gave up and the caller must build in
 // full: "" when it did not, else one of the Reasons, ": " and what it was.
 type Why string
 

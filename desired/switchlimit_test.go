@@ -132,7 +132,7 @@ func TestSwitchFullKeepsMovedPort(t *testing.T) {
 func TestSwitchFullIncrementalGivesUp(t *testing.T) {
 	cfg := limited(t, 3)
 	pods := olderPods("ns", 4)
-	var x Incremental
+	var x Engine
 	r := x.Full(Inputs{Pods: pods[:2]}, cfg, state.State{})
 	have := r.Want.Clone()
 	objs := ObjectsOf(Inputs{Pods: pods[:3]})

@@ -1,5 +1,5 @@
 // Package reconcile is ovn-sync's pass as a library: observe the NB, build
-// the desired state (desired.Build, or desired.Incremental when given one), diff it
+// the desired state (desired.Build, or desired.Engine when given one), diff it
 // (diff.Compute), guard it (diff.Plan.CheckDeletes), apply it
 // (apply.Apply), and compute again when the NB moved underneath — never
 // replaying a plan. Every caller runs the same pass: one-shot plan and

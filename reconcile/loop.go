@@ -69,7 +69,7 @@ type LoopOptions struct {
 	// wanted is in the NB then, and its addresses may be published.
 	Publish func(context.Context, Outcome, sources.Snapshot)
 	// FullPasses makes every pass rebuild every owner, whatever changed
-	// (desired.Incremental.Full). VerifyIncremental builds in
+	// (desired.Engine.Full). VerifyIncremental builds in
 	// full beside every incremental pass and counts where they differ
 	// (ovn_sync_incremental_mismatches_total), for tests.
 	FullPasses, VerifyIncremental bool
@@ -142,7 +142,7 @@ type Loop struct {
 	lastRead int
 	// inc keeps the desired state between passes; only the goroutine
 	// running passes uses it.
-	inc desired.Incremental
+	inc desired.Engine
 	// lastWant is the desired state of the last pass that succeeded since
 	// the lease was won (nil before the first); left is set when a pass
 	// that succeeded may have left rows of ours it did not want (a delete
@@ -387,10 +387,10 @@ func (l *Loop) read(opts *Options, t trigger) *reading {
 	if l.opts.FullPasses {
 		snap := l.src.Take()
 		l.noteRead(snap.Changed, snap.AllChanged)
-		opts.Incremental = &l.inc // no Changed: every owner
+		opts.Engine = &l.inc // no Changed: every owner
 		return &reading{snap: &snap, unreadable: snap.Unreadable, listed: true}
 	}
-	opts.Incremental = &l.inc
+	opts.Engine = &l.inc
 	opts.Verify = l.opts.VerifyIncremental
 	changeOnly := t&^trigRecheck == trigKube || t == trigRecheck
 	if changeOnly && !opts.Verify {

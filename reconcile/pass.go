@@ -46,18 +46,18 @@ type Options struct {
 	AllowMassDelete   bool
 	// Apply tunes the transactions.
 	Apply apply.Options
-	// Incremental, when set, keeps the desired state between passes. With
+	// Engine, when set, keeps the desired state between passes. With
 	// Changed set, the pass rebuilds only the owners those objects touch
-	// (desired.Incremental.Update), rebuilding every owner when it cannot;
-	// without, it rebuilds every owner (Incremental.Full). Only a
+	// (desired.Engine.Update), rebuilding every owner when it cannot;
+	// without, it rebuilds every owner (Engine.Full). Only a
 	// pass's first computation is incremental: one computed again (after
 	// apply.ErrStale or Result.Again) builds in full. An incremental
 	// computation over an NB that is a PortLog diffs only the ports of the
 	// owners rebuilt, those the last plan named and those whose rows
 	// changed since it was computed (diff.ComputePorts); anything else
 	// diffs every port.
-	Incremental *desired.Incremental
-	Changed     *[]desired.ObjectRef
+	Engine  *desired.Engine
+	Changed *[]desired.ObjectRef
 	// Objects is where Update looks up the objects it reads; without, a
 	// lookup over in (desired.ObjectsOf). List, when set, lists every
 	// object for a computation that builds in full after all (an Update
@@ -166,8 +166,8 @@ func (out *Outcome) compute(nb NB, inp *desired.Inputs, opts *Options) state.Sta
 	have, haveVersion := nb.StateVersion()
 	t1 := time.Now()
 	switch {
-	case opts.Incremental != nil:
-		out.build(opts.Incremental, inp, have, opts)
+	case opts.Engine != nil:
+		out.build(opts.Engine, inp, have, opts)
 	default:
 		opts.list(inp)
 		out.Result = desired.Build(*inp, opts.Config, have)
@@ -204,7 +204,7 @@ func (out *Outcome) diff(nb NB, have state.State, version uint64, opts *Options)
 	// nothing is noted, and the next diffs every port; so it does after a
 	// plan that names more ports than it would look up.
 	p := &out.Plan
-	if x := opts.Incremental; x != nil && p.Withheld == 0 && len(p.Changes)+len(p.Notices) <= maxScope(want) {
+	if x := opts.Engine; x != nil && p.Withheld == 0 && len(p.Changes)+len(p.Notices) <= maxScope(want) {
 		x.Note(desired.Note{Version: version, Ports: p.PortNames()})
 	}
 }
@@ -262,7 +262,7 @@ func planMismatch(scoped, full diff.Plan) string {
 }
 
 // build computes out.Result through x (see Options.Incremental).
-func (out *Outcome) build(x *desired.Incremental, in *desired.Inputs, have state.State, opts *Options) {
+func (out *Outcome) build(x *desired.Engine, in *desired.Inputs, have state.State, opts *Options) {
 	full := func() desired.Result {
 		opts.list(in)
 		return x.Full(*in, opts.Config, have)
@@ -313,7 +313,7 @@ func (out *Outcome) build(x *desired.Incremental, in *desired.Inputs, have state
 }
 
 // shows reports whether the NB shows the last result x holds as applied.
-func shows(x *desired.Incremental, have state.State) bool {
+func shows(x *desired.Engine, have state.State) bool {
 	last, ok := x.Want()
 	return ok && diff.Compute(last, have, diff.Policy{}).Empty()
 }

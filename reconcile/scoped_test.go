@@ -19,8 +19,8 @@ import (
 func TestPassScopedDiff(t *testing.T) {
 	nb := embeddedNB(t)
 	ctx := context.Background()
-	var x desired.Incremental
-	opts := Options{Config: config(t), MaxDeleteFraction: 1, Incremental: &x, Verify: true}
+	var x desired.Engine
+	opts := Options{Config: config(t), MaxDeleteFraction: 1, Engine: &x, Verify: true}
 	pods := func(names ...string) desired.Inputs {
 		var b strings.Builder
 		for _, n := range names {

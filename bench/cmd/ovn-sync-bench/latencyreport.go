@@ -294,7 +294,7 @@ const memoryNotes = `
 - The parts are measured apart once the loop has ended and its goroutines let go of what they held (the
   live heap no longer falling), over the NB it filled: the live heap after a GC
   (` + "`runtime.ReadMemStats`" + `, HeapAlloc) as each is added — informers started and synced, ` + "`observed.Dial`" + `
-  (the monitor's initial rows), ` + "`NB.State`" + `, ` + "`desired.Incremental.Full`" + ` — and as each is dropped in reverse.
+  (the monitor's initial rows), ` + "`NB.State`" + `, ` + "`desired.Engine.Full`" + ` — and as each is dropped in reverse.
   Closing the NB client drops its cache and the observed state together. The running loop also holds
   what a pass keeps between passes (the last plan and outcome), so its heap need not equal the sum.
 - Default GOGC, no GOMEMLIMIT (deploy/ sets one from the container's limit). The runtime then keeps

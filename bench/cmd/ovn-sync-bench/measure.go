@@ -147,7 +147,7 @@ func measureOvnSync(ctx context.Context, opts options, r *sizeResult, in desired
 
 	// One engine for every pass, as run mode keeps one; each pass
 	// rebuilds every owner, as a resync does.
-	src := source{in: in, engine: new(desired.Incremental)}
+	src := source{in: in, engine: new(desired.Engine)}
 	logf("%d: ovn-sync cold start", r.Size)
 	nb, want, err := coldStart(ctx, opts, srv, r, src, cfg)
 	if err != nil {
@@ -276,7 +276,7 @@ func churnPass(ctx context.Context, opts options, srv *server, nb *observed.NB, 
 // between passes.
 type source struct {
 	in     desired.Inputs
-	engine *desired.Incremental
+	engine *desired.Engine
 }
 
 // pass runs one ovn-sync pass through reconcile.Pass, as the run loop
@@ -296,7 +296,7 @@ func runPass(ctx context.Context, opts options, nb *observed.NB, src source, cfg
 	out, err := reconcile.Pass(ctx, target, src.in, reconcile.Options{
 		Config: cfg, MaxDeleteFraction: 1,
 		Apply:       apply.Options{MaxOpsPerTxn: opts.maxOps, InFlight: opts.inFlight},
-		Incremental: src.engine,
+		Engine:      src.engine,
 		BeforeApply: before,
 		Retries:     1,
 	})

@@ -65,7 +65,7 @@ const (
 	partInputs   = "informer inputs (stores of Pods, VMs, VMIs, migrations, NADs)"
 	partCache    = "NB client: Logical_Switch_Port view, libovsdb cache of the other tables"
 	partObserved = "observed state (state.State, its Index, the conversions kept)"
-	partDesired  = "desired/incremental state (desired.Incremental: result, held-address index)"
+	partDesired  = "desired state (desired.Engine: result, address book)"
 )
 
 // measureRunMemory measures run mode's memory at size ports, in a child
@@ -187,7 +187,7 @@ func runMemory(ctx context.Context, size int, idle time.Duration) (*runMemResult
 	h2 := heap()
 	have := nb.State()
 	h3 := heap()
-	var inc desired.Incremental
+	var inc desired.Engine
 	res := inc.Full(src.Inputs().Inputs, cfg, have)
 	h4 := heap()
 	if res.Want.Ports.Len() < r.Ports {
