@@ -31,7 +31,7 @@ type fakeSources struct {
 	pods    map[string]*corev1.Pod
 	version uint64
 	// changed and allChanged are what set and setSynced changed since the
-	// last Inputs call, as Informers records them.
+	// last take, as Informers records them.
 	changed    map[desired.ObjectRef]bool
 	allChanged bool
 	synced     map[sources.Kind]bool

@@ -39,11 +39,13 @@
 // (and Changes.Unreadable), and must stop the caller from deleting anything
 // that pass.
 //
-// Event handlers read no more of an object than its kind, namespace and
+// Event handlers note no more of an object than its kind, namespace and
 // name: they record it for the next Snapshot.Changed and signal Changes.
-// An update whose stored form reads as the old one did (a status, labels,
-// managed fields changed; the transforms keep none of them) records
-// nothing and signals nothing: InformerOptions.OnDrop counts it. The
-// caller starts the informers (Start runs client-go's goroutines until ctx is
-// done); this package reads no clock of its own.
+// An update whose stored form reads as the old one did (it changed only
+// what the transforms drop: a StatefulSet's status, a Namespace's labels,
+// managed fields) records nothing and signals nothing:
+// InformerOptions.OnDrop counts it. The caller starts the informers (Start
+// runs client-go's goroutines until ctx is done) and calls Discover at its
+// resyncs; the package keeps no clock of its own but the backoff between
+// discovery attempts after a CRD is established.
 package sources

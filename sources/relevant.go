@@ -3,14 +3,7 @@ package sources
 import (
 	"reflect"
 
-	appsv1 "k8s.io/api/apps/v1"
-	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime"
-
-	kubeovnv1 "github.com/ovn-sync/ovn-sync/apis/kubeovn/v1"
-	"github.com/ovn-sync/ovn-sync/desired"
 )
 
 // Most writes to the objects ovn-sync watches change nothing it reads: a
@@ -18,63 +11,19 @@ import (
 // (usingIPs, at every allocation), a VirtualMachine's printableStatus, the
 // managed fields of every write. The update event fires all the same, with
 // a new resourceVersion. The stores keep each object in a lean form (the
-// transforms below, stripPod, leanKubeVirt and the stored forms) that holds
-// only what ovn-sync reads; an update whose old and new lean forms are
-// equal but for the bookkeeping every write moves (resourceVersion,
-// generation, managed fields) is no change: it names nothing and starts no
-// pass (Informers.watch, sameRead).
+// informers' transforms: stripPod, typedTransform and the stored forms)
+// that holds only what ovn-sync reads; an update whose old and new lean
+// forms are equal but for the bookkeeping every write moves
+// (resourceVersion, generation, managed fields) is no change: it names
+// nothing and starts no pass (Informers.watch, sameRead).
 
-// leanNamespace keeps of a Namespace its identity and the annotation Build
-// reads (desired.NamespaceSwitchAnnotation): a label or any other
-// annotation edited is then no change.
-func leanNamespace(ns *corev1.Namespace) *corev1.Namespace {
-	lean := &corev1.Namespace{TypeMeta: ns.TypeMeta, ObjectMeta: identity(ns.ObjectMeta)}
-	if v, ok := ns.Annotations[desired.NamespaceSwitchAnnotation]; ok {
-		lean.Annotations = map[string]string{desired.NamespaceSwitchAnnotation: v}
-	}
-	return lean
-}
-
-// leanStatefulSet keeps of a StatefulSet its identity (and whether it is
-// being deleted), its replicas and ordinals: its status, written at every
-// replica that becomes ready, is dropped.
-func leanStatefulSet(s *appsv1.StatefulSet) *appsv1.StatefulSet {
-	return &appsv1.StatefulSet{
-		TypeMeta:   s.TypeMeta,
-		ObjectMeta: identity(s.ObjectMeta),
-		Spec:       appsv1.StatefulSetSpec{Replicas: s.Spec.Replicas, Ordinals: s.Spec.Ordinals},
-	}
-}
-
-// leanKubeOVN keeps of a kube-ovn Subnet its identity and spec, of an IP
-// object its identity and the fields of its spec Build reads: the owner
-// it names, the switch, the addresses. (apis/kubeovn/v1 has no status for
-// either: the conversion drops it.) An IP object's node, container and
-// attachments, which kube-ovn rewrites when a pod is created again, are
-// dropped. Other objects pass through.
-func leanKubeOVN(obj runtime.Object) runtime.Object {
-	switch o := obj.(type) {
-	case *kubeovnv1.Subnet:
-		return &kubeovnv1.Subnet{TypeMeta: o.TypeMeta, ObjectMeta: identity(o.ObjectMeta), Spec: o.Spec}
-	case *kubeovnv1.IP:
-		sp := &o.Spec
-		return &kubeovnv1.IP{TypeMeta: o.TypeMeta, ObjectMeta: identity(o.ObjectMeta), Spec: kubeovnv1.IPSpec{
-			PodName: sp.PodName, Namespace: sp.Namespace, Subnet: sp.Subnet,
-			IPAddress: sp.IPAddress, V4IPAddress: sp.V4IPAddress, V6IPAddress: sp.V6IPAddress, MacAddress: sp.MacAddress,
-		}}
-	}
-	return obj
-}
-
-// identity is what names an object, orders it (its creation) and says it is
-// being deleted, and its resourceVersion: of the few kinds every Build
-// reads whole, no more of their metadata is read. A Problem or an Event
-// names the object by kind, namespace, name and UID.
-func identity(m metav1.ObjectMeta) metav1.ObjectMeta {
-	return metav1.ObjectMeta{
-		Name: m.Name, Namespace: m.Namespace, UID: m.UID, ResourceVersion: m.ResourceVersion,
-		CreationTimestamp: m.CreationTimestamp, DeletionTimestamp: m.DeletionTimestamp,
-	}
+// sameVersion reports whether a and b, one object before and after an
+// update, have the same resourceVersion: a relist delivering the object
+// unchanged.
+func sameVersion(a, b any) bool {
+	ma, err1 := meta.Accessor(Unwrap(a))
+	mb, err2 := meta.Accessor(Unwrap(b))
+	return err1 == nil && err2 == nil && ma.GetResourceVersion() != "" && ma.GetResourceVersion() == mb.GetResourceVersion()
 }
 
 // sameRead reports whether old and cur, the stored forms of one object
