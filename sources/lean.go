@@ -34,12 +34,8 @@ func stripPod(obj any) (any, error) {
 		p.Obj = o
 		return p, err
 	case *corev1.Pod:
-		return &corev1.Pod{
-			TypeMeta:   p.TypeMeta,
-			ObjectMeta: leanMeta(p.ObjectMeta),
-			Spec:       corev1.PodSpec{NodeName: p.Spec.NodeName, HostNetwork: p.Spec.HostNetwork},
-			Status:     corev1.PodStatus{Phase: p.Status.Phase},
-		}, nil
+		s := storePod(p)
+		return s.pod(), nil
 	case *appsv1.StatefulSet:
 		return leanStatefulSet(p), nil
 	case *corev1.Namespace:
@@ -139,23 +135,11 @@ func (u *unconvertible) unreadable(k Kind) Unreadable {
 func leanKubeVirt(obj runtime.Object) runtime.Object {
 	switch o := obj.(type) {
 	case *kubevirtv1.VirtualMachine:
-		lean := &kubevirtv1.VirtualMachine{TypeMeta: o.TypeMeta, ObjectMeta: leanMeta(o.ObjectMeta)}
-		if t := o.Spec.Template; t != nil {
-			lean.Spec.Template = &kubevirtv1.VirtualMachineInstanceTemplateSpec{
-				ObjectMeta: metav1.ObjectMeta{Annotations: t.ObjectMeta.Annotations, Labels: t.ObjectMeta.Labels},
-				Spec:       leanVMISpec(&t.Spec),
-			}
-		}
-		lean.Spec.Running, lean.Spec.RunStrategy = o.Spec.Running, o.Spec.RunStrategy
-		return lean
+		s := storeVM(o)
+		return s.vm()
 	case *kubevirtv1.VirtualMachineInstance:
-		return &kubevirtv1.VirtualMachineInstance{
-			TypeMeta: o.TypeMeta, ObjectMeta: leanMeta(o.ObjectMeta),
-			Spec: leanVMISpec(&o.Spec),
-			Status: kubevirtv1.VirtualMachineInstanceStatus{
-				NodeName: o.Status.NodeName, Phase: o.Status.Phase, MigrationState: o.Status.MigrationState,
-			},
-		}
+		s := storeVMI(o)
+		return s.vmi()
 	case *kubevirtv1.VirtualMachineInstanceMigration:
 		return &kubevirtv1.VirtualMachineInstanceMigration{
 			TypeMeta: o.TypeMeta, ObjectMeta: leanMeta(o.ObjectMeta),
@@ -164,13 +148,6 @@ func leanKubeVirt(obj runtime.Object) runtime.Object {
 		}
 	}
 	return obj
-}
-
-// leanVMISpec is the part of a VMI spec ovn-sync reads: networks and
-// interfaces (the fields storedVMISpec holds).
-func leanVMISpec(s *kubevirtv1.VirtualMachineInstanceSpec) kubevirtv1.VirtualMachineInstanceSpec {
-	st := storeVMISpec(s)
-	return st.spec()
 }
 
 // leanNamespace keeps of a Namespace its identity and the annotation Build

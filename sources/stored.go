@@ -20,8 +20,12 @@ import (
 // kept between passes holds ports alone.
 //
 // A stored object is made from the lean API object and gives it back
-// unchanged (TestStoredRoundTrip): the stores hold no less than before,
-// only in less room.
+// unchanged (TestStoredRoundTrip): the stores hold no less than the lean
+// API objects would, only in less room. The transforms name the fields
+// kept of these kinds only here, in each kind's store function (storePod,
+// storeVM, storeVMI) and in the API object its stored form gives back:
+// stripPod and leanKubeVirt return that object, so the lean and the stored
+// forms cannot keep different fields.
 
 // stored is an object in its stored form.
 type stored interface {
@@ -41,6 +45,14 @@ type storedPod struct {
 	hostNetwork bool
 }
 
+// storePod is the stored form of p: its metadata without managed fields
+// and kubectl's last-applied copy (leanMeta), and of its spec and status
+// the node, host networking and phase.
+func storePod(p *corev1.Pod) storedPod {
+	return storedPod{TypeMeta: p.TypeMeta, ObjectMeta: leanMeta(p.ObjectMeta),
+		node: p.Spec.NodeName, phase: p.Status.Phase, hostNetwork: p.Spec.HostNetwork}
+}
+
 func (p *storedPod) object() runtime.Object { return p.pod() }
 
 func (p *storedPod) pod() *corev1.Pod {
@@ -56,7 +68,9 @@ func (p *storedPod) DeepCopyObject() runtime.Object {
 	return compact(p.pod().DeepCopy()).(runtime.Object)
 }
 
-// storedVMISpec holds what leanVMISpec keeps of a VMI's spec.
+// storedVMISpec holds what leanKubeVirt keeps of a VMI's spec, or of a
+// VM template's: its networks and interfaces, and whether the pod network
+// is attached by default.
 type storedVMISpec struct {
 	networks   []kubevirtv1.Network
 	interfaces []kubevirtv1.Interface
@@ -90,6 +104,17 @@ type storedTemplate struct {
 	spec                storedVMISpec
 }
 
+// storeVM is the stored form of v: its metadata as leanMeta keeps it,
+// whether it runs, and of its template the annotations, labels and spec
+// (storeVMISpec).
+func storeVM(v *kubevirtv1.VirtualMachine) storedVM {
+	s := storedVM{TypeMeta: v.TypeMeta, ObjectMeta: leanMeta(v.ObjectMeta), running: v.Spec.Running, runStrategy: v.Spec.RunStrategy}
+	if t := v.Spec.Template; t != nil {
+		s.template = &storedTemplate{annotations: t.ObjectMeta.Annotations, labels: t.ObjectMeta.Labels, spec: storeVMISpec(&t.Spec)}
+	}
+	return s
+}
+
 func (v *storedVM) object() runtime.Object { return v.vm() }
 
 func (v *storedVM) vm() *kubevirtv1.VirtualMachine {
@@ -118,6 +143,14 @@ type storedVMI struct {
 	migration *kubevirtv1.VirtualMachineInstanceMigrationState
 }
 
+// storeVMI is the stored form of v: its metadata as leanMeta keeps it, its
+// spec (storeVMISpec), and of its status the node, phase and migration
+// state.
+func storeVMI(v *kubevirtv1.VirtualMachineInstance) storedVMI {
+	return storedVMI{TypeMeta: v.TypeMeta, ObjectMeta: leanMeta(v.ObjectMeta), spec: storeVMISpec(&v.Spec),
+		node: v.Status.NodeName, phase: v.Status.Phase, migration: v.Status.MigrationState}
+}
+
 func (v *storedVMI) object() runtime.Object { return v.vmi() }
 
 func (v *storedVMI) vmi() *kubevirtv1.VirtualMachineInstance {
@@ -132,26 +165,23 @@ func (v *storedVMI) DeepCopyObject() runtime.Object {
 	return compact(v.vmi().DeepCopy()).(runtime.Object)
 }
 
-// compact is obj in its stored form, if its kind has one: obj must be
-// what stripPod or leanKubeVirt returned, as it keeps only their fields.
-// Other objects, and objects already stored, pass through.
+// compact is obj in its stored form, if its kind has one: of a pod, VM or
+// VMI, what stripPod or leanKubeVirt keeps. Other objects, and objects
+// already stored, pass through.
 func compact(obj any) any {
 	switch o := obj.(type) {
 	case cache.DeletedFinalStateUnknown:
 		o.Obj = compact(o.Obj)
 		return o
 	case *corev1.Pod:
-		return &storedPod{TypeMeta: o.TypeMeta, ObjectMeta: o.ObjectMeta,
-			node: o.Spec.NodeName, phase: o.Status.Phase, hostNetwork: o.Spec.HostNetwork}
+		s := storePod(o)
+		return &s
 	case *kubevirtv1.VirtualMachine:
-		v := &storedVM{TypeMeta: o.TypeMeta, ObjectMeta: o.ObjectMeta, running: o.Spec.Running, runStrategy: o.Spec.RunStrategy}
-		if t := o.Spec.Template; t != nil {
-			v.template = &storedTemplate{annotations: t.ObjectMeta.Annotations, labels: t.ObjectMeta.Labels, spec: storeVMISpec(&t.Spec)}
-		}
-		return v
+		s := storeVM(o)
+		return &s
 	case *kubevirtv1.VirtualMachineInstance:
-		return &storedVMI{TypeMeta: o.TypeMeta, ObjectMeta: o.ObjectMeta, spec: storeVMISpec(&o.Spec),
-			node: o.Status.NodeName, phase: o.Status.Phase, migration: o.Status.MigrationState}
+		s := storeVMI(o)
+		return &s
 	}
 	return obj
 }
