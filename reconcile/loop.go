@@ -69,7 +69,7 @@ type LoopOptions struct {
 	// wanted is in the NB then, and its addresses may be published.
 	Publish func(context.Context, Outcome, sources.Snapshot)
 	// FullPasses makes every pass rebuild every owner, whatever changed
-	// (desired.Engine.Full). VerifyIncremental builds in
+	// (desired.Build). VerifyIncremental builds in
 	// full beside every incremental pass and counts where they differ
 	// (ovn_sync_incremental_mismatches_total), for tests.
 	FullPasses, VerifyIncremental bool
@@ -387,7 +387,8 @@ func (l *Loop) read(opts *Options, t trigger) *reading {
 	if l.opts.FullPasses {
 		snap := l.src.Take()
 		l.noteRead(snap.Changed, snap.AllChanged)
-		opts.Engine = &l.inc // no Changed: every owner
+		// No engine: every pass is a Build of every owner, and no update
+		// follows to need the engine's indexes.
 		return &reading{snap: &snap, unreadable: snap.Unreadable, listed: true}
 	}
 	opts.Engine = &l.inc
@@ -458,7 +459,7 @@ const BurstChanges = 64
 
 // noteRead records how many changed objects the pass read (every one when
 // the source could not tell which).
-func (l *Loop) noteRead(changed []desired.ObjectRef, all bool) {
+func (l *Loop) noteRead(changed []state.ObjectRef, all bool) {
 	l.lastRead = len(changed)
 	if all {
 		l.lastRead = BurstChanges

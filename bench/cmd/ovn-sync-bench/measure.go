@@ -145,9 +145,8 @@ func measureOvnSync(ctx context.Context, opts options, r *sizeResult, in desired
 	}
 	defer srv.stop()
 
-	// One engine for every pass, as run mode keeps one; each pass
-	// rebuilds every owner, as a resync does.
-	src := source{in: in, engine: new(desired.Engine)}
+	// Each pass rebuilds every owner (desired.Build), as a resync does.
+	src := source{in: in}
 	logf("%d: ovn-sync cold start", r.Size)
 	nb, want, err := coldStart(ctx, opts, srv, r, src, cfg)
 	if err != nil {
@@ -257,7 +256,7 @@ func churnPass(ctx context.Context, opts options, srv *server, nb *observed.NB, 
 		return res, err
 	}
 	server0, _ := srv.cpu()
-	p, want, err := runPass(ctx, opts, nb, source{in: changed, engine: src.engine}, cfg, nil)
+	p, want, err := runPass(ctx, opts, nb, source{in: changed}, cfg, nil)
 	server1, _ := srv.cpu()
 	stop()
 	res.pass, res.ServerCPU = p, server1-server0
@@ -272,16 +271,14 @@ func churnPass(ctx context.Context, opts options, srv *server, nb *observed.NB, 
 	return res, waitCache(ctx, nb, want.Ports.Len())
 }
 
-// source is what a pass builds from: the inputs, and the engine kept
-// between passes.
+// source is what a pass builds from: the inputs.
 type source struct {
-	in     desired.Inputs
-	engine *desired.Engine
+	in desired.Inputs
 }
 
 // pass runs one ovn-sync pass through reconcile.Pass, as the run loop
 // does it: snapshot the cache, build the desired state (through the
-// source's engine, every owner), diff, and apply in batches as opts say. bar, if not nil,
+// every owner), diff, and apply in batches as opts say. bar, if not nil,
 // follows the operations committed.
 func runPass(ctx context.Context, opts options, nb *observed.NB, src source, cfg desired.Config, bar *progress) (pass, state.State, error) {
 	var target reconcile.NB = nb
@@ -296,7 +293,6 @@ func runPass(ctx context.Context, opts options, nb *observed.NB, src source, cfg
 	out, err := reconcile.Pass(ctx, target, src.in, reconcile.Options{
 		Config: cfg, MaxDeleteFraction: 1,
 		Apply:       apply.Options{MaxOpsPerTxn: opts.maxOps, InFlight: opts.inFlight},
-		Engine:      src.engine,
 		BeforeApply: before,
 		Retries:     1,
 	})

@@ -513,7 +513,7 @@ const methodNotes = `
   cost at its two ends; the range given bounds that part by the cheaper and the dearer end.
 - (c) No-op: full passes (` + "`State`" + `, ` + "`Build`" + `, ` + "`Compute`" + `, ` + "`Apply`" + ` of the empty plan) over the warm cache; the
   first pass after the cold start converts every cached row and builds (the NB changed), and is shown
-  apart; the median is of the others. Each pass rebuilds every owner (` + "`desired.Engine.Full`" + `), as
+  apart; the median is of the others. Each pass rebuilds every owner (` + "`desired.Build`" + `), as
   run mode's resync does, and diffs against the whole NB. Zero transactions is checked twice: Apply's count, and the records of the NB file (a standalone
   ovsdb-server appends one per committed transaction).
 - (d) Churn: 1% of the ports' owners change (a quarter of a percent of pods deleted, as many created, half
