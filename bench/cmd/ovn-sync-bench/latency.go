@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"math/rand/v2"
 	"os"
 	"os/exec"
 	"strconv"
@@ -84,7 +85,8 @@ func measureLatency(ctx context.Context, opts options, size int) ([]latencyResul
 		churn[i] = strconv.Itoa(c)
 	}
 	err := inChild(ctx, []string{"-child-latency", strconv.Itoa(size), "-latency-rounds", strconv.Itoa(opts.latencyRounds),
-		"-latency-churn", strings.Join(churn, ","), "-latency-switch-ports", strconv.Itoa(opts.latencySwitchPorts)}, &rs)
+		"-latency-churn", strings.Join(churn, ","), "-latency-switch-ports", strconv.Itoa(opts.latencySwitchPorts),
+		"-latency-gap", opts.latencyGap.String()}, &rs)
 	return rs, err
 }
 
@@ -92,7 +94,7 @@ func measureLatency(ctx context.Context, opts options, size int) ([]latencyResul
 func latencyAtSize(ctx context.Context, opts options, size int) ([]latencyResult, error) {
 	var rs []latencyResult
 	for _, run := range latencyRuns(opts) {
-		r, err := latencyAt(ctx, size, latencySwitches(size, opts.latencySwitchPorts), run, opts.latencyRounds)
+		r, err := latencyAt(ctx, size, latencySwitches(size, opts.latencySwitchPorts), run, opts.latencyRounds, opts.latencyGap)
 		if err != nil {
 			return nil, err
 		}
@@ -101,10 +103,10 @@ func latencyAtSize(ctx context.Context, opts options, size int) ([]latencyResult
 	return rs, nil
 }
 
-// latencyAt runs rounds rounds of every event kind, in turn, on one loop
-// over size existing pods spread over switches switches, building and
-// written to as run says, on a fresh server.
-func latencyAt(ctx context.Context, size, switches int, run latencyRun, rounds int) (latencyResult, error) {
+// latencyAt runs rounds rounds of every event kind, in turn, about gap
+// apart, on one loop over size existing pods spread over switches
+// switches, building and written to as run says, on a fresh server.
+func latencyAt(ctx context.Context, size, switches int, run latencyRun, rounds int, gap time.Duration) (latencyResult, error) {
 	r := latencyResult{Existing: size, Passes: run.passes, Switches: switches, Churn: run.churn, Samples: map[eventlat.Event][]time.Duration{}}
 	srv, err := startServer(ctx)
 	if err != nil {
@@ -124,6 +126,9 @@ func latencyAt(ctx context.Context, size, switches int, run latencyRun, rounds i
 	bar := newProgress(fmt.Sprintf("(g) %d %s %d/s", size, run.passes, run.churn), rounds)
 	for i := range rounds {
 		for _, ev := range eventlat.Events {
+			// A pause drawn at random, so that background writes fall
+			// at every phase of an event, not in step with them.
+			time.Sleep(gap/2 + rand.N(gap+1))
 			d, err := c.Do(ctx, ev)
 			if err != nil {
 				c.Close()

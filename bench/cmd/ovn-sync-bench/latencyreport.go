@@ -233,7 +233,8 @@ const latencyNotes = `
   (` + "`ovn_sync_changes_dropped_total`" + `); the passes counted while events ran are the events' own.
 - Events start once the loop has ended no pass for 2 s after the cold start (the cold start's last full
   pass at 100k ports, most of a second after its ports are committed, is not the first event's).
-- Events, in turn, one at a time: ` + "`pod-add`" + ` creates a pod (done when its port is inserted); ` + "`vm-start`" + ` creates a
+- Events, in turn, one at a time, with a pause drawn evenly from 0.5 to 1.5 times ` + "`-latency-gap`" + ` (50 ms)
+  before each, so that background writes fall at every phase of an event: ` + "`pod-add`" + ` creates a pod (done when its port is inserted); ` + "`vm-start`" + ` creates a
   stopped VM's VMI and launcher pod (done when its port's requested-chassis names the node); ` + "`vm-stop`" + `
   deletes them (done when requested-chassis is cleared); ` + "`migration`" + ` creates a migration and the target's
   launcher pod (done when requested-chassis names both nodes), then undoes it, untimed.

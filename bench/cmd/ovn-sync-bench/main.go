@@ -27,7 +27,8 @@
 //	    -latency-sizes pods already there (default 1k, 10k and 100k; empty
 //	    skips it), spread over switches of at most -latency-switch-ports
 //	    pods: a pod created, a VM started and stopped, a migration started,
-//	    -latency-rounds times each, with incremental passes under each
+//	    -latency-rounds times each, -latency-gap apart on average, with
+//	    incremental passes under each
 //	    -latency-churn rate of background writes (default quiet, 10 and
 //	    100 a second), and with full passes, quiet; each size in a child
 //	    process of its own. -latency-only measures (g) alone and replaces
@@ -102,6 +103,7 @@ type options struct {
 	// on one switch. latencyOnly measures (g) alone.
 	latencySizes       []int
 	latencyRounds      int
+	latencyGap         time.Duration
 	latencyChurn       []int
 	latencySwitchPorts int
 	latencyOnly        bool
@@ -143,6 +145,7 @@ func parseFlags(args []string) (options, error) {
 	fs.StringVar(&o.baseline, "oneshot-baseline", "", "another ovn-sync `binary` to measure in (h) beside the first, e.g. built from an older commit")
 	latencySizes := fs.String("latency-sizes", "1000,10000,100000", "comma-separated existing pods of the event latency measurement (g); empty skips it")
 	fs.IntVar(&o.latencyRounds, "latency-rounds", 50, "events of each kind (g) times per size and kind of pass")
+	fs.DurationVar(&o.latencyGap, "latency-gap", 50*time.Millisecond, "mean pause between two events of (g), drawn evenly from 0.5 to 1.5 times it, so that background writes fall between and during events")
 	latencyChurn := fs.String("latency-churn", "0,10,100", "comma-separated rates (writes a second) of background writes that change nothing read, under which (g) measures incremental passes; 0 is quiet")
 	fs.IntVar(&o.latencySwitchPorts, "latency-switch-ports", 25000, "the most existing pods (g) puts on one switch: they spread over the default switch and kube-ovn Subnets, two switches at least")
 	fs.BoolVar(&o.latencyOnly, "latency-only", false, "measure (g) alone and replace its section of -results")
