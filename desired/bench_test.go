@@ -155,7 +155,7 @@ func BenchmarkIncremental(b *testing.B) {
 			runtime.GC()
 			b.StartTimer()
 		}
-		added := []ObjectRef{{Kind: kindPod, Namespace: "ns-0", Name: "new"}}
+		added := []state.ObjectRef{{Kind: kindPod, Namespace: "ns-0", Name: "new"}}
 		b.Run(fmt.Sprintf("full/owners=%d", n), func(b *testing.B) {
 			setup(b)
 			b.ReportAllocs()

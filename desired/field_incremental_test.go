@@ -48,7 +48,7 @@ func TestIncrementalFieldManifests(t *testing.T) {
 	var updates, fulls int
 	whys := map[string]int{}
 	rapid.Check(t, func(t *rapid.T) {
-		c := &cluster{cfg: cfg, objects: map[ObjectRef]any{}}
+		c := &cluster{cfg: cfg, objects: map[state.ObjectRef]any{}}
 		for _, o := range all.NetworkAttachmentDefinitions {
 			c.put(o)
 		}
@@ -58,7 +58,7 @@ func TestIncrementalFieldManifests(t *testing.T) {
 		have := state.New(0)
 		r := x.Full(in, cfg, have)
 		have = applied(have, r.Want)
-		step := func(what string, changed ...ObjectRef) {
+		step := func(what string, changed ...state.ObjectRef) {
 			in := c.inputs()
 			in.Subnets, in.Namespaces, in.StatefulSets, in.IPs = all.Subnets, all.Namespaces, all.StatefulSets, all.IPs
 			want := Build(in, cfg, have)
@@ -86,13 +86,13 @@ func TestIncrementalFieldManifests(t *testing.T) {
 			step("created", c.put(o))
 		}
 		for range rapid.IntRange(0, 30).Draw(t, "events") {
-			refs := slices.SortedFunc(func(yield func(ObjectRef) bool) {
+			refs := slices.SortedFunc(func(yield func(state.ObjectRef) bool) {
 				for r := range c.objects {
 					if r.Kind != kindNAD && !yield(r) {
 						return
 					}
 				}
-			}, func(a, b ObjectRef) int { return strings.Compare(a.String(), b.String()) })
+			}, func(a, b state.ObjectRef) int { return strings.Compare(a.String(), b.String()) })
 			var gone []any
 			for _, o := range owners {
 				if _, ok := c.objects[refOf(o)]; !ok {

@@ -322,7 +322,7 @@ func (b *base) count(p *state.Port, d int) {
 // reads whole (Objects.Networks), not the number of objects.
 //
 // The Result's Ports (its facts) cover the owners rebuilt only.
-func (x *Engine) Update(objs Objects, changed []ObjectRef, cfg Config, have state.State) (r Result, w Why) {
+func (x *Engine) Update(objs Objects, changed []state.ObjectRef, cfg Config, have state.State) (r Result, w Why) {
 	b := x.b
 	switch {
 	case b == nil:

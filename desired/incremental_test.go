@@ -27,7 +27,7 @@ import (
 // stop, migrate and lose their VM object.
 type cluster struct {
 	cfg     Config
-	objects map[ObjectRef]any
+	objects map[state.ObjectRef]any
 	serial  int
 }
 
@@ -36,7 +36,7 @@ func newCluster(t *rapid.T) *cluster {
 	if err != nil {
 		t.Fatalf("NewConfig: %v", err)
 	}
-	c := &cluster{cfg: cfg, objects: map[ObjectRef]any{}}
+	c := &cluster{cfg: cfg, objects: map[state.ObjectRef]any{}}
 	config := `{"type":"ovn-k8s-cni-overlay","topology":"layer2","subnets":"192.168.100.0/29"}`
 	if rapid.Bool().Draw(t, "persistent IPs") {
 		// VMs on blue keep their addresses in IPAMClaims (event 14).
@@ -78,39 +78,39 @@ func subnet1(namespaces []string) *kubeovnv1.Subnet {
 		Spec: kubeovnv1.SubnetSpec{CIDRBlock: "10.17.0.0/28", Gateway: "10.17.0.1", Namespaces: namespaces}}
 }
 
-func refOf(o any) ObjectRef {
+func refOf(o any) state.ObjectRef {
 	switch v := o.(type) {
 	case *corev1.Pod:
-		return ObjectRef{kindPod, v.Namespace, v.Name}
+		return state.ObjectRef{Kind: kindPod, Namespace: v.Namespace, Name: v.Name}
 	case *kubevirtv1.VirtualMachine:
-		return ObjectRef{kindVirtualMachine, v.Namespace, v.Name}
+		return state.ObjectRef{Kind: kindVirtualMachine, Namespace: v.Namespace, Name: v.Name}
 	case *kubevirtv1.VirtualMachineInstance:
-		return ObjectRef{kindVirtualMachineInst, v.Namespace, v.Name}
+		return state.ObjectRef{Kind: kindVirtualMachineInst, Namespace: v.Namespace, Name: v.Name}
 	case *kubevirtv1.VirtualMachineInstanceMigration:
-		return ObjectRef{state.KindVirtualMachineInstanceMigration, v.Namespace, v.Name}
+		return state.ObjectRef{Kind: state.KindVirtualMachineInstanceMigration, Namespace: v.Namespace, Name: v.Name}
 	case *nadv1.NetworkAttachmentDefinition:
-		return ObjectRef{kindNAD, v.Namespace, v.Name}
+		return state.ObjectRef{Kind: kindNAD, Namespace: v.Namespace, Name: v.Name}
 	case *appsv1.StatefulSet:
-		return ObjectRef{"StatefulSet", v.Namespace, v.Name}
+		return state.ObjectRef{Kind: kindStatefulSet, Namespace: v.Namespace, Name: v.Name}
 	case *kubeovnv1.IP:
-		return ObjectRef{state.KindIP, "", v.Name}
+		return state.ObjectRef{Kind: state.KindIP, Namespace: "", Name: v.Name}
 	case *corev1.Namespace:
-		return ObjectRef{kindNamespace, "", v.Name}
+		return state.ObjectRef{Kind: kindNamespace, Namespace: "", Name: v.Name}
 	case *kubeovnv1.Subnet:
-		return ObjectRef{kindSubnet, "", v.Name}
+		return state.ObjectRef{Kind: kindSubnet, Namespace: "", Name: v.Name}
 	case *ipamclaimsv1alpha1.IPAMClaim:
-		return ObjectRef{state.KindIPAMClaim, v.Namespace, v.Name}
+		return state.ObjectRef{Kind: state.KindIPAMClaim, Namespace: v.Namespace, Name: v.Name}
 	}
 	panic(fmt.Sprintf("%T", o))
 }
 
-func (c *cluster) put(o any) ObjectRef {
+func (c *cluster) put(o any) state.ObjectRef {
 	r := refOf(o)
 	c.objects[r] = o
 	return r
 }
 
-func (c *cluster) del(r ObjectRef) ObjectRef {
+func (c *cluster) del(r state.ObjectRef) state.ObjectRef {
 	delete(c.objects, r)
 	return r
 }
@@ -118,9 +118,9 @@ func (c *cluster) del(r ObjectRef) ObjectRef {
 func (c *cluster) inputs() Inputs { return inputsOf(c.objects) }
 
 // inputsOf lists objects as Inputs, in the order of their refs.
-func inputsOf(objects map[ObjectRef]any) Inputs {
+func inputsOf(objects map[state.ObjectRef]any) Inputs {
 	var in Inputs
-	refs := slices.SortedFunc(maps.Keys(objects), func(a, b ObjectRef) int { return strings.Compare(a.String(), b.String()) })
+	refs := slices.SortedFunc(maps.Keys(objects), func(a, b state.ObjectRef) int { return strings.Compare(a.String(), b.String()) })
 	for _, r := range refs {
 		switch v := objects[r].(type) {
 		case *corev1.Pod:
@@ -150,7 +150,7 @@ func inputsOf(objects map[ObjectRef]any) Inputs {
 
 // pick draws one existing object of kind, or nil.
 func (c *cluster) pick(t *rapid.T, kind string) any {
-	var refs []ObjectRef
+	var refs []state.ObjectRef
 	for r := range c.objects {
 		if r.Kind == kind {
 			refs = append(refs, r)
@@ -159,7 +159,7 @@ func (c *cluster) pick(t *rapid.T, kind string) any {
 	if len(refs) == 0 {
 		return nil
 	}
-	slices.SortFunc(refs, func(a, b ObjectRef) int { return strings.Compare(a.String(), b.String()) })
+	slices.SortFunc(refs, func(a, b state.ObjectRef) int { return strings.Compare(a.String(), b.String()) })
 	return c.objects[rapid.SampledFrom(refs).Draw(t, "pick "+kind)]
 }
 
@@ -216,12 +216,12 @@ func (c *cluster) launcher(vmi, suffix, node string, created metav1.Time) *corev
 
 // event changes the cluster as an informer would see it and returns the
 // objects it changed.
-func (c *cluster) event(t *rapid.T) []ObjectRef {
+func (c *cluster) event(t *rapid.T) []state.ObjectRef {
 	return c.eventOf(t, rapid.IntRange(0, 18).Draw(t, "event"))
 }
 
 // eventOf makes an event of kind k (a case of event).
-func (c *cluster) eventOf(t *rapid.T, k int) []ObjectRef {
+func (c *cluster) eventOf(t *rapid.T, k int) []state.ObjectRef {
 	nodes := []string{"node-1", "node-2", "node-3"}
 	switch k {
 	case 0, 1: // a pod is created, sometimes a StatefulSet's
@@ -234,7 +234,7 @@ func (c *cluster) eventOf(t *rapid.T, k int) []ObjectRef {
 			Spec:       corev1.PodSpec{NodeName: rapid.SampledFrom(append(nodes, "")).Draw(t, "node")},
 			Status:     corev1.PodStatus{Phase: corev1.PodRunning},
 		}
-		return []ObjectRef{c.put(p)}
+		return []state.ObjectRef{c.put(p)}
 	case 2: // a pod's annotations or phase change
 		if p, ok := c.pick(t, kindPod).(*corev1.Pod); ok && !isLauncher(p) {
 			q := p.DeepCopy()
@@ -243,11 +243,11 @@ func (c *cluster) eventOf(t *rapid.T, k int) []ObjectRef {
 			} else {
 				q.Annotations = requests(t)
 			}
-			return []ObjectRef{c.put(q)}
+			return []state.ObjectRef{c.put(q)}
 		}
 	case 3: // a pod is deleted
 		if p, ok := c.pick(t, kindPod).(*corev1.Pod); ok {
-			return []ObjectRef{c.del(refOf(p))}
+			return []state.ObjectRef{c.del(refOf(p))}
 		}
 	case 4: // a VM is created, stopped
 		nets := []kubevirtv1.Network{{Name: "default", NetworkSource: kubevirtv1.NetworkSource{Pod: &kubevirtv1.PodNetwork{}}}}
@@ -267,10 +267,10 @@ func (c *cluster) eventOf(t *rapid.T, k int) []ObjectRef {
 				},
 			}},
 		}
-		return []ObjectRef{c.put(vm)}
+		return []state.ObjectRef{c.put(vm)}
 	case 5: // a VM starts: its VMI and launcher pod
 		if vm, ok := c.pick(t, kindVirtualMachine).(*kubevirtv1.VirtualMachine); ok {
-			if _, running := c.objects[ObjectRef{kindVirtualMachineInst, vm.Namespace, vm.Name}]; running || vm.Spec.Template == nil {
+			if _, running := c.objects[state.ObjectRef{Kind: kindVirtualMachineInst, Namespace: vm.Namespace, Name: vm.Name}]; running || vm.Spec.Template == nil {
 				return nil
 			}
 			node := rapid.SampledFrom(nodes).Draw(t, "node")
@@ -282,11 +282,11 @@ func (c *cluster) eventOf(t *rapid.T, k int) []ObjectRef {
 				Spec:   *vm.Spec.Template.Spec.DeepCopy(),
 				Status: kubevirtv1.VirtualMachineInstanceStatus{Phase: kubevirtv1.Running, NodeName: node},
 			}
-			return []ObjectRef{c.put(vmi), c.put(c.launcher(vm.Name, c.newName("x"), node, vmi.CreationTimestamp))}
+			return []state.ObjectRef{c.put(vmi), c.put(c.launcher(vm.Name, c.newName("x"), node, vmi.CreationTimestamp))}
 		}
 	case 6: // a VM stops: its VMI and launcher pods go
 		if vmi, ok := c.pick(t, kindVirtualMachineInst).(*kubevirtv1.VirtualMachineInstance); ok {
-			refs := []ObjectRef{c.del(refOf(vmi))}
+			refs := []state.ObjectRef{c.del(refOf(vmi))}
 			for r, o := range c.objects {
 				if p, ok := o.(*corev1.Pod); ok && isLauncher(p) && launcherVMI(p) == vmi.Name {
 					refs = append(refs, c.del(r))
@@ -306,11 +306,11 @@ func (c *cluster) eventOf(t *rapid.T, k int) []ObjectRef {
 			q.Status.MigrationState = &kubevirtv1.VirtualMachineInstanceMigrationState{
 				SourceNode: vmi.Status.NodeName, TargetNode: target, MigrationUID: types.UID("u" + m.Name),
 			}
-			return []ObjectRef{c.put(m), c.put(q), c.put(c.launcher(vmi.Name, c.newName("t"), target, c.created(t)))}
+			return []state.ObjectRef{c.put(m), c.put(q), c.put(c.launcher(vmi.Name, c.newName("t"), target, c.created(t)))}
 		}
 	case 8: // a migration object goes
 		if m, ok := c.pick(t, state.KindVirtualMachineInstanceMigration).(*kubevirtv1.VirtualMachineInstanceMigration); ok {
-			return []ObjectRef{c.del(refOf(m))}
+			return []state.ObjectRef{c.del(refOf(m))}
 		}
 	case 9: // a VM's template asks for something else while it runs
 		if vm, ok := c.pick(t, kindVirtualMachine).(*kubevirtv1.VirtualMachine); ok {
@@ -318,11 +318,11 @@ func (c *cluster) eventOf(t *rapid.T, k int) []ObjectRef {
 			ann := requests(t)
 			delete(ann, annNetworks)
 			q.Spec.Template.ObjectMeta.Annotations = ann
-			return []ObjectRef{c.put(q)}
+			return []state.ObjectRef{c.put(q)}
 		}
 	case 10: // a VM object is deleted (its VMI may run on)
 		if vm, ok := c.pick(t, kindVirtualMachine).(*kubevirtv1.VirtualMachine); ok {
-			return []ObjectRef{c.del(refOf(vm))}
+			return []state.ObjectRef{c.del(refOf(vm))}
 		}
 	case 11: // a VMI without a VM
 		node := rapid.SampledFrom(nodes).Draw(t, "node")
@@ -334,35 +334,35 @@ func (c *cluster) eventOf(t *rapid.T, k int) []ObjectRef {
 			},
 			Status: kubevirtv1.VirtualMachineInstanceStatus{Phase: kubevirtv1.Running, NodeName: node},
 		}
-		return []ObjectRef{c.put(vmi), c.put(c.launcher(vmi.Name, c.newName("x"), node, vmi.CreationTimestamp))}
+		return []state.ObjectRef{c.put(vmi), c.put(c.launcher(vmi.Name, c.newName("x"), node, vmi.CreationTimestamp))}
 	case 12: // a NAD changes, is created or goes: not an owner's change
 		if rapid.IntRange(0, 2).Draw(t, "red") == 0 {
 			// red, which blue may take its switch from (the first NAD by
 			// name to claim a switch has it).
-			r := ObjectRef{kindNAD, "tenant", "red"}
+			r := state.ObjectRef{Kind: kindNAD, Namespace: "tenant", Name: "red"}
 			config := rapid.SampledFrom([]string{"",
 				`{"type":"ovn-k8s-cni-overlay","topology":"layer2","subnets":"192.168.200.0/29"}`,
 				`{"type":"ovn-k8s-cni-overlay","topology":"layer2","subnets":"192.168.200.0/28","logical_switch":"blue.tenant"}`,
 			}).Draw(t, "red config")
 			if config == "" {
 				delete(c.objects, r)
-				return []ObjectRef{r}
+				return []state.ObjectRef{r}
 			}
-			return []ObjectRef{c.put(&nadv1.NetworkAttachmentDefinition{ObjectMeta: metav1.ObjectMeta{Namespace: "tenant", Name: "red"},
+			return []state.ObjectRef{c.put(&nadv1.NetworkAttachmentDefinition{ObjectMeta: metav1.ObjectMeta{Namespace: "tenant", Name: "red"},
 				Spec: nadv1.NetworkAttachmentDefinitionSpec{Config: config}})}
 		}
-		nad := c.objects[ObjectRef{kindNAD, "tenant", "blue"}].(*nadv1.NetworkAttachmentDefinition).DeepCopy()
+		nad := c.objects[state.ObjectRef{Kind: kindNAD, Namespace: "tenant", Name: "blue"}].(*nadv1.NetworkAttachmentDefinition).DeepCopy()
 		nad.Spec.Config = rapid.SampledFrom([]string{
 			`{"type":"ovn-k8s-cni-overlay","topology":"layer2","subnets":"192.168.100.0/29"}`,
 			`{"type":"ovn-k8s-cni-overlay","topology":"layer2","subnets":"192.168.100.0/28"}`,
 			`{"type":"ovn-k8s-cni-overlay","topology":"layer2","subnets":"192.168.100.0/28","logical_switch":"red.tenant"}`,
 			`{"type":"ovn-k8s-cni-overlay","topology":"layer2"`,
 		}).Draw(t, "nad config")
-		return []ObjectRef{c.put(nad)}
+		return []state.ObjectRef{c.put(nad)}
 	case 13: // a migration's target pod (and object), before the VMI's status names the target
 		if vmi, ok := c.pick(t, kindVirtualMachineInst).(*kubevirtv1.VirtualMachineInstance); ok {
 			target := rapid.SampledFrom(nodes).Draw(t, "target")
-			refs := []ObjectRef{c.put(c.launcher(vmi.Name, c.newName("t"), target, c.created(t)))}
+			refs := []state.ObjectRef{c.put(c.launcher(vmi.Name, c.newName("t"), target, c.created(t)))}
 			if rapid.Bool().Draw(t, "migration object") {
 				refs = append(refs, c.put(&kubevirtv1.VirtualMachineInstanceMigration{
 					ObjectMeta: metav1.ObjectMeta{Namespace: vmi.Namespace, Name: c.newName("mig")},
@@ -375,7 +375,7 @@ func (c *cluster) eventOf(t *rapid.T, k int) []ObjectRef {
 		}
 	case 14: // a Namespace names a switch, or another, or none; or only its labels change
 		ns := rapid.SampledFrom([]string{"default", "tenant"}).Draw(t, "namespace")
-		n := c.objects[ObjectRef{kindNamespace, "", ns}].(*corev1.Namespace).DeepCopy()
+		n := c.objects[state.ObjectRef{Kind: kindNamespace, Namespace: "", Name: ns}].(*corev1.Namespace).DeepCopy()
 		if rapid.IntRange(0, 3).Draw(t, "labels only") == 0 {
 			n.Labels = map[string]string{"serial": fmt.Sprint(c.serial)}
 			c.serial++
@@ -385,9 +385,9 @@ func (c *cluster) eventOf(t *rapid.T, k int) []ObjectRef {
 				n.Annotations = map[string]string{NamespaceSwitchAnnotation: sw}
 			}
 		}
-		return []ObjectRef{c.put(n)}
+		return []state.ObjectRef{c.put(n)}
 	case 15: // the StatefulSet is created, scaled, renumbered, being deleted or deleted
-		ref := ObjectRef{kindStatefulSet, "tenant", "db"}
+		ref := state.ObjectRef{Kind: kindStatefulSet, Namespace: "tenant", Name: "db"}
 		set, ok := c.objects[ref].(*appsv1.StatefulSet)
 		if !ok || rapid.IntRange(0, 4).Draw(t, "new set") == 0 {
 			set = &appsv1.StatefulSet{ObjectMeta: metav1.ObjectMeta{Namespace: "tenant", Name: "db"}}
@@ -396,7 +396,7 @@ func (c *cluster) eventOf(t *rapid.T, k int) []ObjectRef {
 		}
 		switch rapid.IntRange(0, 4).Draw(t, "set change") {
 		case 0:
-			return []ObjectRef{c.del(ref)}
+			return []state.ObjectRef{c.del(ref)}
 		case 1:
 			set.DeletionTimestamp = new(metav1.NewTime(epoch))
 		case 2:
@@ -404,25 +404,25 @@ func (c *cluster) eventOf(t *rapid.T, k int) []ObjectRef {
 		default:
 			set.Spec.Replicas = new(int32(rapid.IntRange(0, 3).Draw(t, "replicas")))
 		}
-		return []ObjectRef{c.put(set)}
+		return []state.ObjectRef{c.put(set)}
 	case 16: // an IP object is written, naming its pod or another, or goes
 		pod := rapid.SampledFrom([]string{"db-0", "db-1", "db-2", "pod1", "pod2", "vm3"}).Draw(t, "ip of")
 		ns := rapid.SampledFrom([]string{"tenant", "default"}).Draw(t, "ip ns")
 		name := pod + "." + ns
-		if _, ok := c.objects[ObjectRef{state.KindIP, "", name}]; ok && rapid.Bool().Draw(t, "ip gone") {
-			return []ObjectRef{c.del(ObjectRef{state.KindIP, "", name})}
+		if _, ok := c.objects[state.ObjectRef{Kind: state.KindIP, Namespace: "", Name: name}]; ok && rapid.Bool().Draw(t, "ip gone") {
+			return []state.ObjectRef{c.del(state.ObjectRef{Kind: state.KindIP, Namespace: "", Name: name})}
 		}
 		names := pod
 		if rapid.IntRange(0, 3).Draw(t, "ip names another") == 0 {
 			names = rapid.SampledFrom([]string{"db-0", "pod1", "vm3"}).Draw(t, "ip names")
 		}
 		a := fmt.Sprintf("10.16.0.%d", rapid.IntRange(2, 16).Draw(t, "ip address"))
-		return []ObjectRef{c.put(&kubeovnv1.IP{ObjectMeta: metav1.ObjectMeta{Name: name},
+		return []state.ObjectRef{c.put(&kubeovnv1.IP{ObjectMeta: metav1.ObjectMeta{Name: name},
 			Spec: kubeovnv1.IPSpec{PodName: names, Namespace: ns, Subnet: rapid.SampledFrom([]string{"ovn-default", "sub1", ""}).Draw(t, "ip subnet"),
 				IPAddress: a, V4IPAddress: a, MacAddress: fmt.Sprintf("00:00:00:53:1f:%02x", rapid.IntRange(0, 16).Draw(t, "ip mac"))}})}
 	case 17: // the Subnet's spec changes (its namespaces, its exclude_ips, its CIDR), or it goes
 		if rapid.IntRange(0, 3).Draw(t, "subnet gone") == 0 {
-			return []ObjectRef{c.del(ObjectRef{kindSubnet, "", "sub1"})}
+			return []state.ObjectRef{c.del(state.ObjectRef{Kind: kindSubnet, Namespace: "", Name: "sub1"})}
 		}
 		var nss []string
 		if rapid.Bool().Draw(t, "bound") {
@@ -437,18 +437,18 @@ func (c *cluster) eventOf(t *rapid.T, k int) []ObjectRef {
 		case 3:
 			sub.Spec.CIDRBlock = "10.16.0.0/27" // overlaps the default network: invalid
 		}
-		return []ObjectRef{c.put(sub)}
+		return []state.ObjectRef{c.put(sub)}
 	case 18: // the IPAMClaim of a VM's blue network, which may be gone, is created, filled or deleted
 		vm := fmt.Sprintf("vm%d", rapid.IntRange(0, 11).Draw(t, "claim vm"))
-		r := ObjectRef{state.KindIPAMClaim, "tenant", ClaimName(vm, "blue")}
+		r := state.ObjectRef{Kind: state.KindIPAMClaim, Namespace: "tenant", Name: ClaimName(vm, "blue")}
 		if _, ok := c.objects[r]; ok && rapid.Bool().Draw(t, "delete claim") {
-			return []ObjectRef{c.del(r)}
+			return []state.ObjectRef{c.del(r)}
 		}
 		var ips []string
 		if n := rapid.IntRange(0, 7).Draw(t, "claim ip"); n > 0 {
 			ips = []string{fmt.Sprintf("192.168.100.%d/29", n)}
 		}
-		return []ObjectRef{c.put(&ipamclaimsv1alpha1.IPAMClaim{
+		return []state.ObjectRef{c.put(&ipamclaimsv1alpha1.IPAMClaim{
 			ObjectMeta: metav1.ObjectMeta{Namespace: "tenant", Name: r.Name,
 				OwnerReferences: []metav1.OwnerReference{{APIVersion: "kubevirt.io/v1", Kind: kindVirtualMachine, Name: vm, Controller: new(true)}}},
 			Spec:   ipamclaimsv1alpha1.IPAMClaimSpec{Network: "blue"},
@@ -475,9 +475,9 @@ func TestIncrementalMatchesBuild(t *testing.T) {
 		prev := r.Want
 		full := false    // the next pass is a full one
 		lagging := false // have does not show the last result yet
-		var unnamed, owed, late []ObjectRef
+		var unnamed, owed, late []state.ObjectRef
 		for step := range rapid.IntRange(1, 40).Draw(t, "steps") {
-			var changed []ObjectRef
+			var changed []state.ObjectRef
 			what := rapid.IntRange(0, 19).Draw(t, "what")
 			if lagging && what < 2 {
 				what = 2
@@ -640,7 +640,7 @@ func vmOnNode1(t *testing.T) (c *cluster, x *Engine, have state.State, created m
 	if err != nil {
 		t.Fatal(err)
 	}
-	c = &cluster{cfg: cfg, objects: map[ObjectRef]any{}}
+	c = &cluster{cfg: cfg, objects: map[state.ObjectRef]any{}}
 	created = metav1.NewTime(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
 	c.put(runningVM("vm1", created))
 	c.put(runningVMI("vm1", "node-1", created))
@@ -658,7 +658,7 @@ func vmOnNode1(t *testing.T) (c *cluster, x *Engine, have state.State, created m
 func TestIncrementalLauncherSeenBeforeNamed(t *testing.T) {
 	c, x, have, created := vmOnNode1(t)
 	cfg := c.cfg
-	step := func(what string, changed ...ObjectRef) string {
+	step := func(what string, changed ...state.ObjectRef) string {
 		t.Helper()
 		in := c.inputs()
 		r, why := x.Update(ObjectsOf(in), changed, cfg, have)
@@ -700,7 +700,7 @@ func TestIncrementalKeepsAddressOverLaggingNB(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	c := &cluster{cfg: cfg, objects: map[ObjectRef]any{}}
+	c := &cluster{cfg: cfg, objects: map[state.ObjectRef]any{}}
 	var x Engine
 	lagging := state.New(0) // the NB as its cache shows it: no pass's writes yet
 	x.Full(c.inputs(), cfg, lagging)
@@ -712,7 +712,7 @@ func TestIncrementalKeepsAddressOverLaggingNB(t *testing.T) {
 		web.Status.Phase = phase
 		web.Labels = map[string]string{"step": fmt.Sprint(i)}
 		ref := c.put(web)
-		r, why := x.Update(ObjectsOf(c.inputs()), []ObjectRef{ref}, cfg, lagging)
+		r, why := x.Update(ObjectsOf(c.inputs()), []state.ObjectRef{ref}, cfg, lagging)
 		if why != "" {
 			t.Fatalf("Update gave up: %s", why)
 		}
@@ -747,7 +747,7 @@ func TestIncrementalNameReusedForAnotherVM(t *testing.T) {
 			c.put(runningVM("vm2", created))
 			c.put(runningVMI("vm2", "node-3", created))
 			c.put(c.launcher("vm2", "src", "node-3", created))
-			update := func(what string, late bool, changed ...ObjectRef) string {
+			update := func(what string, late bool, changed ...state.ObjectRef) string {
 				t.Helper()
 				in := c.inputs()
 				r, why := x.Update(ObjectsOf(in), changed, cfg, have)
@@ -760,8 +760,8 @@ func TestIncrementalNameReusedForAnotherVM(t *testing.T) {
 				have = applied(have, r.Want)
 				return r.Want.Ports.Get("vm1.tenant").RequestedChassis
 			}
-			update("vm2 started", false, refOf(c.objects[ObjectRef{kindVirtualMachine, "tenant", "vm2"}]),
-				ObjectRef{kindVirtualMachineInst, "tenant", "vm2"}, ObjectRef{kindPod, "tenant", "virt-launcher-vm2-src"})
+			update("vm2 started", false, refOf(c.objects[state.ObjectRef{Kind: kindVirtualMachine, Namespace: "tenant", Name: "vm2"}]),
+				state.ObjectRef{Kind: kindVirtualMachineInst, Namespace: "tenant", Name: "vm2"}, state.ObjectRef{Kind: kindPod, Namespace: "tenant", Name: "virt-launcher-vm2-src"})
 			// vm1 migrates to node-2: a migration object and the target pod.
 			mig := func(vmi, target string) *kubevirtv1.VirtualMachineInstanceMigration {
 				return &kubevirtv1.VirtualMachineInstanceMigration{
@@ -771,7 +771,7 @@ func TestIncrementalNameReusedForAnotherVM(t *testing.T) {
 						MigrationState: &kubevirtv1.VirtualMachineInstanceMigrationState{TargetNode: target}},
 				}
 			}
-			var reused ObjectRef
+			var reused state.ObjectRef
 			switch kind {
 			case "migration":
 				reused = c.put(mig("vm1", "node-2"))
@@ -792,7 +792,7 @@ func TestIncrementalNameReusedForAnotherVM(t *testing.T) {
 				p.Name = reused.Name
 				c.put(p)
 			}
-			vmi2 := c.objects[ObjectRef{kindVirtualMachineInst, "tenant", "vm2"}].(*kubevirtv1.VirtualMachineInstance).DeepCopy()
+			vmi2 := c.objects[state.ObjectRef{Kind: kindVirtualMachineInst, Namespace: "tenant", Name: "vm2"}].(*kubevirtv1.VirtualMachineInstance).DeepCopy()
 			vmi2.Status.MigrationState = &kubevirtv1.VirtualMachineInstanceMigrationState{SourceNode: "node-3", TargetNode: "node-1"}
 			update("vm2's VMI told", true, c.put(vmi2))
 			// The take names the reused object: vm1 is rebuilt too.
@@ -814,7 +814,7 @@ func TestIncrementalNameReusedForAnotherVM(t *testing.T) {
 func TestIncrementalLauncherStoredMidUpdate(t *testing.T) {
 	c, x, have, created := vmOnNode1(t)
 	cfg := c.cfg
-	update := func(objs Objects, changed ...ObjectRef) Result {
+	update := func(objs Objects, changed ...state.ObjectRef) Result {
 		t.Helper()
 		r, why := x.Update(objs, changed, cfg, have)
 		if why != "" {
@@ -879,7 +879,7 @@ func TestIncrementalClaimOverLaggingNB(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	c := &cluster{cfg: cfg, objects: map[ObjectRef]any{}}
+	c := &cluster{cfg: cfg, objects: map[state.ObjectRef]any{}}
 	pod := func(name string, created int, ip string) *corev1.Pod {
 		p := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: name,
 			CreationTimestamp: metav1.NewTime(time.Date(2026, 1, 1, created, 0, 0, 0, time.UTC))},
@@ -897,9 +897,9 @@ func TestIncrementalClaimOverLaggingNB(t *testing.T) {
 	if got := r.Want.Ports.Get("a.default").Addresses; !slices.Equal(got, []string{"0a:58:0a:10:00:02 10.16.0.2"}) {
 		t.Fatalf("a's port holds %q", got)
 	}
-	update := func(changed ObjectRef) Result {
+	update := func(changed state.ObjectRef) Result {
 		t.Helper()
-		r, why := x.Update(ObjectsOf(c.inputs()), []ObjectRef{changed}, cfg, have)
+		r, why := x.Update(ObjectsOf(c.inputs()), []state.ObjectRef{changed}, cfg, have)
 		if why != "" {
 			t.Fatalf("Update gave up: %s", why)
 		}
@@ -951,12 +951,12 @@ func TestIncrementalKeepsWhatFullKeeps(t *testing.T) {
 	const passes = 400
 	for i := range passes {
 		p := pod("default", fmt.Sprintf("new-%d", i), nil)
-		changed := []ObjectRef{{kindPod, p.Namespace, p.Name}}
+		changed := []state.ObjectRef{{Kind: kindPod, Namespace: p.Namespace, Name: p.Name}}
 		if i%4 == 3 { // an update: the pod scheduled again
 			q := *in.Pods[len(in.Pods)-1]
 			q.Spec.NodeName = "node-2"
 			in.Pods[len(in.Pods)-1] = &q
-			changed = []ObjectRef{{kindPod, q.Namespace, q.Name}}
+			changed = []state.ObjectRef{{Kind: kindPod, Namespace: q.Namespace, Name: q.Name}}
 		} else {
 			in.Pods = append(in.Pods, p)
 		}
@@ -1018,7 +1018,7 @@ func TestIncrementalReaddressOverLaggingNB(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	c := &cluster{cfg: cfg, objects: map[ObjectRef]any{}}
+	c := &cluster{cfg: cfg, objects: map[state.ObjectRef]any{}}
 	older := metav1.NewTime(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
 	// Stopped VMs (no VMI) without records: a port that is not ours
 	// given their address takes it from them (README, Addresses).
@@ -1060,7 +1060,7 @@ func TestIncrementalReaddressOverLaggingNB(t *testing.T) {
 	q := vm.DeepCopy()
 	q.Spec.Template.ObjectMeta.Annotations = map[string]string{DefaultIPAnnotation: moved}
 	ref := c.put(q)
-	r2, why := x.Update(ObjectsOf(c.inputs()), []ObjectRef{ref}, cfg, lagging)
+	r2, why := x.Update(ObjectsOf(c.inputs()), []state.ObjectRef{ref}, cfg, lagging)
 	if why != "" {
 		t.Fatalf("Update gave up: %s", why)
 	}
@@ -1099,7 +1099,7 @@ func TestIncrementalNoAddressFromRowLastPassDeletes(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	c := &cluster{cfg: cfg, objects: map[ObjectRef]any{}}
+	c := &cluster{cfg: cfg, objects: map[state.ObjectRef]any{}}
 	db := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "tenant", Name: "db-0",
 		Annotations: map[string]string{DefaultIPAnnotation: "10.16.0.5"}},
 		Status: corev1.PodStatus{Phase: corev1.PodPending}}
@@ -1124,7 +1124,7 @@ func TestIncrementalNoAddressFromRowLastPassDeletes(t *testing.T) {
 	db.Spec.NodeName = "node-1"
 	c.put(db)
 	for i, nb := range []state.State{have, applied(have, removed)} {
-		r, why := x.Update(ObjectsOf(c.inputs()), []ObjectRef{ref}, cfg, nb)
+		r, why := x.Update(ObjectsOf(c.inputs()), []state.ObjectRef{ref}, cfg, nb)
 		if why != "" {
 			t.Fatalf("pass %d: Update gave up: %s", i, why)
 		}

@@ -37,7 +37,7 @@ func TestIncrementalInFlight(t *testing.T) {
 			c.put(vmi)
 			c.put(c.launcher(name, "src", "node-1", vmi.CreationTimestamp))
 		}
-		s := &lagging{stores: maps.Clone(c.objects), queued: map[ObjectRef][]any{}, told: map[ObjectRef]bool{}}
+		s := &lagging{stores: maps.Clone(c.objects), queued: map[state.ObjectRef][]any{}, told: map[state.ObjectRef]bool{}}
 		var x Engine
 		have := applied(state.New(0), x.Full(s.inputs(), c.cfg, state.New(0)).Want)
 		pass := func(step int, final bool) {
@@ -74,10 +74,10 @@ func TestIncrementalInFlight(t *testing.T) {
 			}
 		}
 		steps := rapid.IntRange(1, 30).Draw(t, "steps")
-		var recent [][]ObjectRef // what each event made
+		var recent [][]state.ObjectRef // what each event made
 		for step := range steps {
 			for range rapid.IntRange(0, 2).Draw(t, "events") {
-				var refs []ObjectRef
+				var refs []state.ObjectRef
 				if len(recent) > 0 && rapid.IntRange(0, 2).Draw(t, "undo") == 0 {
 					// What an event made goes again (a migration and
 					// its target pod, a VM started and stopped), perhaps
@@ -126,27 +126,27 @@ func TestIncrementalInFlight(t *testing.T) {
 // Objects, it is a pass's lookups; a lookup may first store the changes
 // planned to reach their stores by then.
 type lagging struct {
-	stores map[ObjectRef]any
+	stores map[state.ObjectRef]any
 	// queued holds each object's changes not stored yet, oldest first.
-	queued map[ObjectRef][]any
+	queued map[state.ObjectRef][]any
 	// told holds the objects stored since the last take.
-	told map[ObjectRef]bool
+	told map[state.ObjectRef]bool
 	// at holds, for the pass running, the lookup from which each of an
 	// object's queued changes is stored (none: not in this pass).
-	at      map[ObjectRef][]int
-	lookups map[ObjectRef]int
+	at      map[state.ObjectRef][]int
+	lookups map[state.ObjectRef]int
 	moved   bool // a change was stored during the pass
 	objs    Objects
 }
 
 func (s *lagging) inputs() Inputs { return inputsOf(s.stores) }
 
-func (s *lagging) inFlight() []ObjectRef {
-	return slices.SortedFunc(maps.Keys(s.queued), func(a, b ObjectRef) int { return strings.Compare(a.String(), b.String()) })
+func (s *lagging) inFlight() []state.ObjectRef {
+	return slices.SortedFunc(maps.Keys(s.queued), func(a, b state.ObjectRef) int { return strings.Compare(a.String(), b.String()) })
 }
 
 // store stores ref's oldest queued change.
-func (s *lagging) store(ref ObjectRef) {
+func (s *lagging) store(ref state.ObjectRef) {
 	q := s.queued[ref]
 	if q[0] == nil {
 		delete(s.stores, ref)
@@ -165,20 +165,20 @@ func (s *lagging) store(ref ObjectRef) {
 // take names what sources' take names: the objects stored since the
 // last take and those with changes queued (named again by later takes,
 // until stored).
-func (s *lagging) take() []ObjectRef {
+func (s *lagging) take() []state.ObjectRef {
 	names := maps.Clone(s.told)
 	clear(s.told)
 	for ref := range s.queued {
 		names[ref] = true
 	}
-	return slices.SortedFunc(maps.Keys(names), func(a, b ObjectRef) int { return strings.Compare(a.String(), b.String()) })
+	return slices.SortedFunc(maps.Keys(names), func(a, b state.ObjectRef) int { return strings.Compare(a.String(), b.String()) })
 }
 
 // plan draws when the queued changes reach their stores during the pass:
 // from some lookup of the object on, or not in this pass (always, when
 // final).
 func (s *lagging) plan(t *rapid.T, final bool) {
-	s.at, s.lookups = map[ObjectRef][]int{}, map[ObjectRef]int{}
+	s.at, s.lookups = map[state.ObjectRef][]int{}, map[state.ObjectRef]int{}
 	if final {
 		return
 	}
@@ -199,7 +199,7 @@ func (s *lagging) plan(t *rapid.T, final bool) {
 // first stores its changes planned by then. Lookups are counted by object,
 // not in all, so that what a pass sees does not hang on the order in which
 // it walks its maps.
-func (s *lagging) look(ref ObjectRef) Objects {
+func (s *lagging) look(ref state.ObjectRef) Objects {
 	if at := s.at[ref]; len(at) > 0 {
 		s.lookups[ref]++
 		for len(at) > 0 && at[0] <= s.lookups[ref] {
@@ -234,23 +234,23 @@ func (s *lagging) lookIndex(kind, ns string, of func(any) bool) Objects {
 			s.look(ref)
 		}
 	}
-	return s.look(ObjectRef{})
+	return s.look(state.ObjectRef{})
 }
 
 func (s *lagging) Pod(ns, name string) *corev1.Pod {
-	return s.look(ObjectRef{kindPod, ns, name}).Pod(ns, name)
+	return s.look(state.ObjectRef{Kind: kindPod, Namespace: ns, Name: name}).Pod(ns, name)
 }
 func (s *lagging) VirtualMachine(ns, name string) *kubevirtv1.VirtualMachine {
-	return s.look(ObjectRef{kindVirtualMachine, ns, name}).VirtualMachine(ns, name)
+	return s.look(state.ObjectRef{Kind: kindVirtualMachine, Namespace: ns, Name: name}).VirtualMachine(ns, name)
 }
 func (s *lagging) VirtualMachineInstance(ns, name string) *kubevirtv1.VirtualMachineInstance {
-	return s.look(ObjectRef{kindVirtualMachineInst, ns, name}).VirtualMachineInstance(ns, name)
+	return s.look(state.ObjectRef{Kind: kindVirtualMachineInst, Namespace: ns, Name: name}).VirtualMachineInstance(ns, name)
 }
 func (s *lagging) Migration(ns, name string) *kubevirtv1.VirtualMachineInstanceMigration {
-	return s.look(ObjectRef{state.KindVirtualMachineInstanceMigration, ns, name}).Migration(ns, name)
+	return s.look(state.ObjectRef{Kind: state.KindVirtualMachineInstanceMigration, Namespace: ns, Name: name}).Migration(ns, name)
 }
 func (s *lagging) IP(name string) *kubeovnv1.IP {
-	return s.look(ObjectRef{state.KindIP, "", name}).IP(name)
+	return s.look(state.ObjectRef{Kind: state.KindIP, Namespace: "", Name: name}).IP(name)
 }
 
 func (s *lagging) OwnedVMIs(ns, vm string) []*kubevirtv1.VirtualMachineInstance {

@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/ovn-sync/ovn-sync/state"
 	corev1 "k8s.io/api/core/v1"
 )
 
@@ -81,7 +82,7 @@ func statefulSetOrdinal(p *corev1.Pod) (int, bool) {
 		return 0, false
 	}
 	for _, ref := range p.OwnerReferences {
-		if ref.Kind != "StatefulSet" || !strings.HasPrefix(ref.APIVersion, "apps/") || !strings.HasPrefix(p.Name, ref.Name+"-") {
+		if ref.Kind != state.KindStatefulSet || !strings.HasPrefix(ref.APIVersion, "apps/") || !strings.HasPrefix(p.Name, ref.Name+"-") {
 			continue
 		}
 		return parseOrdinal(p.Name[len(ref.Name)+1:])

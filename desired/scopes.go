@@ -41,8 +41,8 @@ func (w Why) Reason() string {
 
 // Kinds of the objects every Build reads whole, as ObjectRef names them.
 const (
-	kindNamespace   = "Namespace"
-	kindStatefulSet = "StatefulSet"
+	kindNamespace   = state.KindNamespace
+	kindStatefulSet = state.KindStatefulSet
 )
 
 // scopes is, for every kind of object Inputs holds, which owners a change
@@ -72,7 +72,7 @@ const (
 // An IP object's reservation (a gone StatefulSet pod's, keepStatefulSetPorts)
 // is read again by every Build, whichever owners it rebuilds, from the sets and their IP
 // objects: it only bounds what the owners rebuilt are given.
-var scopes = map[string]func(b *base, objs Objects, c ObjectRef, sel *touched) Why{
+var scopes = map[string]func(b *base, objs Objects, c state.ObjectRef, sel *touched) Why{
 	kindPod:                (*base).podScope,
 	kindVirtualMachine:     (*base).vmScope,
 	kindVirtualMachineInst: (*base).vmiScope,
@@ -113,19 +113,19 @@ func (sel *touched) ownersOn(owners map[string]int) {
 	}
 }
 
-func (b *base) podScope(_ Objects, c ObjectRef, sel *touched) Why {
+func (b *base) podScope(_ Objects, c state.ObjectRef, sel *touched) Why {
 	k := nsName{c.Namespace, c.Name}
 	sel.pods[k] = true
 	sel.changedPods = append(sel.changedPods, k)
 	return ""
 }
 
-func (b *base) vmScope(_ Objects, c ObjectRef, sel *touched) Why {
+func (b *base) vmScope(_ Objects, c state.ObjectRef, sel *touched) Why {
 	sel.groups[nsName{c.Namespace, c.Name}] = true
 	return ""
 }
 
-func (b *base) vmiScope(objs Objects, c ObjectRef, sel *touched) Why {
+func (b *base) vmiScope(objs Objects, c state.ObjectRef, sel *touched) Why {
 	k := nsName{c.Namespace, c.Name}
 	sel.groups[k] = true
 	// The VMs it was of, and the one it is of now.
@@ -141,7 +141,7 @@ func (b *base) vmiScope(objs Objects, c ObjectRef, sel *touched) Why {
 	return ""
 }
 
-func (b *base) migrationScope(objs Objects, c ObjectRef, sel *touched) Why {
+func (b *base) migrationScope(objs Objects, c state.ObjectRef, sel *touched) Why {
 	k := nsName{c.Namespace, c.Name}
 	for _, v := range b.migVMI.take(k) {
 		sel.groups[nsName{k.ns, v}] = true
@@ -161,7 +161,7 @@ func (b *base) migrationScope(objs Objects, c ObjectRef, sel *touched) Why {
 // an owner elsewhere is chosen (kubeOVNIndex.any), but only for one whose
 // port is on a Subnet that is gone: it has an UnknownSubnet problem, and
 // every Update rebuilds it.
-func (b *base) namespaceScope(objs Objects, c ObjectRef, sel *touched) Why {
+func (b *base) namespaceScope(objs Objects, c state.ObjectRef, sel *touched) Why {
 	cur := ""
 	for _, ns := range objs.Networks().Namespaces {
 		if ns != nil && ns.Name == c.Name {
@@ -188,7 +188,7 @@ func (b *base) namespaceScope(objs Objects, c ObjectRef, sel *touched) Why {
 // (a gone pod whose ports are kept is also unsettled, so rebuilt by every
 // Update); a gone pod with no port in it keeps none. Its live pods read
 // nothing of it (an ip_pool's ordinal is the pod's owner reference's).
-func (b *base) statefulSetScope(_ Objects, c ObjectRef, sel *touched) Why {
+func (b *base) statefulSetScope(_ Objects, c state.ObjectRef, sel *touched) Why {
 	for id := range b.bySet[nsName{c.Namespace, c.Name}] {
 		sel.owner(id)
 	}
@@ -199,7 +199,7 @@ func (b *base) statefulSetScope(_ Objects, c ObjectRef, sel *touched) Why {
 // after (readIPRecord), and names an owner, which it is a record of or a
 // problem on. Its owner kind is not kept (nothing else reads it): both a
 // pod and a VM of that name are rebuilt.
-func (b *base) ipScope(objs Objects, c ObjectRef, sel *touched) Why {
+func (b *base) ipScope(objs Objects, c state.ObjectRef, sel *touched) Why {
 	for _, k := range b.ipNamed.take(nsName{"", c.Name}) {
 		ns, name, _ := strings.Cut(k, "/")
 		sel.pods[nsName{ns, name}], sel.groups[nsName{ns, name}] = true, true
@@ -261,7 +261,7 @@ type rebuild struct {
 // rebuildOf finds the owners changed touches (scopes) and looks up the
 // objects they read. It also brings b's relations up to date with the
 // changed objects.
-func (b *base) rebuildOf(objs Objects, changed []ObjectRef) (rebuild, Why) {
+func (b *base) rebuildOf(objs Objects, changed []state.ObjectRef) (rebuild, Why) {
 	sel := &touched{pods: map[nsName]bool{}, groups: map[nsName]bool{}}
 	for _, c := range changed {
 		scope, ok := scopes[c.Kind]
@@ -402,7 +402,7 @@ type lookup struct {
 
 // claimScope selects the owners that looked up claim c when they were
 // last built; once rebuilt, they look it up again (readLookups).
-func (b *base) claimScope(_ Objects, c ObjectRef, sel *touched) Why {
+func (b *base) claimScope(_ Objects, c state.ObjectRef, sel *touched) Why {
 	for _, id := range b.readers[state.KindIPAMClaim].take(nsName{c.Namespace, c.Name}) {
 		sel.owner(id)
 	}
@@ -415,7 +415,7 @@ func (b *base) claimScope(_ Objects, c ObjectRef, sel *touched) Why {
 // chosen per port, is not scoped. A NAD's change can change another's
 // (the first, by name, to claim a switch has it): checkNADs tells once
 // the Build has read them all.
-func (b *base) nadScope(_ Objects, c ObjectRef, sel *touched) Why {
+func (b *base) nadScope(_ Objects, c state.ObjectRef, sel *touched) Why {
 	ref := nadRef{c.Namespace, c.Name}
 	old := b.nads[ref]
 	if old.bySubnet {
@@ -479,7 +479,7 @@ func (b *base) notRebuiltOn(sw string, owners map[string]bool) string {
 // spec.default place only ports that are new (their owners are rebuilt
 // anyway), after where an owner's port is now. checkSubnets tells what
 // else changed once the Build has read every Subnet.
-func (b *base) subnetScope(_ Objects, c ObjectRef, sel *touched) Why {
+func (b *base) subnetScope(_ Objects, c state.ObjectRef, sel *touched) Why {
 	sel.ownersOn(b.bySwitch[c.Name])
 	return ""
 }

@@ -44,7 +44,7 @@ import (
 // of its provider.
 
 const (
-	kindSubnet = "Subnet"
+	kindSubnet = state.KindSubnet
 	// subnetKeyPrefix starts the network key of a Subnet that is not the
 	// configured default switch: "Subnet/<name>". A namespace cannot start
 	// with an upper-case letter, so it never equals a NAD's "<ns>/<name>".

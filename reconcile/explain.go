@@ -19,20 +19,11 @@ import (
 // pass would make, the changes waiting for a restart and the problems
 // that concern it.
 type Explanation struct {
-	Owner    ObjectRef         `json:"owner"`
+	Owner    state.ObjectRef   `json:"owner"`
 	Ports    []PortExplanation `json:"ports"`
 	Pending  []desired.Problem `json:"pending"`
 	Problems []desired.Problem `json:"problems"`
 }
-
-// ObjectRef names a Kubernetes object.
-type ObjectRef struct {
-	Kind      string `json:"kind"`
-	Namespace string `json:"namespace"`
-	Name      string `json:"name"`
-}
-
-func (o ObjectRef) String() string { return o.Kind + " " + o.Namespace + "/" + o.Name }
 
 // PortExplanation is one port of an owner.
 type PortExplanation struct {
@@ -74,7 +65,7 @@ type DHCPExplanation struct {
 // of a port.
 func Explain(out Outcome, query string) (Explanation, error) {
 	facts := out.Result.Ports()
-	var owner ObjectRef
+	var owner state.ObjectRef
 	if kind, rest, ok := strings.Cut(query, "/"); ok {
 		ns, name, ok := strings.Cut(rest, "/")
 		if !ok || ns == "" || name == "" {
@@ -84,12 +75,12 @@ func Explain(out Outcome, query string) (Explanation, error) {
 		if err != nil {
 			return Explanation{}, err
 		}
-		owner = ObjectRef{k, ns, name}
+		owner = state.ObjectRef{Kind: k, Namespace: ns, Name: name}
 		if k == KindPod {
 			// A virt-launcher pod's ports are its VM's.
 			for _, f := range facts {
 				if f.OwnerKind != KindPod && slices.ContainsFunc(f.Pods, func(p *corev1.Pod) bool { return p.Namespace == ns && p.Name == name }) {
-					owner = ObjectRef{f.OwnerKind, f.OwnerNamespace, f.OwnerName}
+					owner = state.ObjectRef{Kind: f.OwnerKind, Namespace: f.OwnerNamespace, Name: f.OwnerName}
 					break
 				}
 			}
@@ -102,7 +93,7 @@ func Explain(out Outcome, query string) (Explanation, error) {
 			}
 			return Explanation{}, fmt.Errorf("port %q: not a port ovn-sync wants", query)
 		}
-		owner = ObjectRef{facts[i].OwnerKind, facts[i].OwnerNamespace, facts[i].OwnerName}
+		owner = state.ObjectRef{Kind: facts[i].OwnerKind, Namespace: facts[i].OwnerNamespace, Name: facts[i].OwnerName}
 	}
 
 	e := Explanation{Owner: owner, Ports: []PortExplanation{}, Pending: []desired.Problem{}, Problems: []desired.Problem{}}
@@ -204,7 +195,7 @@ func changeText(c *diff.Change) string {
 
 // WriteText prints e for people.
 func (e Explanation) WriteText(w io.Writer) {
-	fmt.Fprintln(w, e.Owner)
+	fmt.Fprintln(w, e.Owner.Kind, e.Owner.Namespace+"/"+e.Owner.Name)
 	for _, p := range e.Ports {
 		fmt.Fprintf(w, "  port %s\n", p.Name)
 		fmt.Fprintf(w, "    switch %s, network %s", p.Switch, p.Network)

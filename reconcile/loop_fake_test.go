@@ -22,6 +22,7 @@ import (
 	"github.com/ovn-sync/ovn-sync/observed"
 	"github.com/ovn-sync/ovn-sync/reconcile"
 	"github.com/ovn-sync/ovn-sync/sources"
+	"github.com/ovn-sync/ovn-sync/state"
 )
 
 // fakeSources is reconcile.Sources over objects held in memory: the loop
@@ -32,7 +33,7 @@ type fakeSources struct {
 	version uint64
 	// changed and allChanged are what set and setSynced changed since the
 	// last take, as Informers records them.
-	changed    map[desired.ObjectRef]bool
+	changed    map[state.ObjectRef]bool
 	allChanged bool
 	synced     map[sources.Kind]bool
 	changes    chan struct{}
@@ -40,7 +41,7 @@ type fakeSources struct {
 
 func newFakeSources() *fakeSources {
 	f := &fakeSources{pods: map[string]*corev1.Pod{}, synced: map[sources.Kind]bool{}, changes: make(chan struct{}, 1),
-		changed: map[desired.ObjectRef]bool{}, allChanged: true}
+		changed: map[state.ObjectRef]bool{}, allChanged: true}
 	for _, k := range sources.Kinds {
 		f.synced[k] = true
 	}
@@ -52,7 +53,7 @@ func (f *fakeSources) Take() sources.Snapshot {
 	defer f.mu.Unlock()
 	snap := sources.Snapshot{Inputs: f.inputsLocked(), Version: f.version, AllChanged: f.allChanged}
 	if !f.allChanged {
-		snap.Changed = slices.SortedFunc(maps.Keys(f.changed), func(a, b desired.ObjectRef) int {
+		snap.Changed = slices.SortedFunc(maps.Keys(f.changed), func(a, b state.ObjectRef) int {
 			return cmp.Or(cmp.Compare(a.Kind, b.Kind), cmp.Compare(a.Namespace, b.Namespace), cmp.Compare(a.Name, b.Name))
 		})
 	}
@@ -119,12 +120,12 @@ func (f *fakeSources) set(change func(pods map[string]*corev1.Pod)) {
 	change(f.pods)
 	for name, p := range f.pods {
 		if before[name] != p {
-			f.changed[desired.ObjectRef{Kind: string(sources.KindPod), Namespace: p.Namespace, Name: p.Name}] = true
+			f.changed[state.ObjectRef{Kind: string(sources.KindPod), Namespace: p.Namespace, Name: p.Name}] = true
 		}
 	}
 	for name, p := range before {
 		if _, ok := f.pods[name]; !ok {
-			f.changed[desired.ObjectRef{Kind: string(sources.KindPod), Namespace: p.Namespace, Name: p.Name}] = true
+			f.changed[state.ObjectRef{Kind: string(sources.KindPod), Namespace: p.Namespace, Name: p.Name}] = true
 		}
 	}
 	f.version++

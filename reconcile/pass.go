@@ -57,7 +57,7 @@ type Options struct {
 	// changed since it was computed (diff.ComputePorts); anything else
 	// diffs every port.
 	Engine  *desired.Engine
-	Changed *[]desired.ObjectRef
+	Changed *[]state.ObjectRef
 	// Objects is where Update looks up the objects it reads; without, a
 	// lookup over in (desired.ObjectsOf). List, when set, lists every
 	// object for a computation that builds in full after all (an Update

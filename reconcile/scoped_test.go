@@ -10,6 +10,7 @@ import (
 	"github.com/ovn-sync/ovn-sync/desired"
 	"github.com/ovn-sync/ovn-sync/diff"
 	"github.com/ovn-sync/ovn-sync/nbdb"
+	"github.com/ovn-sync/ovn-sync/state"
 )
 
 // TestPassScopedDiff: incremental passes diff only the ports that may
@@ -33,9 +34,9 @@ func TestPassScopedDiff(t *testing.T) {
 		t.Helper()
 		o := opts
 		if changed != nil {
-			refs := make([]desired.ObjectRef, len(changed))
+			refs := make([]state.ObjectRef, len(changed))
 			for i, n := range changed {
-				refs[i] = desired.ObjectRef{Kind: "Pod", Namespace: "default", Name: n}
+				refs[i] = state.ObjectRef{Kind: "Pod", Namespace: "default", Name: n}
 			}
 			o.Changed = &refs
 		}

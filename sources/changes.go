@@ -5,11 +5,10 @@ import (
 	"maps"
 	"slices"
 
+	"github.com/ovn-sync/ovn-sync/state"
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/tools/cache"
-
-	"github.com/ovn-sync/ovn-sync/desired"
 )
 
 // MaxChanged bounds the objects Informers remembers as changed between two
@@ -103,13 +102,13 @@ func (s *Informers) recording(kind func(any) Kind, t cache.TransformFunc) cache.
 		s.version++
 		if o, isObj := Unwrap(out).(runtime.Object); isObj {
 			if s.inflight == nil {
-				s.inflight = map[desired.ObjectRef]runtime.Object{}
+				s.inflight = map[state.ObjectRef]runtime.Object{}
 			}
 			s.inflight[ref] = o
 		}
 		if u, bad := Unwrap(out).(*unconvertible); bad {
 			if s.unreadable == nil {
-				s.unreadable = map[desired.ObjectRef]Unreadable{}
+				s.unreadable = map[state.ObjectRef]Unreadable{}
 			}
 			s.unreadable[ref] = u.unreadable(k)
 		}
@@ -131,7 +130,7 @@ func (s *Informers) landed(k Kind, obj any) {
 // landedLocked notes that the handler of ref's change was given obj, after
 // which the store holds held (nil: a deletion). Once ref is not in flight,
 // held says whether it can be read. s.chmu must be held.
-func (s *Informers) landedLocked(ref desired.ObjectRef, obj, held any) {
+func (s *Informers) landedLocked(ref state.ObjectRef, obj, held any) {
 	if o, ok := Unwrap(obj).(runtime.Object); ok && o == s.inflight[ref] {
 		delete(s.inflight, ref)
 		if len(s.inflight) == 0 {
@@ -173,7 +172,7 @@ func (s *Informers) recordHeld(k Kind, obj, held any) {
 		return
 	}
 	if s.changed == nil {
-		s.changed = map[desired.ObjectRef]struct{}{}
+		s.changed = map[state.ObjectRef]struct{}{}
 	}
 	s.changed[ref] = struct{}{}
 }
@@ -188,9 +187,9 @@ func (s *Informers) setAllChangedLocked() {
 // refOf names the object of an event of kind k: from its metadata, or for
 // a delete tombstone whose object cannot be read, from the tombstone's
 // "namespace/name" key. It reports false if neither names it.
-func refOf(k Kind, obj any) (desired.ObjectRef, bool) {
+func refOf(k Kind, obj any) (state.ObjectRef, bool) {
 	if m, err := meta.Accessor(Unwrap(obj)); err == nil && m.GetName() != "" {
-		return desired.ObjectRef{Kind: string(k), Namespace: m.GetNamespace(), Name: m.GetName()}, true
+		return state.ObjectRef{Kind: string(k), Namespace: m.GetNamespace(), Name: m.GetName()}, true
 	}
 	var key string
 	switch t := obj.(type) {
@@ -203,9 +202,9 @@ func refOf(k Kind, obj any) (desired.ObjectRef, bool) {
 	}
 	ns, name, err := cache.SplitMetaNamespaceKey(key)
 	if err != nil || name == "" {
-		return desired.ObjectRef{}, false
+		return state.ObjectRef{}, false
 	}
-	return desired.ObjectRef{Kind: string(k), Namespace: ns, Name: name}, true
+	return state.ObjectRef{Kind: string(k), Namespace: ns, Name: name}, true
 }
 
 func (s *Informers) notify() {
@@ -225,7 +224,7 @@ func (s *Informers) notify() {
 // (in flight), ran after the first step (recorded since) or before it
 // (taken): it is named. A change named but not shown (queued, not stored
 // yet) is named again later.
-func (s *Informers) takeAround(list func(map[Kind]cache.SharedIndexInformer)) (version uint64, changed []desired.ObjectRef, all bool) {
+func (s *Informers) takeAround(list func(map[Kind]cache.SharedIndexInformer)) (version uint64, changed []state.ObjectRef, all bool) {
 	s.mu.Lock()
 	inf := maps.Clone(s.inf)
 	s.chmu.Lock()
@@ -241,7 +240,7 @@ func (s *Informers) takeAround(list func(map[Kind]cache.SharedIndexInformer)) (v
 			all = true
 		}
 		if names == nil {
-			names = map[desired.ObjectRef]struct{}{}
+			names = map[state.ObjectRef]struct{}{}
 		}
 		for ref := range s.inflight {
 			names[ref] = struct{}{}
@@ -261,6 +260,6 @@ func (s *Informers) takeAround(list func(map[Kind]cache.SharedIndexInformer)) (v
 }
 
 // compareRefs orders object refs by kind, namespace, then name.
-func compareRefs(a, b desired.ObjectRef) int {
+func compareRefs(a, b state.ObjectRef) int {
 	return cmp.Or(cmp.Compare(a.Kind, b.Kind), cmp.Compare(a.Namespace, b.Namespace), cmp.Compare(a.Name, b.Name))
 }

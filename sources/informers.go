@@ -37,9 +37,9 @@ const (
 	// KindSubnet is kube-ovn's Subnet (cluster-scoped, a CRD); Namespaces
 	// (their logical_switch annotation) and StatefulSets (whose gone pods
 	// keep their ports) are read for it.
-	KindSubnet      Kind = "Subnet"
-	KindNamespace   Kind = "Namespace"
-	KindStatefulSet Kind = "StatefulSet"
+	KindSubnet      Kind = state.KindSubnet
+	KindNamespace   Kind = state.KindNamespace
+	KindStatefulSet Kind = state.KindStatefulSet
 	// KindIPAMClaim is an IPAMClaim (k8s.cni.cncf.io/v1alpha1): the
 	// record of a VM's addresses on one network.
 	KindIPAMClaim Kind = state.KindIPAMClaim
@@ -104,18 +104,18 @@ type Informers struct {
 	// changed holds the objects events named since the last take;
 	// allChanged replaces it when that cannot say what changed (see
 	// Snapshot.AllChanged), and changed is then nil.
-	changed map[desired.ObjectRef]struct{}
+	changed map[state.ObjectRef]struct{}
 	// inflight holds the objects whose informer has queued a change
 	// (recording) that its handler has not seen yet (record, landed): for
 	// each, the object as its last transform returned it, which is what the
 	// handler of that change is given.
-	inflight   map[desired.ObjectRef]runtime.Object
+	inflight   map[state.ObjectRef]runtime.Object
 	allChanged bool
 	// unreadable holds the objects a store may hold that could not be
 	// converted (see TakeChanges): noted when a transform returns one,
 	// forgotten when the handler of the object's last change is given a
 	// readable object or a deletion.
-	unreadable map[desired.ObjectRef]Unreadable
+	unreadable map[state.ObjectRef]Unreadable
 
 	mu      sync.Mutex
 	started bool

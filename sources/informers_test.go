@@ -23,6 +23,7 @@ import (
 	"k8s.io/client-go/tools/cache"
 
 	"github.com/ovn-sync/ovn-sync/desired"
+	"github.com/ovn-sync/ovn-sync/state"
 )
 
 type fakes struct {
@@ -435,14 +436,14 @@ func TestInformersKubeOVN(t *testing.T) {
 }
 
 // changedRefs parses "Kind/ns/name" (or "Kind/name") into refs, in order.
-func changedRefs(refs ...string) []desired.ObjectRef {
-	out := make([]desired.ObjectRef, 0, len(refs))
+func changedRefs(refs ...string) []state.ObjectRef {
+	out := make([]state.ObjectRef, 0, len(refs))
 	for _, r := range refs {
 		p := strings.Split(r, "/")
 		if len(p) == 2 {
 			p = []string{p[0], "", p[1]}
 		}
-		out = append(out, desired.ObjectRef{Kind: p[0], Namespace: p[1], Name: p[2]})
+		out = append(out, state.ObjectRef{Kind: p[0], Namespace: p[1], Name: p[2]})
 	}
 	return out
 }
@@ -679,7 +680,7 @@ func TestInformersChangedRace(t *testing.T) {
 	}
 	for i, want := range []struct {
 		pods    int
-		changed []desired.ObjectRef
+		changed []state.ObjectRef
 	}{{0, changedRefs("Pod/ns/late")}, {1, changedRefs("Pod/ns/late")}} {
 		snap := s.Take()
 		if len(snap.Inputs.Pods) != want.pods || snap.AllChanged || !slices.Equal(snap.Changed, want.changed) {
@@ -775,7 +776,7 @@ func testChangedTransformedTwice(t *testing.T, take string) {
 	}
 	want := func(step string, names ...string) {
 		t.Helper()
-		var changed []desired.ObjectRef
+		var changed []state.ObjectRef
 		var all bool
 		if take == "Take" {
 			snap := s.Take()

@@ -15,6 +15,7 @@ import (
 	ipamclaimsv1alpha1 "github.com/ovn-sync/ovn-sync/apis/ipamclaims/v1alpha1"
 	kubeovnv1 "github.com/ovn-sync/ovn-sync/apis/kubeovn/v1"
 	"github.com/ovn-sync/ovn-sync/desired"
+	"github.com/ovn-sync/ovn-sync/state"
 )
 
 // Unreadable is an object an informer holds that could not be converted into
@@ -53,7 +54,7 @@ type Snapshot struct {
 	// treat every object as changed. An object may be named again in the
 	// snapshot after the one whose stores first showed its change; acting
 	// on it twice must be harmless.
-	Changed []desired.ObjectRef
+	Changed []state.ObjectRef
 	// AllChanged is set when the snapshot cannot say what changed since the
 	// previous take: always for Inputs; for a take, when it is the first,
 	// an informer started since the previous one (Start, Discover), or more
@@ -139,7 +140,7 @@ var networkKinds = []Kind{KindNetworkAttachmentDefinition, KindSubnet, KindNames
 type Changes struct {
 	// Version, Changed and AllChanged are as in a Snapshot.
 	Version    uint64
-	Changed    []desired.ObjectRef
+	Changed    []state.ObjectRef
 	AllChanged bool
 	// Objects looks objects up in the stores as they are at each lookup,
 	// through indexes the informers keep; its Networks are the few objects
