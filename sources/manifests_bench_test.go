@@ -83,3 +83,33 @@ func BenchmarkReadManifests(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkYAMLToJSON converts one kubectl-style pod document to JSON both
+// ways, side by side: simpleYAML (the plain subset, fastyaml.go) and the
+// general way ReadManifests takes for any other document (go-yaml, then
+// encoding/json). The ratio is what fastyaml.go buys.
+func BenchmarkYAMLToJSON(b *testing.B) {
+	doc := []byte(kubectlPod(12345))
+	want, err := general(doc)
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Run("simple", func(b *testing.B) {
+		b.SetBytes(int64(len(doc)))
+		b.ReportAllocs()
+		for b.Loop() {
+			if out, _, ok := simpleYAML(doc); !ok || len(out) != len(want) {
+				b.Fatalf("simpleYAML: ok %v, %d bytes, want %d", ok, len(out), len(want))
+			}
+		}
+	})
+	b.Run("general", func(b *testing.B) {
+		b.SetBytes(int64(len(doc)))
+		b.ReportAllocs()
+		for b.Loop() {
+			if out, err := general(doc); err != nil || len(out) != len(want) {
+				b.Fatalf("general: %v, %d bytes", err, len(out))
+			}
+		}
+	})
+}
