@@ -27,13 +27,15 @@ type latencyResult struct {
 	// (eventlat.Options.Churn); Writes how many were made, Failed how many
 	// failed (FailedErr the last error), and Dropped how many changes the
 	// loop dropped unread (ovn_sync_changes_dropped_total) in that time.
-	// PassesRun counts the loop's passes while events ran.
-	Churn     int     `json:"churn,omitempty"`
-	Writes    int64   `json:"writes,omitempty"`
-	Failed    int64   `json:"failed,omitempty"`
-	FailedErr string  `json:"failed_err,omitempty"`
-	PassesRun float64 `json:"passes_run"`
-	Dropped   float64 `json:"dropped"`
+	// PassesRun counts the loop's passes while events ran, FullBuilds
+	// those of them that built every owner.
+	Churn      int     `json:"churn,omitempty"`
+	Writes     int64   `json:"writes,omitempty"`
+	Failed     int64   `json:"failed,omitempty"`
+	FailedErr  string  `json:"failed_err,omitempty"`
+	PassesRun  float64 `json:"passes_run"`
+	FullBuilds float64 `json:"full_builds"`
+	Dropped    float64 `json:"dropped"`
 	// Ready is the loop's cold start: from starting it until the existing
 	// ports were committed.
 	Ready time.Duration `json:"ready_ns"`
@@ -122,7 +124,7 @@ func latencyAt(ctx context.Context, size, switches int, run latencyRun, rounds i
 	r.Ready = c.Ready
 	logf("%s: ports committed after %s; %d rounds of %v", what, seconds(c.Ready), rounds, eventlat.Events)
 	r.LoadBefore = loadAverage()
-	passes0 := c.Metric("ovn_sync_passes_total")
+	passes0, full0 := c.Metric("ovn_sync_passes_total"), c.Metric("ovn_sync_builds_total", "kind", "full")
 	bar := newProgress(fmt.Sprintf("(g) %d %s %d/s", size, run.passes, run.churn), rounds)
 	for i := range rounds {
 		for _, ev := range eventlat.Events {
@@ -144,7 +146,7 @@ func latencyAt(ctx context.Context, size, switches int, run latencyRun, rounds i
 		}
 	}
 	bar.finish()
-	r.PassesRun = c.Metric("ovn_sync_passes_total") - passes0
+	r.PassesRun, r.FullBuilds = c.Metric("ovn_sync_passes_total")-passes0, c.Metric("ovn_sync_builds_total", "kind", "full")-full0
 	r.LoadAfter = loadAverage()
 	// The writer stops; its last writes reach the loop's handlers within
 	// moments.

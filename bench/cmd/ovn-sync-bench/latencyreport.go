@@ -97,8 +97,8 @@ func (rep report) latencyRows() [][]string {
 		return fmt.Sprintf("%d (%d)", sw, (r.Existing+sw-1)/sw)
 	})
 	add("background writes made (failed)", func(r latencyResult) string { return fmt.Sprintf("%d (%d)", r.Writes, r.Failed) })
-	add("changes dropped unread; passes, while events ran", func(r latencyResult) string {
-		return fmt.Sprintf("%.0f; %.0f", r.Dropped, r.PassesRun)
+	add("changes dropped unread; passes (full builds), while events ran", func(r latencyResult) string {
+		return fmt.Sprintf("%.0f; %.0f (%.0f)", r.Dropped, r.PassesRun, r.FullBuilds)
 	})
 	add("loop's cold start (existing ports committed)", func(r latencyResult) string { return seconds(r.Ready) })
 	add("load average (1 min) before / after", func(r latencyResult) string {

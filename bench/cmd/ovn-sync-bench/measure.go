@@ -276,10 +276,10 @@ type source struct {
 	in desired.Inputs
 }
 
-// pass runs one ovn-sync pass through reconcile.Pass, as the run loop
-// does it: snapshot the cache, build the desired state (through the
-// every owner), diff, and apply in batches as opts say. bar, if not nil,
-// follows the operations committed.
+// runPass runs one ovn-sync pass through reconcile.Pass, as the run loop
+// does a full one: snapshot the cache, build the desired state of every
+// owner, diff, and apply in batches as opts say. bar, if not nil, follows
+// the operations committed.
 func runPass(ctx context.Context, opts options, nb *observed.NB, src source, cfg desired.Config, bar *progress) (pass, state.State, error) {
 	var target reconcile.NB = nb
 	before := func(state.State) {}
