@@ -29,7 +29,7 @@ func TestHarness(t *testing.T) {
 		perObjectBudget: time.Minute, sample: 50,
 		fullMonitor: true, fullMonitorBudget: time.Nanosecond, fullMonitorSample: 50,
 		noopPasses: 3, inProcess: true,
-		latencySizes: []int{20, 200}, latencyRounds: 3, latencyChurn: []int{0, 20}, latencySwitchPorts: 100, latencyGap: time.Millisecond, memorySize: 200,
+		latencySizes: []int{20, 200}, latencyRounds: 3, latencyFullRounds: 3, latencyChurn: []int{0, 20}, latencySwitchPorts: 100, latencyGap: time.Millisecond, memorySize: 200,
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
 	defer cancel()

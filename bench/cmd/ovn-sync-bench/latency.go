@@ -87,6 +87,7 @@ func measureLatency(ctx context.Context, opts options, size int) ([]latencyResul
 		churn[i] = strconv.Itoa(c)
 	}
 	err := inChild(ctx, []string{"-child-latency", strconv.Itoa(size), "-latency-rounds", strconv.Itoa(opts.latencyRounds),
+		"-latency-full-rounds", strconv.Itoa(opts.latencyFullRounds),
 		"-latency-churn", strings.Join(churn, ","), "-latency-switch-ports", strconv.Itoa(opts.latencySwitchPorts),
 		"-latency-gap", opts.latencyGap.String()}, &rs)
 	return rs, err
@@ -96,7 +97,11 @@ func measureLatency(ctx context.Context, opts options, size int) ([]latencyResul
 func latencyAtSize(ctx context.Context, opts options, size int) ([]latencyResult, error) {
 	var rs []latencyResult
 	for _, run := range latencyRuns(opts) {
-		r, err := latencyAt(ctx, size, latencySwitches(size, opts.latencySwitchPorts), run, opts.latencyRounds, opts.latencyGap)
+		rounds := opts.latencyRounds
+		if run.passes == "full" {
+			rounds = opts.latencyFullRounds
+		}
+		r, err := latencyAt(ctx, size, latencySwitches(size, opts.latencySwitchPorts), run, rounds, opts.latencyGap)
 		if err != nil {
 			return nil, err
 		}

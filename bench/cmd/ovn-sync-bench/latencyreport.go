@@ -240,7 +240,9 @@ const latencyNotes = `
   launcher pod (done when requested-chassis names both nodes), then undoes it, untimed.
 - Latency is from the fake client's create or delete call until a second NB client's cache reports the
   port's insert or update. p99 is the sample at rank ⌊0.99·n⌋ of n: with fewer than 100 events of a kind,
-  the largest.
+  the largest. Incremental columns time ` + "`-latency-rounds`" + ` events of each kind (200: p99 is the third
+  slowest), full ones ` + "`-latency-full-rounds`" + ` (20: p99 is the slowest), as a full pass takes a second or
+  more at 100k.
 - Each size runs in a child process of its own: incremental passes under each rate, then full ones. The
   machine is shared: the load average is given per column; compare the ratios, measured minutes apart in
   one run.

@@ -27,8 +27,8 @@
 //	    -latency-sizes pods already there (default 1k, 10k and 100k; empty
 //	    skips it), spread over switches of at most -latency-switch-ports
 //	    pods: a pod created, a VM started and stopped, a migration started,
-//	    -latency-rounds times each, -latency-gap apart on average, with
-//	    incremental passes under each
+//	    -latency-rounds times each (-latency-full-rounds with full passes),
+//	    -latency-gap apart on average, with incremental passes under each
 //	    -latency-churn rate of background writes (default quiet, 10 and
 //	    100 a second), and with full passes, quiet; each size in a child
 //	    process of its own. -latency-only measures (g) alone and replaces
@@ -97,12 +97,14 @@ type options struct {
 	oneShotOnly              bool
 	binary, baseline         string
 	// latencySizes are the sizes of (g), none to skip it;
-	// latencyRounds the events of each kind per size and kind of pass;
+	// latencyRounds the events of each kind per size with incremental
+	// passes, latencyFullRounds with full ones;
 	// latencyChurn the rates of background writes incremental passes are
 	// measured under (0: quiet); latencySwitchPorts the most existing pods
 	// on one switch. latencyOnly measures (g) alone.
 	latencySizes       []int
 	latencyRounds      int
+	latencyFullRounds  int
 	latencyGap         time.Duration
 	latencyChurn       []int
 	latencySwitchPorts int
@@ -144,7 +146,8 @@ func parseFlags(args []string) (options, error) {
 	fs.StringVar(&o.binary, "ovn-sync", "", "ovn-sync `binary` (h) runs; empty: go build ./cmd/ovn-sync")
 	fs.StringVar(&o.baseline, "oneshot-baseline", "", "another ovn-sync `binary` to measure in (h) beside the first, e.g. built from an older commit")
 	latencySizes := fs.String("latency-sizes", "1000,10000,100000", "comma-separated existing pods of the event latency measurement (g); empty skips it")
-	fs.IntVar(&o.latencyRounds, "latency-rounds", 50, "events of each kind (g) times per size and kind of pass")
+	fs.IntVar(&o.latencyRounds, "latency-rounds", 200, "events of each kind (g) times per size with incremental passes")
+	fs.IntVar(&o.latencyFullRounds, "latency-full-rounds", 20, "events of each kind (g) times per size with full passes (each a second or more at 100k)")
 	fs.DurationVar(&o.latencyGap, "latency-gap", 50*time.Millisecond, "mean pause between two events of (g), drawn evenly from 0.5 to 1.5 times it, so that background writes fall between and during events")
 	latencyChurn := fs.String("latency-churn", "0,10,100", "comma-separated rates (writes a second) of background writes that change nothing read, under which (g) measures incremental passes; 0 is quiet")
 	fs.IntVar(&o.latencySwitchPorts, "latency-switch-ports", 25000, "the most existing pods (g) puts on one switch: they spread over the default switch and kube-ovn Subnets, two switches at least")
@@ -193,8 +196,8 @@ func parseFlags(args []string) (options, error) {
 	if o.latencyOnly && o.oneShotOnly {
 		return o, errors.New("-latency-only and -oneshot-only each measure one section: give one")
 	}
-	if o.latencyRounds < 1 {
-		return o, errors.New("-latency-rounds must be at least 1")
+	if o.latencyRounds < 1 || o.latencyFullRounds < 1 {
+		return o, errors.New("-latency-rounds and -latency-full-rounds must be at least 1")
 	}
 	if o.oneShotOnly && o.oneShotPods <= 0 {
 		return o, errors.New("-oneshot-only needs -oneshot above 0")
