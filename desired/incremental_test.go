@@ -1139,3 +1139,55 @@ func TestIncrementalNoAddressFromRowLastPassDeletes(t *testing.T) {
 		}
 	}
 }
+
+// TestSubnetWriteOfNothingReadRebuildsNobody: kube-ovn writes a Subnet's
+// status at every allocation; such a write still in flight when changes
+// are taken is named as changed. Named with a spec that reads as the last
+// result's (its namespaces and default aside, which place only new ports),
+// the Subnet rebuilds no owner; its CIDR's exclusions changed, it rebuilds
+// those on its switch.
+func TestSubnetWriteOfNothingReadRebuildsNobody(t *testing.T) {
+	cfg, err := NewConfig("ovn-default", []string{"10.16.0.0/16"}, []string{"10.16.0.1"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	in := Inputs{Subnets: []*kubeovnv1.Subnet{{ObjectMeta: metav1.ObjectMeta{Name: "sub1"},
+		Spec: kubeovnv1.SubnetSpec{Protocol: "IPv4", CIDRBlock: "10.20.0.0/16", Namespaces: []string{"tenant"}}}}}
+	for i := range 100 {
+		in.Pods = append(in.Pods, pod("tenant", fmt.Sprintf("p%d", i), nil))
+	}
+	for i := range 400 { // on the default network: the Subnet's are a fifth of the owners
+		in.Pods = append(in.Pods, pod("default", fmt.Sprintf("q%d", i), nil))
+	}
+	var x Engine
+	r := x.Full(in, cfg, state.New(0))
+	have := applied(state.New(0), r.Want)
+	if len(r.Problems) > 0 || r.Want.Ports.Get("p0.tenant").Switch != "sub1" {
+		t.Fatalf("setup: problems %v, p0.tenant %v", r.Problems, r.Want.Ports.Get("p0.tenant"))
+	}
+	changed := []state.ObjectRef{{Kind: kindSubnet, Name: "sub1"}}
+	for _, c := range []struct {
+		what    string
+		edit    func(*kubeovnv1.SubnetSpec)
+		rebuilt int
+	}{
+		{"nothing read (a status write)", func(*kubeovnv1.SubnetSpec) {}, 0},
+		{"spec.namespaces", func(sp *kubeovnv1.SubnetSpec) { sp.Namespaces = append(sp.Namespaces, "other") }, 0},
+		{"spec.excludeIps", func(sp *kubeovnv1.SubnetSpec) { sp.ExcludeIps = []string{"10.20.200.1"} }, 100},
+	} {
+		s := *in.Subnets[0]
+		c.edit(&s.Spec)
+		in.Subnets = []*kubeovnv1.Subnet{&s}
+		r, why := x.Update(ObjectsOf(in), changed, cfg, have)
+		if why != "" {
+			t.Fatalf("%s: Update gave up: %s", c.what, why)
+		}
+		if len(r.rebuilt) != c.rebuilt {
+			t.Errorf("%s: %d owners rebuilt, want %d", c.what, len(r.rebuilt), c.rebuilt)
+		}
+		if d := Mismatch(r, Build(in, cfg, have)); d != "" {
+			t.Errorf("%s: %s", c.what, d)
+		}
+		have = applied(have, r.Want)
+	}
+}

@@ -477,9 +477,20 @@ func (b *base) notRebuiltOn(sw string, owners map[string]bool) string {
 // subnetScope selects the owners with ports on Subnet c's switch, named
 // after it: its spec makes their ports. Its spec.namespaces and
 // spec.default place only ports that are new (their owners are rebuilt
-// anyway), after where an owner's port is now. checkSubnets tells what
+// anyway), after where an owner's port is now; so a Subnet whose spec
+// but for those, and provider, read as the last result's record rebuilds
+// nobody. That is the common case: kube-ovn writes a Subnet's status at
+// every allocation, and a write still in flight when the changes are
+// taken is named (sources), whatever it changed. checkSubnets tells what
 // else changed once the Build has read every Subnet.
-func (b *base) subnetScope(_ Objects, c state.ObjectRef, sel *touched) Why {
+func (b *base) subnetScope(objs Objects, c state.ObjectRef, sel *touched) Why {
+	if old, had := b.subnets[c.Name]; had {
+		for _, s := range objs.Networks().Subnets {
+			if s != nil && s.Name == c.Name && subnetProvider(s) == old.provider && recordedSpec(s) == old.spec {
+				return ""
+			}
+		}
+	}
 	sel.ownersOn(b.bySwitch[c.Name])
 	return ""
 }

@@ -78,12 +78,18 @@ type subnetRecord struct {
 func (b *builder) subnetRecords(cfg Config) map[string]subnetRecord {
 	out := make(map[string]subnetRecord, len(b.kovn.subnets))
 	for name, e := range b.kovn.subnets {
-		spec := e.obj.Spec
-		spec.Namespaces, spec.Default = nil, false
-		j, _ := json.Marshal(spec)
-		out[name] = subnetRecord{state: e.state, provider: e.provider, isDef: name == cfg.DefaultSwitch, spec: string(j)}
+		out[name] = subnetRecord{state: e.state, provider: e.provider, isDef: name == cfg.DefaultSwitch, spec: recordedSpec(e.obj)}
 	}
 	return out
+}
+
+// recordedSpec is the part of s's spec a subnetRecord keeps: all of it but
+// spec.namespaces and spec.default, which place only ports that are new.
+func recordedSpec(s *kubeovnv1.Subnet) string {
+	spec := s.Spec
+	spec.Namespaces, spec.Default = nil, false
+	j, _ := json.Marshal(spec)
+	return string(j)
 }
 
 // kubeOVNIndex is the Subnets and Namespaces Build reads, indexed.
