@@ -62,7 +62,8 @@ const (
 //	NAD                  the owners that looked it up (by name, there or not) and those with ports on the
 //	                     switch it had; after the Build, checkNADs gives up unless every owner of a NAD
 //	                     whose record changed (a switch taken from another) was rebuilt
-//	Subnet               the owners with ports on its switch (named after it); after the Build,
+//	Subnet               the owners with ports on its switch (named after it), none when its
+//	                     spec (but namespaces and default) and provider read as recorded; after the Build,
 //	                     checkSubnets gives up unless every owner on a Subnet whose spec changed
 //	                     was rebuilt, and when one came, went, turned valid or invalid, or changed
 //	                     provider
