@@ -552,7 +552,9 @@ func (b *builder) resolve() {
 			}
 			hp = b.adoptPort(s, hp)
 		}
-		if hp != nil && hp.Owner == s.o.id && b.stays(hp) {
+		// A row this spec adopts is kube-ovn's, not one the last pass
+		// deletes.
+		if hp != nil && hp.Owner == s.o.id && (s.adopt != "" || b.stays(hp)) {
 			s.have = hp
 		}
 		// What the port holds: in an incremental Build, the port the

@@ -1191,3 +1191,35 @@ func TestSubnetWriteOfNothingReadRebuildsNobody(t *testing.T) {
 		have = applied(have, r.Want)
 	}
 }
+
+// TestIncrementalAdoptsInPlace: with --adopt kube-ovn, a pod created after
+// the last full pass finds kube-ovn's port of its name and takes it over
+// in place, in an Update as in a full Build: same addresses.
+func TestIncrementalAdoptsInPlace(t *testing.T) {
+	cfg, err := NewConfig("ovn-default", []string{"10.16.0.0/16"}, []string{"10.16.0.1"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg.Adopt = state.VendorKubeOVN
+	in := Inputs{Pods: []*corev1.Pod{pod("default", "a", nil)}}
+	var x Engine
+	r := x.Full(in, cfg, state.New(0))
+	have := applied(state.New(0), r.Want)
+	have.Switches["ovn-default"] = &state.Switch{Name: "ovn-default", UUID: "s1", Owner: "ovn-sync", Network: "default", Subnet: "10.16.0.0/16"}
+	have.Ports.Set("web.default", &state.Port{Name: "web.default", UUID: "k1", Vendor: state.VendorKubeOVN, VendorSwitch: "ovn-default",
+		Addresses: []string{"0a:58:0a:10:00:63 10.16.0.99"}, PortSecurity: []string{"0a:58:0a:10:00:63 10.16.0.99"}})
+	r = x.Full(in, cfg, have)
+	in.Pods = append(in.Pods, pod("default", "web", nil))
+	r, why := x.Update(ObjectsOf(in), []state.ObjectRef{{Kind: kindPod, Namespace: "default", Name: "web"}}, cfg, have)
+	if why != "" {
+		t.Fatalf("Update gave up: %s", why)
+	}
+	full := Build(in, cfg, have)
+	p := r.Want.Ports.Get("web.default")
+	if p == nil || p.Adopt != state.VendorKubeOVN || !slices.Equal(p.Addresses, []string{"0a:58:0a:10:00:63 10.16.0.99"}) {
+		t.Errorf("web.default after the update: %+v; want kube-ovn's adopted with its addresses (full Build: %+v)", p, full.Want.Ports.Get("web.default"))
+	}
+	if d := Mismatch(r, full); d != "" {
+		t.Error(d)
+	}
+}
