@@ -376,9 +376,7 @@ func (b *base) index() {
 		return
 	}
 	b.indexed = true
-	for _, l := range b.lookups {
-		b.readers[l.kind].add(l.obj, l.owner)
-	}
+	b.readLookups(b.lookups)
 	b.lookups = nil
 	b.held = newHeldIndex(b.want.Ports)
 	for name, p := range b.want.Ports.All() {
@@ -411,7 +409,7 @@ func (b *base) indexPort(name string, p *state.Port, d int) {
 // its owners are indexed by the first Update that follows.
 func (b *base) splice(r Result, owners map[string]bool) Result {
 	if b.indexed {
-		b.readLookups(r)
+		b.readLookups(r.lookups)
 	} else {
 		b.lookups = append(b.lookups, r.lookups...)
 	}

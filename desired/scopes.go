@@ -521,9 +521,10 @@ func (b *base) checkSubnets(r Result, owners map[string]bool) Why {
 	return ""
 }
 
-// readLookups records which owners of r looked up which objects.
-func (b *base) readLookups(r Result) {
-	for _, l := range r.lookups {
+// readLookups records which owners looked up which objects (a Result's
+// lookups).
+func (b *base) readLookups(ls []lookup) {
+	for _, l := range ls {
 		b.readers[l.kind].add(l.obj, l.owner)
 	}
 }
