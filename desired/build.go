@@ -702,8 +702,11 @@ func (b *builder) finish() Result {
 			b.want.Ports.Delete(s.name)
 			continue
 		case s.kept():
+			// Kept as it is, but as a port of ours: one adopted in this
+			// pass says so, and no observed-only column goes into want.
 			*s.port = *s.have
 			s.port.UUID, s.port.DynamicAddresses = "", ""
+			s.port.Vendor, s.port.VendorSwitch, s.port.Adopt = "", "", s.adopt
 			b.needSwitch(s.port.Switch)
 			b.needDHCP(s.port.DHCPv4)
 			b.needDHCP(s.port.DHCPv6)
