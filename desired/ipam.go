@@ -948,7 +948,10 @@ func (b *builder) settle(m *ipam, g []held) {
 		}
 		// Those whose request or record names another address go back to
 		// it; the address was held twice all the same, and is reported.
+		// They let go of this one: should their own fail later (claim),
+		// the port is removed, not kept on the address held twice.
 		for _, s := range leavers {
+			s.lost |= claimBit(c)
 			by := winner
 			if by == "" {
 				// Nobody keeps it: every holder goes back to its own.
