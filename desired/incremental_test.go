@@ -29,6 +29,9 @@ type cluster struct {
 	cfg     Config
 	objects map[state.ObjectRef]any
 	serial  int
+	// awaited are pods kube-ovn made a port for (kubeOVNPort) that are not
+	// created yet; event 0 creates one at times.
+	awaited []nsName
 }
 
 func newCluster(t *rapid.T) *cluster {
@@ -68,7 +71,28 @@ func newCluster(t *rapid.T) *cluster {
 	for _, ns := range []string{"default", "tenant"} {
 		c.put(&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}})
 	}
+	if rapid.Bool().Draw(t, "adopt") {
+		// Ports kube-ovn made are taken over in place (step kind 1 of
+		// TestIncrementalMatchesBuild makes them).
+		c.cfg.Adopt = state.VendorKubeOVN
+	}
 	return c
+}
+
+// kubeOVNPort is the port kube-ovn makes for a pod it is about to see
+// (event 0 creates it at times), as kube-ovn writes one: its
+// vendor and switch in external_ids, one "<mac> <ip>" entry in
+// addresses and port_security. The address is any of the default
+// network's, so it may be held already, excluded, or the gateway.
+func (c *cluster) kubeOVNPort(t *rapid.T) *state.Port {
+	pod := nsName{rapid.SampledFrom([]string{"default", "tenant"}).Draw(t, "kube-ovn ns"), c.newName("pod")}
+	if _, ok := c.objects[state.ObjectRef{Kind: kindPod, Namespace: pod.ns, Name: pod.name}]; !ok {
+		c.awaited = append(c.awaited, pod)
+	}
+	i := rapid.IntRange(1, 15).Draw(t, "kube-ovn ip")
+	e := fmt.Sprintf("00:00:00:6b:0e:%02x 10.16.0.%d", i, i)
+	return &state.Port{Name: pod.name + "." + pod.ns, Vendor: state.VendorKubeOVN, VendorSwitch: c.cfg.DefaultSwitch,
+		Addresses: []string{e}, PortSecurity: []string{e}}
 }
 
 // subnet1 is a kube-ovn Subnet of the default network, sub1, bound to
@@ -226,8 +250,12 @@ func (c *cluster) eventOf(t *rapid.T, k int) []state.ObjectRef {
 	switch k {
 	case 0, 1: // a pod is created, sometimes a StatefulSet's
 		ns, name := rapid.SampledFrom([]string{"default", "tenant"}).Draw(t, "ns"), c.newName("pod")
-		if rapid.IntRange(0, 3).Draw(t, "sts") == 0 {
+		switch {
+		case rapid.IntRange(0, 3).Draw(t, "sts") == 0:
 			ns, name = "tenant", fmt.Sprintf("db-%d", rapid.IntRange(0, 2).Draw(t, "ordinal"))
+		case len(c.awaited) > 0 && rapid.Bool().Draw(t, "kube-ovn's pod"):
+			ns, name = c.awaited[0].ns, c.awaited[0].name
+			c.awaited = c.awaited[1:]
 		}
 		p := &corev1.Pod{
 			ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name, CreationTimestamp: c.created(t), Annotations: requests(t)},
@@ -464,7 +492,7 @@ func (c *cluster) eventOf(t *rapid.T, k int) []state.ObjectRef {
 // wanted (a pass applied it), except when an outside edit changes it or a
 // pass fails; both make the next pass a full one, as run mode does.
 func TestIncrementalMatchesBuild(t *testing.T) {
-	var updates, fulls, behind, behindOnly int
+	var updates, fulls, behind, behindOnly, adoptions int
 	whys := map[string]int{}
 	rapid.Check(t, func(t *rapid.T) {
 		c := newCluster(t)
@@ -494,7 +522,16 @@ func TestIncrementalMatchesBuild(t *testing.T) {
 						Addresses: []string{fmt.Sprintf("0a:00:00:00:00:%02x 10.16.0.%d", i, i)}})
 				}
 				full = true
-			case 1: // the pass fails: nothing applied, changes not kept
+			case 1: // kube-ovn makes the port of a pod about to be created (or, at
+				// times, the pass fails: nothing applied, changes not kept)
+				if rapid.Bool().Draw(t, "kube-ovn port") {
+					if p := c.kubeOVNPort(t); have.Ports.Get(p.Name) == nil {
+						have = have.Clone()
+						have.Ports.Set(p.Name, p)
+						full = true
+						break
+					}
+				}
 				c.event(t)
 				x.Reset()
 				continue
@@ -540,6 +577,11 @@ func TestIncrementalMatchesBuild(t *testing.T) {
 					r = x.Full(in, c.cfg, have)
 				} else {
 					updates++
+					for _, p := range r.Want.Ports.All() {
+						if p.Adopt != "" {
+							adoptions++
+						}
+					}
 				}
 			}
 			// Over a lagging NB cache, a full Build may hand out again what
@@ -574,7 +616,8 @@ func TestIncrementalMatchesBuild(t *testing.T) {
 			}
 		}
 	})
-	t.Logf("%d updates, %d full Builds instead: %v; %d behind an unnamed deletion, %d of them only by its ports", updates, fulls, whys, behind, behindOnly)
+	t.Logf("%d updates (%d ports adopted in them), %d full Builds instead: %v; %d behind an unnamed deletion, %d of them only by its ports",
+		updates, adoptions, fulls, whys, behind, behindOnly)
 	if updates == 0 {
 		t.Fatal("no event was handled incrementally")
 	}
