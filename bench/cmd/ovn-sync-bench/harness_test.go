@@ -84,6 +84,10 @@ func TestHarness(t *testing.T) {
 			if l.Switches != 2 {
 				t.Errorf("(g) %s: %d switches, want 2", l.label(), l.Switches)
 			}
+			// The NB alone is measured after the first run, quiet.
+			if floor := l.Passes == "incremental" && l.Churn == 0; floor != (len(l.NBFloor) == opts.latencyRounds) || floor && slices.Min(l.NBFloor) <= 0 {
+				t.Errorf("(g) %s: NB floor %v; want %d latencies above 0 after the quiet incremental run alone", l.label(), l.NBFloor, opts.latencyRounds)
+			}
 			// Under writes, every write made is dropped unread.
 			if l.Churn > 0 && (l.Writes < 4 || l.Failed != 0 || l.Dropped != float64(l.Writes)) {
 				t.Errorf("(g) %s: %d writes made, %d failed (%s), %v dropped; want 4 or more made, none failed, every one dropped",
@@ -104,7 +108,7 @@ func TestHarness(t *testing.T) {
 	}
 	md, _ := os.ReadFile(opts.results)
 	for _, want := range []string{"| (a) ovn-sync cold start, wall |", "extrapolated", "## Targets", "(results.svg)",
-		"## (g) Run mode's event latency", "| migration |", "200, incremental, 20 writes/s", "(g) p99 at 200 ≤ 1.5× p99 at 20, 20 background writes/s", "(latency.svg)",
+		"## (g) Run mode's event latency", "| migration |", "200, incremental, 20 writes/s", "(g) p99 at 200 ≤ 1.5× p99 at 20, 20 background writes/s", "(latency.svg)", "| the NB alone: pod-add's write",
 		"client RSS ≤ 300 MB, run mode", "informer inputs (stores", "sum of the parts |"} {
 		if !strings.Contains(string(md), want) {
 			t.Errorf("RESULTS.md lacks %q:\n%s", want, md)

@@ -43,6 +43,11 @@ type latencyResult struct {
 	Samples map[eventlat.Event][]time.Duration `json:"samples_ns"`
 	// LoadBefore and LoadAfter are /proc/loadavg around the events.
 	LoadBefore, LoadAfter string
+	// NBFloor, for the first run at a size, are the latencies of the write
+	// a pod-add makes sent alone by a plain NB client to the same NB after
+	// the loop has stopped (eventlat.NBFloor): the NB's own part of an
+	// event's latency.
+	NBFloor []time.Duration `json:"nb_floor_ns,omitempty"`
 }
 
 // percentile is eventlat.Percentile of the samples of ev.
@@ -62,17 +67,19 @@ func latencySwitches(size, perSwitch int) int {
 // passes under the first (quiet, by default).
 func latencyRuns(opts options) []latencyRun {
 	var runs []latencyRun
-	for _, churn := range opts.latencyChurn {
-		runs = append(runs, latencyRun{"incremental", churn})
+	for i, churn := range opts.latencyChurn {
+		runs = append(runs, latencyRun{passes: "incremental", churn: churn, floor: i == 0})
 	}
-	return append(runs, latencyRun{"full", opts.latencyChurn[0]})
+	return append(runs, latencyRun{passes: "full", churn: opts.latencyChurn[0]})
 }
 
 // latencyRun is one measurement of (g) at a size: the kind of pass and
-// the rate of background writes.
+// the rate of background writes; floor is set on the run after which the
+// NB floor is measured (the first).
 type latencyRun struct {
 	passes string
 	churn  int
+	floor  bool
 }
 
 // measureLatency measures (g) with size existing pods, every run of
@@ -163,7 +170,12 @@ func latencyAt(ctx context.Context, size, switches int, run latencyRun, rounds i
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
-	return r, c.Close()
+	if err := c.Close(); err != nil || !run.floor {
+		return r, err
+	}
+	logf("%s: the NB alone, %d writes", what, rounds)
+	r.NBFloor, err = eventlat.NBFloor(ctx, srv.endpoint(), eventlat.DefaultSwitch, rounds, gap)
+	return r, err
 }
 
 // runLatencyChild measures (g) at the one size of opts and writes the
