@@ -9,9 +9,11 @@ import (
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
+	kuberetry "k8s.io/client-go/util/retry"
 
 	"github.com/ovn-sync/ovn-sync/internal/kubetest"
 	"github.com/ovn-sync/ovn-sync/sources"
@@ -180,13 +182,26 @@ func (c *backgroundChurn) write(ctx context.Context) (sources.Kind, error) {
 		_, err = c.k.Kube.CoreV1().Namespaces().Patch(ctx, c.ns, types.MergePatchType, []byte(patch), metav1.PatchOptions{})
 	case sources.KindIP:
 		i := round % len(c.ips)
-		ip := c.ips[i].DeepCopy()
-		if err = unstructured.SetNestedField(ip.Object, containerID(len(c.ips)*(1+round)+i), "spec", "containerID"); err == nil {
-			ip, err = c.k.Dynamic.Resource(sources.GVRIP).Update(ctx, ip, metav1.UpdateOptions{})
-		}
-		if err == nil {
-			c.ips[i] = ip
-		}
+		ips := c.k.Dynamic.Resource(sources.GVRIP)
+		err = kuberetry.RetryOnConflict(kuberetry.DefaultRetry, func() error {
+			ip := c.ips[i].DeepCopy()
+			if err := unstructured.SetNestedField(ip.Object, containerID(len(c.ips)*(1+round)+i), "spec", "containerID"); err != nil {
+				return err
+			}
+			ip, err := ips.Update(ctx, ip, metav1.UpdateOptions{})
+			switch {
+			case err == nil:
+				c.ips[i] = ip
+			case apierrors.IsConflict(err):
+				// A write cut short when the last phase stopped may
+				// have been taken: write over what the server has, as
+				// kube-ovn-controller does.
+				if cur, gerr := ips.Get(ctx, c.ips[i].GetName(), metav1.GetOptions{}); gerr == nil {
+					c.ips[i] = cur
+				}
+			}
+			return err
+		})
 	case sources.KindSubnet:
 		using := 3 + round%8
 		patch := fmt.Sprintf(`{"status":{"v4usingIPs":%d,"v4availableIPs":%d,"v4usingIPrange":"10.77.0.10-10.77.0.%d","v4availableIPrange":"10.77.0.2-10.77.0.9,10.77.0.%d-10.77.0.254"}}`,
@@ -217,9 +232,16 @@ func (c *backgroundChurn) writeStatefulSet(ctx context.Context, round int) error
 			s.Status.CurrentRevision, s.Status.CurrentReplicas = rev, 3
 		}
 		set, err = sets.UpdateStatus(ctx, s, metav1.UpdateOptions{})
+		if apierrors.IsConflict(err) {
+			// A write cut short when the last phase stopped was taken:
+			// this round's is skipped, the next writes from the server's.
+			if cur, gerr := sets.Get(ctx, "web", metav1.GetOptions{}); gerr == nil {
+				set, err = cur, nil
+			}
+		}
 	}
-	// A failed write (one cut short when a phase stops) returns an empty
-	// object: the next round writes from the last one the server took.
+	// A failed write returns an empty object: the next round writes from
+	// the last one the server took.
 	if err == nil {
 		c.set = set
 	}
