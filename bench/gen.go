@@ -14,6 +14,7 @@ import (
 
 	kubeovnv1 "github.com/ovn-sync/ovn-sync/apis/kubeovn/v1"
 	"github.com/ovn-sync/ovn-sync/desired"
+	"github.com/ovn-sync/ovn-sync/desired/netconf"
 	"github.com/ovn-sync/ovn-sync/state"
 )
 
@@ -29,7 +30,7 @@ func Config() desired.Config {
 	return desired.Config{
 		DefaultSwitch:  "ovn-default",
 		DefaultSubnets: []netip.Prefix{netip.MustParsePrefix("10.0.0.0/8")},
-		DefaultExclude: []desired.IPRange{{From: netip.MustParseAddr("10.0.0.1"), To: netip.MustParseAddr("10.0.0.1")}},
+		DefaultExclude: []netconf.IPRange{{From: netip.MustParseAddr("10.0.0.1"), To: netip.MustParseAddr("10.0.0.1")}},
 	}
 }
 

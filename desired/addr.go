@@ -30,10 +30,9 @@ func (m mac) appendTo(b []byte) []byte {
 func (m mac) String() string { return string(m.appendTo(make([]byte, 0, 17))) }
 
 var (
-	errNotMAC       = errors.New("not a MAC address")
-	errNotUnicast   = errors.New("not a unicast MAC address")
-	errZeroMAC      = errors.New("the all-zero MAC address is not usable")
-	errNotIPAddress = errors.New("not an IP address")
+	errNotMAC     = errors.New("not a MAC address")
+	errNotUnicast = errors.New("not a unicast MAC address")
+	errZeroMAC    = errors.New("the all-zero MAC address is not usable")
 )
 
 // parseMAC accepts the forms net.ParseMAC does (de:ad:00:00:be:af,
@@ -84,15 +83,6 @@ func macFromName(name string, attempt int) mac {
 	// Fold the high bits in so every input byte reaches the four kept bytes.
 	v := uint32(h) ^ uint32(h>>32)
 	return mac(0x0a58)<<32 | mac(v)
-}
-
-// parseIP parses one address, unmapping IPv4-mapped IPv6 and refusing zones.
-func parseIP(s string) (netip.Addr, error) {
-	a, err := netip.ParseAddr(strings.TrimSpace(s))
-	if err != nil || a.Zone() != "" {
-		return netip.Addr{}, errNotIPAddress
-	}
-	return a.Unmap(), nil
 }
 
 // lsp is the parsed form of an LSP's addresses: the first MAC and the first
@@ -178,60 +168,4 @@ func eachWord(s string, f func(string)) {
 		}
 		s = s[i+1:]
 	}
-}
-
-// usable returns the first and last address IPAM may hand out in p: IPv4
-// skips the network and broadcast addresses (except in /31 and /32), IPv6
-// skips the subnet-router anycast address (except in /127 and /128).
-func usable(p netip.Prefix) (first, last netip.Addr) {
-	first = p.Masked().Addr()
-	last = lastAddr(p)
-	hostBits := first.BitLen() - p.Bits()
-	if first.Is4() && hostBits >= 2 {
-		return first.Next(), last.Prev()
-	}
-	if first.Is6() && hostBits >= 2 {
-		return first.Next(), last
-	}
-	return first, last
-}
-
-func lastAddr(p netip.Prefix) netip.Addr {
-	a := p.Masked().Addr()
-	if a.Is4() {
-		b := a.As4()
-		v := binary.BigEndian.Uint32(b[:]) | (^uint32(0) >> uint(p.Bits()))
-		if p.Bits() == 0 {
-			v = ^uint32(0)
-		}
-		binary.BigEndian.PutUint32(b[:], v)
-		return netip.AddrFrom4(b)
-	}
-	b := a.As16()
-	hi := binary.BigEndian.Uint64(b[:8])
-	lo := binary.BigEndian.Uint64(b[8:])
-	switch bits := p.Bits(); {
-	case bits == 0:
-		hi, lo = ^uint64(0), ^uint64(0)
-	case bits < 64:
-		hi |= ^uint64(0) >> uint(bits)
-		lo = ^uint64(0)
-	case bits < 128:
-		lo |= ^uint64(0) >> uint(bits-64)
-	}
-	binary.BigEndian.PutUint64(b[:8], hi)
-	binary.BigEndian.PutUint64(b[8:], lo)
-	return netip.AddrFrom16(b)
-}
-
-// reserved explains why a in p can never be a port's address, or returns "".
-func reserved(p netip.Prefix, a netip.Addr) string {
-	first, last := usable(p)
-	switch {
-	case a.Less(first):
-		return "is the network address of " + p.String()
-	case last.Less(a):
-		return "is the broadcast address of " + p.String()
-	}
-	return ""
 }

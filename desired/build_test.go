@@ -10,6 +10,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"pgregory.net/rapid"
 
+	"github.com/ovn-sync/ovn-sync/desired/netconf"
 	"github.com/ovn-sync/ovn-sync/internal/statetext"
 	"github.com/ovn-sync/ovn-sync/state"
 )
@@ -97,18 +98,18 @@ func TestProblemsSorted(t *testing.T) {
 }
 
 func TestPool(t *testing.T) {
-	excl := mergeRanges([]IPRange{
-		{netip.MustParseAddr("10.0.0.5"), netip.MustParseAddr("10.0.0.6")},
-		{netip.MustParseAddr("10.0.0.1"), netip.MustParseAddr("10.0.0.2")},
-		{netip.MustParseAddr("10.0.0.3"), netip.MustParseAddr("10.0.0.3")}, // adjacent: merged with .1-.2
-		{netip.MustParseAddr("10.0.0.14"), netip.MustParseAddr("10.0.0.20")},
+	excl := mergeRanges([]netconf.IPRange{
+		{From: netip.MustParseAddr("10.0.0.5"), To: netip.MustParseAddr("10.0.0.6")},
+		{From: netip.MustParseAddr("10.0.0.1"), To: netip.MustParseAddr("10.0.0.2")},
+		{From: netip.MustParseAddr("10.0.0.3"), To: netip.MustParseAddr("10.0.0.3")}, // adjacent: merged with .1-.2
+		{From: netip.MustParseAddr("10.0.0.14"), To: netip.MustParseAddr("10.0.0.20")},
 	}, true)
 	if len(excl) != 3 {
 		t.Fatalf("mergeRanges = %v, want 3 ranges", excl)
 	}
 	p := netip.MustParsePrefix("10.0.0.0/28")
-	var r IPRange
-	r.From, r.To = usable(p)
+	var r netconf.IPRange
+	r.From, r.To = netconf.Usable(p)
 	// The gateway, .9, is skipped like an excluded address.
 	pl := newPool(&family{prefix: p, usable: r, excl: excl, gateway: netip.MustParseAddr("10.0.0.9")})
 	taken := func(a netip.Addr) bool { return a == netip.MustParseAddr("10.0.0.8") }
@@ -131,12 +132,12 @@ func TestPool(t *testing.T) {
 func TestPoolSkip(t *testing.T) {
 	rapid.Check(t, func(t *rapid.T) {
 		p := netip.MustParsePrefix(rapid.SampledFrom([]string{"10.0.0.0/24", "10.0.0.0/19", "fd00::/120", "fd00::/115"}).Draw(t, "subnet"))
-		var r IPRange
-		r.From, r.To = usable(p)
-		var excl []IPRange
+		var r netconf.IPRange
+		r.From, r.To = netconf.Usable(p)
+		var excl []netconf.IPRange
 		for range rapid.IntRange(0, 3).Draw(t, "exclusions") {
 			from := addrAt(p, rapid.IntRange(0, 5000).Draw(t, "from"))
-			excl = append(excl, IPRange{From: from, To: addrAt(p, rapid.IntRange(0, 40).Draw(t, "len")+offsetOf(p, from))})
+			excl = append(excl, netconf.IPRange{From: from, To: addrAt(p, rapid.IntRange(0, 40).Draw(t, "len")+offsetOf(p, from))})
 		}
 		excl = mergeRanges(excl, p.Addr().Is4())
 		comp := ipv4
@@ -180,22 +181,6 @@ func offsetOf(p netip.Prefix, a netip.Addr) int {
 	_, base := ipWords(p.Masked().Addr())
 	_, lo := ipWords(a)
 	return int(lo - base)
-}
-
-func TestLastAddr(t *testing.T) {
-	for _, tc := range []struct{ p, want string }{
-		{"10.16.0.0/16", "10.16.255.255"},
-		{"0.0.0.0/0", "255.255.255.255"},
-		{"10.0.0.7/32", "10.0.0.7"},
-		{"fd00::/64", "fd00::ffff:ffff:ffff:ffff"},
-		{"fd00::/120", "fd00::ff"},
-		{"::/0", "ffff:ffff:ffff:ffff:ffff:ffff:ffff:ffff"},
-		{"fd00::1/128", "fd00::1"},
-	} {
-		if got := lastAddr(netip.MustParsePrefix(tc.p)).String(); got != tc.want {
-			t.Errorf("lastAddr(%s) = %s, want %s", tc.p, got, tc.want)
-		}
-	}
 }
 
 // wantProblems returns r's desired state and problems.

@@ -1,7 +1,6 @@
 package desired
 
 import (
-	"encoding/json"
 	"fmt"
 	"net/netip"
 	"regexp"
@@ -11,6 +10,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	ipamclaimsv1alpha1 "github.com/ovn-sync/ovn-sync/apis/ipamclaims/v1alpha1"
+	"github.com/ovn-sync/ovn-sync/desired/netconf"
 	"github.com/ovn-sync/ovn-sync/state"
 )
 
@@ -47,28 +47,6 @@ func ClaimName(vm, network string) string {
 // rfc1123Run is ipam-extensions' pattern, as it is written there (its
 // doubled backslash makes "\\." match a backslash and any character).
 var rfc1123Run = regexp.MustCompile(`[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*`)
-
-// claimConfig is what a NAD's CNI config says about claims: the network's
-// name (what a claim's spec.network names) and whether its owners keep
-// their addresses in claims.
-type claimConfig struct {
-	name       string
-	persistent bool
-}
-
-// parseClaimConfig reads "name" and "allowPersistentIPs" from a NAD's
-// config, as ipam-extensions does (top level only); a config that does not
-// parse has neither.
-func parseClaimConfig(raw string) claimConfig {
-	var c struct {
-		Name               string `json:"name"`
-		AllowPersistentIPs bool   `json:"allowPersistentIPs"`
-	}
-	if json.Unmarshal([]byte(raw), &c) != nil {
-		return claimConfig{}
-	}
-	return claimConfig{name: c.Name, persistent: c.AllowPersistentIPs}
-}
 
 // claimUse is the claim a port reads.
 type claimUse struct {
@@ -135,7 +113,7 @@ func (b *builder) indexClaims(in Inputs) {
 // virt-launcher pods' as ipam-extensions' webhook writes it), else, for a
 // VM's network whose NAD allows persistent IPs, the claim ipam-extensions
 // names after the VM and the network, when the VM owns it.
-func (b *builder) readClaim(s *portSpec, at *attachment, cc claimConfig) {
+func (b *builder) readClaim(s *portSpec, at *attachment, cc netconf.ClaimConfig) {
 	o := s.o
 	ref, refSrc := at.claimRef, at.claimSrc
 	if ref == "" && at.podIface != "" {
@@ -143,7 +121,7 @@ func (b *builder) readClaim(s *portSpec, at *attachment, cc claimConfig) {
 	}
 	if ref != "" {
 		c := b.lookup(o, ref)
-		if !cc.persistent {
+		if !cc.Persistent {
 			b.ownerProblem(o, "InvalidClaimReference", fmt.Sprintf("%s %q: network %q does not allow persistent IPs "+
 				"(its config has no \"allowPersistentIPs\": true); ignored", refSrc, ref, at.ref.String()))
 			return
@@ -153,7 +131,7 @@ func (b *builder) readClaim(s *portSpec, at *attachment, cc claimConfig) {
 		}
 		return
 	}
-	if !cc.persistent || at.podIface == "" || o.kind == kindPod {
+	if !cc.Persistent || at.podIface == "" || o.kind == kindPod {
 		return
 	}
 	c := b.lookup(o, ClaimName(o.name, at.iface))
@@ -213,13 +191,13 @@ func (b *builder) launcherClaimRef(o *owner, at *attachment) (string, string) {
 
 // useClaim makes c the claim of s: checked against s's network, its
 // status.ips read.
-func (b *builder) useClaim(s *portSpec, c *ipamclaimsv1alpha1.IPAMClaim, cc claimConfig) {
+func (b *builder) useClaim(s *portSpec, c *ipamclaimsv1alpha1.IPAMClaim, cc netconf.ClaimConfig) {
 	k := nsName{c.Namespace, c.Name}
 	bad := func(format string, args ...any) {
 		b.problemFor(s.o, state.KindIPAMClaim, c.Namespace, c.Name, "InvalidRecord", fmt.Sprintf(format, args...)+"; ignored")
 	}
-	if c.Spec.Network != cc.name {
-		bad("spec.network %q: port %q is on network %q (NetworkAttachmentDefinition %s)", c.Spec.Network, s.name, cc.name, s.net.key)
+	if c.Spec.Network != cc.Name {
+		bad("spec.network %q: port %q is on network %q (NetworkAttachmentDefinition %s)", c.Spec.Network, s.name, cc.Name, s.net.key)
 		return
 	}
 	if other := b.claimedBy[k]; other != "" && other != s.name {
@@ -311,7 +289,7 @@ func (b *builder) reserveClaims() {
 		for _, n := range b.claimNets[c.Spec.Network] {
 			var addrs []string
 			for _, v := range c.Status.IPs {
-				if a, err := parseIP(claimAddr(v)); err == nil && n.unusable(a) == "" {
+				if a, err := netconf.ParseIP(claimAddr(v)); err == nil && n.unusable(a) == "" {
 					addrs = append(addrs, a.String())
 				}
 			}
@@ -361,14 +339,14 @@ func (b *builder) unmanagedClaim(o *owner, at *attachment, e nadEntry) {
 	if name == "" && at.podIface != "" {
 		name, _ = b.launcherClaimRef(o, at)
 	}
-	if name == "" && e.cc.persistent && at.podIface != "" && o.kind != kindPod {
+	if name == "" && e.cc.Persistent && at.podIface != "" && o.kind != kindPod {
 		name = ClaimName(o.name, at.iface)
 	}
 	if name == "" {
 		return
 	}
 	c := b.lookup(o, name)
-	if c == nil || c.Spec.Network != e.cc.name || len(c.Status.IPs) > 0 {
+	if c == nil || c.Spec.Network != e.cc.Name || len(c.Status.IPs) > 0 {
 		return
 	}
 	f := &ClaimFacts{Claim: c, Owner: o.id, Pods: o.objects.launchers.pods(), Node: o.chassis,

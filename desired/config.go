@@ -2,9 +2,9 @@ package desired
 
 import (
 	"fmt"
-	"net/netip"
-	"slices"
 	"strings"
+
+	"github.com/ovn-sync/ovn-sync/desired/netconf"
 )
 
 // NewConfig validates the default network's settings and returns them as a
@@ -19,7 +19,7 @@ func NewConfig(defaultSwitch string, subnets, excludeIPs []string) (Config, erro
 		return Config{}, fmt.Errorf("logical switch name is empty")
 	}
 	var err error
-	cfg.DefaultSubnets, err = parseSubnets(subnets)
+	cfg.DefaultSubnets, err = netconf.ParseSubnets(subnets)
 	if err != nil {
 		return Config{}, fmt.Errorf("subnet %w", err)
 	}
@@ -27,7 +27,7 @@ func NewConfig(defaultSwitch string, subnets, excludeIPs []string) (Config, erro
 		return Config{}, fmt.Errorf("no subnets")
 	}
 	for _, s := range excludeIPs {
-		r, err := parseIPRange(s)
+		r, err := netconf.ParseIPRange(s)
 		if err != nil {
 			return Config{}, fmt.Errorf("exclude %q: %w", s, err)
 		}
@@ -40,7 +40,7 @@ func NewConfig(defaultSwitch string, subnets, excludeIPs []string) (Config, erro
 // per family, each a usable address of the subnet of its family. Gateways
 // are never given to a port, nor granted to a request.
 func (c Config) WithGateway(gateways []string) (Config, error) {
-	gw, err := parseGateways(gateways, c.DefaultSubnets)
+	gw, err := netconf.ParseGateways(gateways, c.DefaultSubnets)
 	if err != nil {
 		return Config{}, fmt.Errorf("gateway %w", err)
 	}
@@ -50,67 +50,13 @@ func (c Config) WithGateway(gateways []string) (Config, error) {
 
 // WithDHCP returns c with native DHCP on the default network, v4 and v6
 // being options over the defaults in kube-ovn's syntax
-// ("lease_time=600,dns_server={10.96.0.10}"; see ParseDHCPOptions).
+// ("lease_time=600,dns_server={10.96.0.10}"; see [netconf.ParseDHCPOptions]).
 func (c Config) WithDHCP(v4, v6 string) (Config, error) {
-	d, err := parseDHCP(true, v4, v6, "dhcpV4Options", "dhcpV6Options")
+	d, err := netconf.ParseDHCP(v4, v6, "dhcpV4Options", "dhcpV6Options")
 	if err != nil {
 		return Config{}, fmt.Errorf("dhcp: %w", err)
 	}
+	d.Enabled = true
 	c.DefaultDHCP = d
 	return c, nil
-}
-
-// parseIPRange parses "a" or "a..b".
-func parseIPRange(s string) (IPRange, error) {
-	from, to, isRange := strings.Cut(strings.TrimSpace(s), "..")
-	a, err := parseIP(from)
-	if !isRange {
-		return IPRange{From: a, To: a}, err
-	}
-	if err != nil {
-		return IPRange{}, fmt.Errorf("%q: %w", from, err)
-	}
-	b, err := parseIP(to)
-	if err != nil {
-		return IPRange{}, fmt.Errorf("%q: %w", to, err)
-	}
-	if a.Is4() != b.Is4() {
-		return IPRange{}, fmt.Errorf("range mixes IPv4 and IPv6")
-	}
-	if b.Less(a) {
-		return IPRange{}, fmt.Errorf("range ends before it starts")
-	}
-	return IPRange{From: a, To: b}, nil
-}
-
-// prefixRange is the inclusive range of addresses in p.
-func prefixRange(p netip.Prefix) IPRange {
-	return IPRange{From: p.Masked().Addr(), To: lastAddr(p)}
-}
-
-// mergeRanges returns the ranges of one family sorted by From, with
-// overlapping and adjacent ranges merged, which is the form pool.take walks.
-func mergeRanges(rs []IPRange, is4 bool) []IPRange {
-	var out []IPRange
-	for _, r := range rs {
-		if r.From.IsValid() && r.To.IsValid() && r.From.Is4() == is4 && r.To.Is4() == is4 && !r.To.Less(r.From) {
-			out = append(out, r)
-		}
-	}
-	slices.SortFunc(out, func(a, b IPRange) int { return a.From.Compare(b.From) })
-	merged := out[:0]
-	for _, r := range out {
-		if n := len(merged); n > 0 {
-			last := &merged[n-1]
-			// Adjacent ranges merge too: last.To.Next() == r.From.
-			if next := last.To.Next(); !next.IsValid() || !next.Less(r.From) {
-				if last.To.Less(r.To) {
-					last.To = r.To
-				}
-				continue
-			}
-		}
-		merged = append(merged, r)
-	}
-	return merged
 }

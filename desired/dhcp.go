@@ -1,13 +1,9 @@
 package desired
 
 import (
-	"bytes"
-	"encoding/json"
-	"fmt"
 	"hash/fnv"
 	"maps"
 	"net"
-	"strings"
 
 	"github.com/ovn-sync/ovn-sync/state"
 )
@@ -32,92 +28,11 @@ import (
 //	IPv6: server_id=<MAC of the switch>
 //
 // The server MAC is derived from the switch name, so every pass, and every
-// replica, writes the same one.
-
-// DHCP is a network's native DHCP: off unless Enabled. V4 and V6 are
-// options that replace or add to the defaults of each family; a key with
-// an empty value removes the default.
-type DHCP struct {
-	Enabled bool
-	V4, V6  map[string]string
-}
-
-// The option keys OVN requires of each family (ovn-nb(5), DHCP_Options).
-var requiredDHCP = [2][]string{{"server_id", "server_mac", "lease_time"}, {"server_id"}}
+// replica, writes the same one. A network's settings are read by package
+// netconf (netconf.DHCP); this file turns them into rows.
 
 // dhcpServerID is kube-ovn's server_id for a subnet without a gateway.
 const dhcpServerID = "169.254.0.254"
-
-// ParseDHCPOptions reads kube-ovn's dhcpV4Options/dhcpV6Options syntax:
-// "key=value" pairs separated by commas, a value in braces ("{a,b}")
-// keeping its commas. Errors name the pair.
-func ParseDHCPOptions(s string) (map[string]string, error) {
-	var out map[string]string
-	depth, start := 0, 0
-	for i := 0; i <= len(s); i++ {
-		if i < len(s) {
-			switch s[i] {
-			case '{':
-				depth++
-				continue
-			case '}':
-				depth--
-				continue
-			case ',':
-				if depth > 0 {
-					continue
-				}
-			default:
-				continue
-			}
-		}
-		pair := strings.TrimSpace(s[start:i])
-		start = i + 1
-		if pair == "" {
-			continue
-		}
-		k, v, ok := strings.Cut(pair, "=")
-		k, v = strings.TrimSpace(k), strings.TrimSpace(v)
-		if !ok || k == "" || strings.ContainsAny(k, " {}") {
-			return nil, fmt.Errorf("%q: want key=value", pair)
-		}
-		if out == nil {
-			out = map[string]string{}
-		}
-		if _, dup := out[k]; dup {
-			return nil, fmt.Errorf("%q: %s given twice", pair, k)
-		}
-		out[k] = v
-	}
-	if depth != 0 {
-		return nil, fmt.Errorf("%q: unbalanced braces", s)
-	}
-	return out, nil
-}
-
-// parseDHCP reads a network's DHCP settings; where names them in errors.
-func parseDHCP(enabled bool, v4, v6, where4, where6 string) (DHCP, error) {
-	d := DHCP{Enabled: enabled}
-	var err error
-	if d.V4, err = ParseDHCPOptions(v4); err != nil {
-		return DHCP{}, fmt.Errorf("%s %w", where4, err)
-	}
-	if d.V6, err = ParseDHCPOptions(v6); err != nil {
-		return DHCP{}, fmt.Errorf("%s %w", where6, err)
-	}
-	for f, opts := range [2]map[string]string{d.V4, d.V6} {
-		for _, k := range requiredDHCP[f] {
-			if v, ok := opts[k]; ok && v == "" {
-				where := where4
-				if f == ipv6 {
-					where = where6
-				}
-				return DHCP{}, fmt.Errorf("%s: %s cannot be removed: OVN requires it", where, k)
-			}
-		}
-	}
-	return d, nil
-}
 
 var familyKey = [2]string{"ipv4", "ipv6"}
 
@@ -195,30 +110,6 @@ func dhcpRef(p *state.Port, f int) *string {
 		return &p.DHCPv4
 	}
 	return &p.DHCPv6
-}
-
-// nadDHCP reads a NAD config's "dhcp" (a boolean), "dhcpV4Options" and
-// "dhcpV6Options" (strings in kube-ovn's syntax).
-func nadDHCP(obj map[string]json.RawMessage, where string) (DHCP, error) {
-	var enabled bool
-	if raw, ok := obj["dhcp"]; ok && !bytes.Equal(bytes.TrimSpace(raw), []byte("null")) {
-		if err := json.Unmarshal(raw, &enabled); err != nil {
-			return DHCP{}, nadConfigError(fmt.Sprintf("%s: \"dhcp\" must be true or false", where))
-		}
-	}
-	v4, _, err := stringField(obj, "dhcpV4Options", where)
-	if err != nil {
-		return DHCP{}, err
-	}
-	v6, _, err := stringField(obj, "dhcpV6Options", where)
-	if err != nil {
-		return DHCP{}, err
-	}
-	d, err := parseDHCP(enabled, v4, v6, where+": \"dhcpV4Options\"", where+": \"dhcpV6Options\"")
-	if err != nil {
-		return DHCP{}, nadConfigError(err.Error())
-	}
-	return d, nil
 }
 
 // keepForeignDHCP keeps the port's reference of family f to a DHCP_Options

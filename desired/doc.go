@@ -30,7 +30,10 @@
 //     kube-ovn with "subnets"; a kube-ovn NAD without them is the network
 //     of the Subnet of its provider. Others (macvlan, bridge...) are not
 //     ours and get no port. Which Subnet an owner's interface is on is
-//     decided per owner (subnets.go).
+//     decided per owner (subnets.go). Each NAD config, Subnet spec and
+//     DHCP setting is read by package netconf, pure parsers with no
+//     builder; an error it returns is a Problem on the object, its text
+//     in the message.
 //   - Owners and their ports: a Pod (not host-network, not a virt-launcher,
 //     not finished) on the default network and its Multus networks; a
 //     VirtualMachine, running or stopped, on each of its networks; a

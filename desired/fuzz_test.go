@@ -8,6 +8,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/ovn-sync/ovn-sync/desired/netconf"
 	"github.com/ovn-sync/ovn-sync/state"
 )
 
@@ -26,7 +27,7 @@ func FuzzBuildHostileInput(f *testing.F) {
 		cfg := Config{
 			DefaultSwitch:  "ovn-default",
 			DefaultSubnets: []netip.Prefix{netip.MustParsePrefix("10.16.0.0/16")},
-			DefaultExclude: []IPRange{{From: netip.MustParseAddr("10.16.0.1"), To: netip.MustParseAddr("10.16.0.1")}},
+			DefaultExclude: []netconf.IPRange{{From: netip.MustParseAddr("10.16.0.1"), To: netip.MustParseAddr("10.16.0.1")}},
 		}
 		good := &corev1.Pod{
 			ObjectMeta: metav1.ObjectMeta{Name: "good", Namespace: "tenant"},

@@ -9,8 +9,9 @@ import (
 )
 
 // TestImports keeps desired pure (STYLE rule 1): its own imports are the
-// standard library, state, and Kubernetes, KubeVirt and NAD API types (and kube-ovn's, apis/kubeovn/v1) only,
-// and nothing it pulls in transitively is a client, an informer or OVSDB.
+// standard library, state, netconf (pure, with its own test), and
+// Kubernetes, KubeVirt and NAD API types (and kube-ovn's, apis/kubeovn/v1)
+// only, and nothing it pulls in transitively is a client, an informer or OVSDB.
 func TestImports(t *testing.T) {
 	pkg, err := build.ImportDir(".", 0)
 	if err != nil {
@@ -18,6 +19,7 @@ func TestImports(t *testing.T) {
 	}
 	allowed := []string{
 		"github.com/ovn-sync/ovn-sync/state",
+		"github.com/ovn-sync/ovn-sync/desired/netconf",
 		"github.com/ovn-sync/ovn-sync/apis/",
 		"k8s.io/api/",
 		"k8s.io/apimachinery/pkg/apis/",

@@ -13,6 +13,7 @@ import (
 
 	ipamclaimsv1alpha1 "github.com/ovn-sync/ovn-sync/apis/ipamclaims/v1alpha1"
 	kubeovnv1 "github.com/ovn-sync/ovn-sync/apis/kubeovn/v1"
+	"github.com/ovn-sync/ovn-sync/desired/netconf"
 )
 
 // Inputs is everything Build reads from Kubernetes: every object of the
@@ -53,21 +54,15 @@ type Config struct {
 	// DefaultSubnets holds at most one IPv4 and one IPv6 prefix.
 	DefaultSubnets []netip.Prefix
 	// DefaultExclude lists addresses IPAM never hands out on the default network.
-	DefaultExclude []IPRange
+	DefaultExclude []netconf.IPRange
 	// DefaultGateway holds at most one gateway per family; see WithGateway.
 	DefaultGateway []netip.Addr
 	// DefaultDHCP is the default network's native DHCP; see WithDHCP.
-	DefaultDHCP DHCP
+	DefaultDHCP netconf.DHCP
 
 	// switchPorts, when not 0, replaces MaxSwitchPorts: tests reach a
 	// full switch with a few ports.
 	switchPorts int
-}
-
-// IPRange is an inclusive range of addresses of one family. A single address
-// has From == To.
-type IPRange struct {
-	From, To netip.Addr
 }
 
 // Problem is bad or conflicting input found while building the desired state.

@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	ipamclaimsv1alpha1 "github.com/ovn-sync/ovn-sync/apis/ipamclaims/v1alpha1"
+	"github.com/ovn-sync/ovn-sync/desired/netconf"
 	"github.com/ovn-sync/ovn-sync/state"
 )
 
@@ -22,7 +23,7 @@ type pool struct {
 	last netip.Addr
 	// excl is sorted and merged; excl[ei] is the first range not entirely
 	// behind next.
-	excl []IPRange
+	excl []netconf.IPRange
 	ei   int
 	done bool
 }
@@ -32,7 +33,7 @@ func newPool(f *family) *pool {
 	excl := f.excl
 	for _, a := range [2]netip.Addr{f.gateway, f.first} {
 		if a.IsValid() {
-			excl = mergeRanges(append(slices.Clone(excl), IPRange{From: a, To: a}), a.Is4())
+			excl = mergeRanges(append(slices.Clone(excl), netconf.IPRange{From: a, To: a}), a.Is4())
 		}
 	}
 	pl := &pool{next: r.From, last: r.To, excl: excl}

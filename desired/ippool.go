@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/ovn-sync/ovn-sync/desired/netconf"
 	"github.com/ovn-sync/ovn-sync/state"
 	corev1 "k8s.io/api/core/v1"
 )
@@ -29,15 +30,15 @@ func (r *reqReader) pool(src, raw string) bool {
 	} else {
 		parts = strings.Split(raw, ",")
 		if len(parts) == 2 {
-			a, errA := parseIP(parts[0])
-			b, errB := parseIP(parts[1])
+			a, errA := netconf.ParseIP(parts[0])
+			b, errB := netconf.ParseIP(parts[1])
 			if errA == nil && errB == nil && a.Is4() != b.Is4() {
 				parts = []string{raw}
 			}
 		}
 	}
 	if len(parts) == 1 && !strings.Contains(parts[0], ",") {
-		if _, err := parseIP(parts[0]); err != nil {
+		if _, err := netconf.ParseIP(parts[0]); err != nil {
 			return r.bad(src, raw, "names an IPPool object, which ovn-sync does not read: list the addresses instead")
 		}
 	}
@@ -46,7 +47,7 @@ func (r *reqReader) pool(src, raw string) bool {
 		var e [2]netip.Addr
 		for _, v := range strings.Split(part, ",") {
 			v = strings.TrimSpace(v)
-			a, err := parseIP(v)
+			a, err := netconf.ParseIP(v)
 			if err != nil {
 				return r.bad(src, strings.TrimSpace(part), err.Error())
 			}
@@ -130,7 +131,7 @@ func (b *builder) pickPools() {
 		}
 		for _, e := range append(slices.Clone(p.Addresses), p.DynamicAddresses) {
 			for _, w := range strings.Fields(e) {
-				if a, err := parseIP(w); err == nil {
+				if a, err := netconf.ParseIP(w); err == nil {
 					taken[key{sw, a}] = true
 				}
 			}

@@ -5,37 +5,6 @@ import (
 	"testing"
 )
 
-func TestKubernetesNames(t *testing.T) {
-	for _, tc := range []struct {
-		s             string
-		label, domain bool
-	}{
-		{"web-1", true, true},
-		{"a", true, true},
-		{"web.example", false, true},
-		{"", false, false},
-		{"-web", false, false},
-		{"web-", false, false},
-		{"Web", false, false},
-		{"wéb", false, false},
-		{"web.", false, false},
-		{".web", false, false},
-		{"a..b", false, false},
-		{strings.Repeat("a", 63), true, true},
-		{strings.Repeat("a", 64), false, false},
-		{strings.Repeat("a", 63) + "." + strings.Repeat("b", 63), false, true},
-		{strings.Repeat("a.", 126) + "a", false, true},   // 253 bytes
-		{strings.Repeat("a.", 126) + "ab", false, false}, // 254 bytes
-	} {
-		if got := isDNSLabel(tc.s); got != tc.label {
-			t.Errorf("isDNSLabel(%q) = %v, want %v", tc.s, got, tc.label)
-		}
-		if got := isDNSSubdomain(tc.s); got != tc.domain {
-			t.Errorf("isDNSSubdomain(%q) = %v, want %v", tc.s, got, tc.domain)
-		}
-	}
-}
-
 // TestKubevirtPodIface checks the pod interface names against those
 // KubeVirt's own tests expect in a launcher pod's networks annotation
 // (pkg/network/namescheme, pkg/virt-controller/services): networks

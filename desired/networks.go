@@ -1,8 +1,6 @@
 package desired
 
 import (
-	"bytes"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"net/netip"
@@ -11,25 +9,8 @@ import (
 
 	nadv1 "github.com/k8snetworkplumbingwg/network-attachment-definition-client/pkg/apis/k8s.cni.cncf.io/v1"
 
+	"github.com/ovn-sync/ovn-sync/desired/netconf"
 	"github.com/ovn-sync/ovn-sync/state"
-)
-
-// CNI types whose NetworkAttachmentDefinitions ovn-sync manages.
-const (
-	typeOVNKubernetes = "ovn-k8s-cni-overlay"
-	typeKubeOVN       = "kube-ovn"
-)
-
-// topologyLayer2 is the one ovn-kubernetes topology ovn-sync manages: a
-// switch per network. layer3 (a switch per node behind a router) and
-// localnet (a switch bridged to a physical network) are not.
-const topologyLayer2 = "layer2"
-
-// ovn-kubernetes network roles: a secondary network (the default) is an
-// attachment pods ask for; a primary one is not ours (roleError).
-const (
-	roleSecondary = "secondary"
-	rolePrimary   = "primary"
 )
 
 // Switch owners (external_ids:ovn-sync/owner on Logical_Switch).
@@ -37,8 +18,8 @@ const (
 	ownerDefaultSwitch = "ovn-sync"
 	ownerNADPrefix     = "NetworkAttachmentDefinition/"
 	kindNAD            = state.KindNetworkAttachmentDefinition
-	providerDefault    = "ovn"
-	providerSuffix     = ".ovn"
+	providerDefault    = netconf.ProviderDefault
+	providerSuffix     = netconf.ProviderSuffix
 )
 
 // network is one logical network ovn-sync allocates on: the default network
@@ -55,36 +36,32 @@ type network struct {
 	// "10.16.0.1,fd00:10:16::1"), "" when it has none.
 	gateway string
 	// dhcp is the network's native DHCP (dhcp.go).
-	dhcp DHCP
+	dhcp netconf.DHCP
 }
 
-// The indexes of network.fam, portSpec.ip and requested.ip.
+// The indexes of network.fam, portSpec.ip and requested.ip, and the names
+// of the families: netconf's, under the short names the builder uses.
 const (
-	ipv4 = 0
-	ipv6 = 1
+	ipv4 = netconf.IPv4
+	ipv6 = netconf.IPv6
 )
 
-var familyName = [2]string{"IPv4", "IPv6"}
+var familyName = netconf.FamilyName
 
 // familyOf returns the index of a's family.
-func familyOf(a netip.Addr) int {
-	if a.Is4() {
-		return ipv4
-	}
-	return ipv6
-}
+func familyOf(a netip.Addr) int { return netconf.FamilyOf(a) }
 
 // family is one address family of a network.
 type family struct {
 	// prefix is invalid when the network lacks the family.
 	prefix netip.Prefix
 	// usable is the range a port may hold: the prefix without its network
-	// and broadcast addresses (see usable).
-	usable IPRange
+	// and broadcast addresses (see netconf.Usable).
+	usable netconf.IPRange
 	// gateway is reserved for the network's router: never a port's.
 	gateway netip.Addr
 	// excl is never handed out and never granted to a request: merged, sorted.
-	excl []IPRange
+	excl []netconf.IPRange
 	// first is, for IPv4 on a switch with other_config:subnet, the
 	// subnet's first address, which northd's IPAM marks taken whatever
 	// exclude_ips says (init_ipam_ipv4): a port of ours on it makes northd
@@ -95,12 +72,12 @@ type family struct {
 	pool *pool
 }
 
-func newNetwork(key, provider, sw, owner string, subnets []netip.Prefix, exclude []IPRange, gateways []netip.Addr) *network {
+func newNetwork(key, provider, sw, owner string, subnets []netip.Prefix, exclude []netconf.IPRange, gateways []netip.Addr) *network {
 	n := &network{key: key, provider: provider, sw: sw, owner: owner}
 	for _, p := range subnets {
 		f := &n.fam[familyOf(p.Addr())]
 		f.prefix = p
-		f.usable.From, f.usable.To = usable(p)
+		f.usable.From, f.usable.To = netconf.Usable(p)
 		f.excl = mergeRanges(exclude, p.Addr().Is4())
 	}
 	var gw []string
@@ -114,13 +91,13 @@ func newNetwork(key, provider, sw, owner string, subnets []netip.Prefix, exclude
 	return n
 }
 
-func inRange(r IPRange, a netip.Addr) bool {
+func inRange(r netconf.IPRange, a netip.Addr) bool {
 	return r.From.IsValid() && !a.Less(r.From) && !r.To.Less(a)
 }
 
 // excluded reports whether a is in one of f's excluded ranges.
 func (f *family) excluded(a netip.Addr) bool {
-	i, _ := slices.BinarySearchFunc(f.excl, a, func(r IPRange, a netip.Addr) int {
+	i, _ := slices.BinarySearchFunc(f.excl, a, func(r netconf.IPRange, a netip.Addr) int {
 		if r.To.Less(a) {
 			return -1
 		}
@@ -169,7 +146,7 @@ func (n *network) unusable(a netip.Addr) string {
 	case !f.prefix.Contains(a):
 		return "not in subnet " + f.prefix.String()
 	case !inRange(f.usable, a):
-		return reserved(f.prefix, a)
+		return netconf.Reserved(f.prefix, a)
 	case a == f.gateway:
 		return "is the gateway of network " + n.key
 	}
@@ -227,7 +204,7 @@ func (f *family) northdExclude(held []netip.Addr) string {
 	}
 	rs := slices.Clone(f.excl)
 	if f.gateway.IsValid() {
-		rs = append(rs, IPRange{From: f.gateway, To: f.gateway})
+		rs = append(rs, netconf.IPRange{From: f.gateway, To: f.gateway})
 	}
 	rs = mergeRanges(rs, true)
 	if len(held) > 0 {
@@ -258,18 +235,18 @@ func (f *family) northdExclude(held []netip.Addr) string {
 
 // punch returns the merged, sorted ranges rs without the addresses of
 // held, sorted.
-func punch(rs []IPRange, held []netip.Addr) []IPRange {
-	var out []IPRange
+func punch(rs []netconf.IPRange, held []netip.Addr) []netconf.IPRange {
+	var out []netconf.IPRange
 	for _, r := range rs {
 		for _, a := range held {
 			if !inRange(r, a) {
 				continue
 			}
 			if r.From.Less(a) {
-				out = append(out, IPRange{From: r.From, To: a.Prev()})
+				out = append(out, netconf.IPRange{From: r.From, To: a.Prev()})
 			}
 			if a == r.To {
-				r = IPRange{} // nothing left
+				r = netconf.IPRange{} // nothing left
 				break
 			}
 			r.From = a.Next()
@@ -279,6 +256,33 @@ func punch(rs []IPRange, held []netip.Addr) []IPRange {
 		}
 	}
 	return out
+}
+
+// mergeRanges returns the ranges of one family sorted by From, with
+// overlapping and adjacent ranges merged, which is the form pool.take walks.
+func mergeRanges(rs []netconf.IPRange, is4 bool) []netconf.IPRange {
+	var out []netconf.IPRange
+	for _, r := range rs {
+		if r.From.IsValid() && r.To.IsValid() && r.From.Is4() == is4 && r.To.Is4() == is4 && !r.To.Less(r.From) {
+			out = append(out, r)
+		}
+	}
+	slices.SortFunc(out, func(a, b netconf.IPRange) int { return a.From.Compare(b.From) })
+	merged := out[:0]
+	for _, r := range out {
+		if n := len(merged); n > 0 {
+			last := &merged[n-1]
+			// Adjacent ranges merge too: last.To.Next() == r.From.
+			if next := last.To.Next(); !next.IsValid() || !next.Less(r.From) {
+				if last.To.Less(r.To) {
+					last.To = r.To
+				}
+				continue
+			}
+		}
+		merged = append(merged, r)
+	}
+	return merged
 }
 
 // nadRef names a NetworkAttachmentDefinition.
@@ -302,7 +306,7 @@ type nadRecord struct {
 	sw       string
 	provider string
 	bySubnet bool
-	cc       claimConfig
+	cc       netconf.ClaimConfig
 }
 
 // nadRecords returns the record of every NAD the Build read.
@@ -331,324 +335,8 @@ type nadEntry struct {
 	bySubnet bool
 	// cc is what its config says of IPAMClaims; unmanaged is set for an
 	// OVN network of a topology or role ovn-sync does not manage.
-	cc        claimConfig
+	cc        netconf.ClaimConfig
 	unmanaged bool
-}
-
-// nadConfigError is a problem with a NAD's spec.config; its text names the field.
-type nadConfigError string
-
-func (e nadConfigError) Error() string { return string(e) }
-
-// topologyError is an ovn-kubernetes config of a topology ovn-sync does not
-// manage: a Problem on the NAD, never an overlay by default.
-type topologyError struct{ where, topology string }
-
-func (e topologyError) Error() string {
-	return fmt.Sprintf("%s: \"topology\": not managed: topology %s (ovn-sync manages %s networks of topology %s only)",
-		e.where, e.topology, typeOVNKubernetes, topologyLayer2)
-}
-
-// roleError is an ovn-kubernetes config of role primary (a user-defined
-// network): ovn-kubernetes makes it the primary interface of every pod in
-// the NAD's namespace, annotation or not, and refuses it in a network
-// selection. ovn-sync manages secondary networks only, so it is a Problem
-// on the NAD, never a secondary network by default.
-type roleError struct{ where, role string }
-
-func (e roleError) Error() string {
-	return fmt.Sprintf("%s: \"role\": not managed: role %s (ovn-sync manages %s networks of role %s only; "+
-		"a primary network is the primary interface of every pod in its namespace)", e.where, e.role, typeOVNKubernetes, roleSecondary)
-}
-
-// managedConfig is the part of an ovn-kubernetes layer2 (or kube-ovn) CNI
-// config ovn-sync reads. An ovn-kubernetes layer2 config without
-// "subnets" has no subnets: a network without IPAM, whose ports carry a
-// MAC only.
-type managedConfig struct {
-	cniType string
-	// provider is a kube-ovn config's "provider", "" when absent.
-	provider      string
-	subnets       []netip.Prefix
-	exclude       []IPRange
-	gateways      []netip.Addr
-	logicalSwitch string
-	dhcp          DHCP
-}
-
-// unmanagedConfig describes a NAD config that is not OVN's: its CNI type
-// and where it was read, for the Problem raised when a NAD in use turns
-// into one.
-type unmanagedConfig struct {
-	cniType string
-	where   string
-}
-
-// parseNADConfig reads a NAD's spec.config. It returns (nil, u, nil) for a
-// config that is not OVN's, including an empty one (Multus then reads a file
-// on the node). A conflist ("plugins") is ours when one of its plugins is.
-func parseNADConfig(raw string) (*managedConfig, unmanagedConfig, error) {
-	none := unmanagedConfig{where: "spec.config"}
-	if strings.TrimSpace(raw) == "" {
-		return nil, none, nil
-	}
-	var top map[string]json.RawMessage
-	if err := json.Unmarshal([]byte(raw), &top); err != nil {
-		return nil, none, nadConfigError(fmt.Sprintf("spec.config: invalid JSON: %v", err))
-	}
-	t := jsonString(top["type"])
-	if t == typeOVNKubernetes || t == typeKubeOVN {
-		mc, err := parseManaged(t, top, "spec.config")
-		return mc, none, err
-	}
-	plugins, ok := top["plugins"]
-	if !ok {
-		return nil, unmanagedConfig{cniType: t, where: "spec.config"}, nil
-	}
-	var list []map[string]json.RawMessage
-	if err := json.Unmarshal(plugins, &list); err != nil {
-		return nil, none, nadConfigError(fmt.Sprintf("spec.config: \"plugins\": %v", err))
-	}
-	var types []string
-	for i, p := range list {
-		t := jsonString(p["type"])
-		if t == typeOVNKubernetes || t == typeKubeOVN {
-			mc, err := parseManaged(t, p, fmt.Sprintf("spec.config: plugins[%d]", i))
-			return mc, none, err
-		}
-		types = append(types, t)
-	}
-	return nil, unmanagedConfig{cniType: strings.Join(types, ","), where: "spec.config: plugins[*]"}, nil
-}
-
-// jsonString returns raw as a string, or "" if it is absent or not a string.
-func jsonString(raw json.RawMessage) string {
-	var s string
-	if len(raw) == 0 || json.Unmarshal(raw, &s) != nil {
-		return ""
-	}
-	return s
-}
-
-func stringField(obj map[string]json.RawMessage, key, where string) (string, bool, error) {
-	raw, ok := obj[key]
-	if !ok || bytes.Equal(bytes.TrimSpace(raw), []byte("null")) {
-		return "", false, nil
-	}
-	var s string
-	if err := json.Unmarshal(raw, &s); err != nil {
-		return "", true, nadConfigError(fmt.Sprintf("%s: %q must be a string", where, key))
-	}
-	return strings.TrimSpace(s), true, nil
-}
-
-// parseSubnets reads a list of CIDRs, at most one IPv4 and one IPv6, with
-// host bits cleared ("10.16.0.5/16" is 10.16.0.0/16). Empty entries are
-// skipped; an empty list is not an error here. Errors name the entry.
-func parseSubnets(list []string) ([]netip.Prefix, error) {
-	var out []netip.Prefix
-	var have [2]bool
-	for _, s := range list {
-		s = strings.TrimSpace(s)
-		if s == "" {
-			continue
-		}
-		p, err := netip.ParsePrefix(s)
-		if err != nil || p.Addr().Zone() != "" {
-			return nil, fmt.Errorf("%q: not a CIDR", s)
-		}
-		p = p.Masked()
-		f := familyOf(p.Addr())
-		if have[f] {
-			return nil, fmt.Errorf("%q: more than one %s subnet", s, familyName[f])
-		}
-		have[f] = true
-		out = append(out, p)
-	}
-	return out, nil
-}
-
-// parseGateways reads gateway addresses, at most one per family, each a
-// usable address of the subnet of its family. Errors name the entry.
-func parseGateways(list []string, subnets []netip.Prefix) ([]netip.Addr, error) {
-	var out []netip.Addr
-	for _, s := range list {
-		s = strings.TrimSpace(s)
-		if s == "" {
-			continue
-		}
-		a, err := parseIP(s)
-		if err != nil {
-			return nil, fmt.Errorf("%q: %v", s, err)
-		}
-		i := slices.IndexFunc(subnets, func(p netip.Prefix) bool { return p.Contains(a) })
-		switch {
-		case i < 0:
-			return nil, fmt.Errorf("%q: not in a subnet of the network", s)
-		case reserved(subnets[i], a) != "":
-			return nil, fmt.Errorf("%q: %s", s, reserved(subnets[i], a))
-		case slices.ContainsFunc(out, func(b netip.Addr) bool { return b.Is4() == a.Is4() }):
-			return nil, fmt.Errorf("%q: more than one %s gateway", s, familyName[familyOf(a)])
-		}
-		out = append(out, a)
-	}
-	return out, nil
-}
-
-// parseManaged reads an OVN config. For ovn-kubernetes, "topology" decides:
-// layer2 is managed, with or without "subnets"; no topology (configs written
-// before the field) is read as layer2 with "subnets" required; any other
-// topology is a topologyError.
-func parseManaged(cniType string, obj map[string]json.RawMessage, where string) (*managedConfig, error) {
-	mc := &managedConfig{cniType: cniType}
-	noIPAM := false
-	if cniType == typeOVNKubernetes {
-		var err error
-		if noIPAM, err = parseOVNKubernetesKind(obj, where); err != nil {
-			return nil, err
-		}
-	}
-	subnets, _, err := stringField(obj, "subnets", where)
-	if err != nil {
-		return nil, err
-	}
-	mc.subnets, err = parseSubnets(strings.Split(subnets, ","))
-	if err != nil {
-		return nil, nadConfigError(fmt.Sprintf("%s: \"subnets\" %v", where, err))
-	}
-	if cniType == typeKubeOVN {
-		if mc.provider, err = parseKubeOVNProvider(obj, where); err != nil {
-			return nil, err
-		}
-	}
-	if len(mc.subnets) == 0 && cniType == typeKubeOVN {
-		// kube-ovn's own form: the network is the Subnet of the provider.
-		return mc, nil
-	}
-	if len(mc.subnets) == 0 && !noIPAM {
-		return nil, nadConfigError(fmt.Sprintf("%s: %q is required for type %q", where, "subnets", cniType))
-	}
-	if mc.exclude, err = parseExcludeSubnets(obj, where, len(mc.subnets) > 0); err != nil {
-		return nil, err
-	}
-	gw, _, err := stringField(obj, "gateway", where)
-	if err != nil {
-		return nil, err
-	}
-	mc.gateways, err = parseGateways(strings.Split(gw, ","), mc.subnets)
-	if err != nil {
-		return nil, nadConfigError(fmt.Sprintf("%s: \"gateway\" %v", where, err))
-	}
-	if cniType == typeKubeOVN {
-		mc.gateways = kubeOVNGateways(mc.subnets, mc.gateways)
-	}
-	if mc.dhcp, err = nadDHCP(obj, where); err != nil {
-		return nil, err
-	}
-	ls, present, err := stringField(obj, "logical_switch", where)
-	if err != nil {
-		return nil, err
-	}
-	if present && ls == "" {
-		return nil, nadConfigError(fmt.Sprintf("%s: \"logical_switch\" is empty", where))
-	}
-	mc.logicalSwitch = ls
-	return mc, nil
-}
-
-// parseOVNKubernetesKind reads an ovn-kubernetes NAD's topology and role:
-// ovn-sync manages secondary layer3 (the default) and layer2 networks, the
-// latter without IPAM when they have no subnets (noIPAM); any other is a
-// topologyError or roleError (not managed), or an invalid config.
-func parseOVNKubernetesKind(obj map[string]json.RawMessage, where string) (noIPAM bool, err error) {
-	topology, _, err := stringField(obj, "topology", where)
-	if err != nil {
-		return false, err
-	}
-	switch topology {
-	case "":
-	case topologyLayer2:
-		noIPAM = true
-	default:
-		return false, topologyError{where: where, topology: topology}
-	}
-	role, _, err := stringField(obj, "role", where)
-	if err != nil {
-		return false, err
-	}
-	switch role {
-	case "", roleSecondary:
-	case rolePrimary:
-		return false, roleError{where: where, role: role}
-	default:
-		return false, nadConfigError(fmt.Sprintf("%s: \"role\" %q: not %s or %s", where, role, rolePrimary, roleSecondary))
-	}
-	return noIPAM, nil
-}
-
-// parseKubeOVNProvider reads a kube-ovn NAD's provider, "" when it has
-// none: "<name>.ovn", kube-ovn's form being "<nad>.<namespace>.ovn".
-func parseKubeOVNProvider(obj map[string]json.RawMessage, where string) (string, error) {
-	prov, present, err := stringField(obj, "provider", where)
-	if err != nil {
-		return "", err
-	}
-	if present && (!isDNSSubdomain(prov) || !strings.HasSuffix(prov, providerSuffix) || strings.Count(prov, ".") < 1) {
-		return "", nadConfigError(fmt.Sprintf("%s: \"provider\" %q: not \"<name>.ovn\" (kube-ovn's form is \"<nad>.<namespace>.ovn\")", where, prov))
-	}
-	return prov, nil
-}
-
-// parseExcludeSubnets reads "excludeSubnets", a comma-separated list of
-// CIDRs, addresses and ranges; hasSubnets says the network has subnets to
-// exclude them from.
-func parseExcludeSubnets(obj map[string]json.RawMessage, where string, hasSubnets bool) ([]IPRange, error) {
-	excl, _, err := stringField(obj, "excludeSubnets", where)
-	if err != nil {
-		return nil, err
-	}
-	if !hasSubnets && strings.TrimSpace(excl) != "" {
-		return nil, nadConfigError(fmt.Sprintf("%s: \"excludeSubnets\" without \"subnets\": a network without IPAM has nothing to exclude", where))
-	}
-	var out []IPRange
-	for _, s := range strings.Split(excl, ",") {
-		s = strings.TrimSpace(s)
-		if s == "" {
-			continue
-		}
-		r, err := parseExclude(s)
-		if err != nil {
-			return nil, nadConfigError(fmt.Sprintf("%s: \"excludeSubnets\" %q: not a CIDR or IP address", where, s))
-		}
-		out = append(out, r)
-	}
-	return out, nil
-}
-
-// kubeOVNGateways adds to gateways, kube-ovn's convention, the first
-// address of each subnet of a family no gateway was given for, IPv6 as
-// IPv4.
-func kubeOVNGateways(subnets []netip.Prefix, gateways []netip.Addr) []netip.Addr {
-	for _, p := range subnets {
-		if !slices.ContainsFunc(gateways, func(g netip.Addr) bool { return g.Is4() == p.Addr().Is4() }) {
-			if first, _ := usable(p); first != p.Addr() {
-				gateways = append(gateways, first)
-			}
-		}
-	}
-	return gateways
-}
-
-// parseExclude reads a CIDR, a single address or a range "a..b".
-func parseExclude(s string) (IPRange, error) {
-	if strings.Contains(s, "/") {
-		p, err := netip.ParsePrefix(s)
-		if err != nil {
-			return IPRange{}, err
-		}
-		return prefixRange(p), nil
-	}
-	return parseIPRange(s)
 }
 
 // buildNetworks sets up the default network from cfg and one network per
@@ -690,7 +378,7 @@ func (b *builder) buildNetworks(cfg Config, nads []*nadv1.NetworkAttachmentDefin
 // ovn-sync does not manage, or invalid (a Problem says why).
 func (b *builder) buildNAD(nad *nadv1.NetworkAttachmentDefinition) {
 	ref := nadRef{nad.Namespace, nad.Name}
-	cc := parseClaimConfig(nad.Spec.Config)
+	cc := netconf.ParseClaimConfig(nad.Spec.Config)
 	invalid := func(reason, msg string) {
 		b.problem(kindNAD, nad.Namespace, nad.Name, reason, msg)
 		b.nads[ref] = nadEntry{state: nadInvalid, why: "is invalid"}
@@ -705,32 +393,32 @@ func (b *builder) buildNAD(nad *nadv1.NetworkAttachmentDefinition) {
 		b.problem(kindNAD, nad.Namespace, nad.Name, reason, msg)
 		b.nads[ref] = nadEntry{state: nadInvalid, why: "is not managed: " + what, cc: cc, unmanaged: true}
 	}
-	mc, un, err := parseNADConfig(nad.Spec.Config)
-	var te topologyError
-	var re roleError
+	mc, un, err := netconf.ParseNADConfig(nad.Spec.Config)
+	var te netconf.TopologyError
+	var re netconf.RoleError
 	switch {
 	case errors.As(err, &te):
-		unmanaged("UnmanagedTopology", err, "topology "+te.topology)
+		unmanaged("UnmanagedTopology", err, "topology "+te.Topology)
 		return
 	case errors.As(err, &re):
-		unmanaged("UnmanagedRole", err, "role "+re.role)
+		unmanaged("UnmanagedRole", err, "role "+re.Role)
 		return
 	case err != nil:
 		invalid("InvalidNetworkAttachmentDefinition", err.Error())
 		return
 	case mc == nil && b.inUse(ref.String()):
 		invalid("InvalidNetworkAttachmentDefinition", fmt.Sprintf("%s: \"type\" %q: not a network ovn-sync manages (%s or %s), "+
-			"but its switch and ports are in the NB: kept as they are while owners use it", un.where, un.cniType, typeOVNKubernetes, typeKubeOVN))
+			"but its switch and ports are in the NB: kept as they are while owners use it", un.Where, un.CNIType, netconf.TypeOVNKubernetes, netconf.TypeKubeOVN))
 		return
 	case mc == nil:
 		b.nads[ref] = nadEntry{state: nadUnmanaged}
 		return
 	}
 	provider := nad.Name + "." + nad.Namespace + providerSuffix
-	if mc.provider != "" {
-		provider = mc.provider
+	if mc.Provider != "" {
+		provider = mc.Provider
 	}
-	if len(mc.subnets) == 0 && mc.cniType == typeKubeOVN {
+	if len(mc.Subnets) == 0 && mc.CNIType == netconf.TypeKubeOVN {
 		b.nadBySubnet(nad, ref, provider)
 		if e, ok := b.nads[ref]; ok {
 			e.cc = cc
@@ -739,12 +427,12 @@ func (b *builder) buildNAD(nad *nadv1.NetworkAttachmentDefinition) {
 		return
 	}
 	key := ref.String()
-	sw := mc.logicalSwitch
+	sw := mc.LogicalSwitch
 	if sw == "" {
 		sw = nad.Name + "." + nad.Namespace
 	}
-	n := newNetwork(key, provider, sw, ownerNADPrefix+key, mc.subnets, mc.exclude, mc.gateways)
-	n.dhcp = mc.dhcp
+	n := newNetwork(key, provider, sw, ownerNADPrefix+key, mc.Subnets, mc.Exclude, mc.Gateways)
+	n.dhcp = mc.DHCP
 	if conflict, outside := b.register(n, "NetworkAttachmentDefinition "+key); conflict != "" {
 		invalid("SwitchConflict", conflict)
 		return
@@ -753,11 +441,11 @@ func (b *builder) buildNAD(nad *nadv1.NetworkAttachmentDefinition) {
 		return
 	}
 	b.nads[ref] = nadEntry{state: nadManaged, net: n, provider: provider, cc: cc}
-	if cc.persistent && cc.name != "" {
+	if cc.Persistent && cc.Name != "" {
 		if b.claimNets == nil {
 			b.claimNets = map[string][]*network{}
 		}
-		b.claimNets[cc.name] = append(b.claimNets[cc.name], n)
+		b.claimNets[cc.Name] = append(b.claimNets[cc.Name], n)
 	}
 }
 

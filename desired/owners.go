@@ -16,6 +16,7 @@ import (
 	kubevirtv1 "kubevirt.io/api/core/v1"
 
 	kubeovnv1 "github.com/ovn-sync/ovn-sync/apis/kubeovn/v1"
+	"github.com/ovn-sync/ovn-sync/desired/netconf"
 	"github.com/ovn-sync/ovn-sync/state"
 )
 
@@ -552,9 +553,9 @@ const MaxPortName = 253
 // An owner with an invalid name keeps whatever ports it has.
 func (b *builder) validNames(o *owner, field string) bool {
 	switch {
-	case !isDNSLabel(o.ns):
+	case !netconf.IsDNSLabel(o.ns):
 		b.ownerProblem(o, "InvalidName", fmt.Sprintf("metadata.namespace %s: not a valid namespace (RFC 1123 label, at most 63 characters)", abbreviate(o.ns)))
-	case !isDNSSubdomain(o.name):
+	case !netconf.IsDNSSubdomain(o.name):
 		b.ownerProblem(o, "InvalidName", fmt.Sprintf("%s %s: not a valid object name (RFC 1123 subdomain, at most 253 characters)", field, abbreviate(o.name)))
 	default:
 		return true
@@ -665,7 +666,7 @@ func (r *reqReader) ip(src, raw string, vals []string) bool {
 	var got [2]netip.Addr
 	for _, v := range vals {
 		v = strings.TrimSpace(v)
-		a, err := parseIP(v)
+		a, err := netconf.ParseIP(v)
 		if err != nil {
 			if v == "" {
 				v = raw
@@ -796,7 +797,7 @@ func (b *builder) readRecord(s *portSpec, r *requested, kind, ns, name string, a
 // per family; why says what is wrong with them, if anything.
 func recordIPs(n *network, vals []string) (got [2]netip.Addr, why string) {
 	for _, w := range vals {
-		a, err := parseIP(w)
+		a, err := netconf.ParseIP(w)
 		switch {
 		case err != nil:
 			why = err.Error()
@@ -918,7 +919,7 @@ func parseSelections(v, defNS string) ([]selection, error) {
 			if ns == "" {
 				ns = defNS
 			}
-			if !isDNSLabel(ns) || !isDNSSubdomain(el.Name) {
+			if !netconf.IsDNSLabel(ns) || !netconf.IsDNSSubdomain(el.Name) {
 				return nil, fmt.Errorf("[%d]: %q is not a valid network name", i, el.Namespace+"/"+el.Name)
 			}
 			out = append(out, selection{ref: nadRef{ns, el.Name}, iface: el.InterfaceRequest, ips: el.IPRequest, mac: el.MacRequest,
@@ -957,40 +958,8 @@ func parseNetworkName(s, defNS string) (nadRef, error) {
 	if !hasNS {
 		ns, name = defNS, ns
 	}
-	if !isDNSLabel(ns) || !isDNSSubdomain(name) {
+	if !netconf.IsDNSLabel(ns) || !netconf.IsDNSSubdomain(name) {
 		return nadRef{}, fmt.Errorf("not a valid [<namespace>/]<name>")
 	}
 	return nadRef{ns, name}, nil
-}
-
-// isDNSLabel reports whether s is an RFC 1123 label, as namespaces are.
-func isDNSLabel(s string) bool {
-	if len(s) == 0 || len(s) > 63 {
-		return false
-	}
-	for i := 0; i < len(s); i++ {
-		c := s[i]
-		switch {
-		case c >= 'a' && c <= 'z', c >= '0' && c <= '9':
-		case c == '-' && i > 0 && i < len(s)-1:
-		default:
-			return false
-		}
-	}
-	return true
-}
-
-// isDNSSubdomain reports whether s is an RFC 1123 subdomain, as object names are.
-func isDNSSubdomain(s string) bool {
-	if len(s) == 0 || len(s) > 253 {
-		return false
-	}
-	for s != "" {
-		label, rest, dot := strings.Cut(s, ".")
-		if !isDNSLabel(label) || dot && rest == "" {
-			return false
-		}
-		s = rest
-	}
-	return true
 }

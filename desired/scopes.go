@@ -8,6 +8,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	kubevirtv1 "kubevirt.io/api/core/v1"
 
+	"github.com/ovn-sync/ovn-sync/desired/netconf"
 	"github.com/ovn-sync/ovn-sync/state"
 )
 
@@ -487,7 +488,7 @@ func (b *base) notRebuiltOn(sw string, owners map[string]bool) string {
 func (b *base) subnetScope(objs Objects, c state.ObjectRef, sel *touched) Why {
 	if old, had := b.subnets[c.Name]; had {
 		for _, s := range objs.Networks().Subnets {
-			if s != nil && s.Name == c.Name && subnetProvider(s) == old.provider && recordedSpec(s) == old.spec {
+			if s != nil && s.Name == c.Name && netconf.SubnetProvider(s) == old.provider && recordedSpec(s) == old.spec {
 				return ""
 			}
 		}

@@ -11,6 +11,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	kubeovnv1 "github.com/ovn-sync/ovn-sync/apis/kubeovn/v1"
+	"github.com/ovn-sync/ovn-sync/desired/netconf"
 	"github.com/ovn-sync/ovn-sync/state"
 )
 
@@ -129,78 +130,6 @@ func sortedSubnets(in []*kubeovnv1.Subnet) []*kubeovnv1.Subnet {
 	return slices.CompactFunc(out, func(a, b *kubeovnv1.Subnet) bool { return a.Name == b.Name })
 }
 
-// subnetProvider is a Subnet's provider, "ovn" when empty.
-func subnetProvider(s *kubeovnv1.Subnet) string {
-	if p := strings.TrimSpace(s.Spec.Provider); p != "" {
-		return p
-	}
-	return providerDefault
-}
-
-// subnetSpec is a Subnet's spec.cidrBlock, gateway and excludeIps, read.
-type subnetSpec struct {
-	subnets  []netip.Prefix
-	exclude  []IPRange
-	gateways []netip.Addr
-	dhcp     DHCP
-}
-
-// parseSubnet reads a Subnet's addresses. Errors name the field.
-func parseSubnet(s *kubeovnv1.Subnet) (subnetSpec, error) {
-	var sp subnetSpec
-	if strings.TrimSpace(s.Spec.CIDRBlock) == "" {
-		return sp, fmt.Errorf("spec.cidrBlock is empty (a Subnet without addresses is not managed)")
-	}
-	var err error
-	sp.subnets, err = parseSubnets(strings.Split(s.Spec.CIDRBlock, ","))
-	if err != nil {
-		return sp, fmt.Errorf("spec.cidrBlock %v", err)
-	}
-	if len(sp.subnets) == 0 {
-		return sp, fmt.Errorf("spec.cidrBlock %q: no CIDR", s.Spec.CIDRBlock)
-	}
-	for _, e := range s.Spec.ExcludeIps {
-		e = strings.TrimSpace(e)
-		if e == "" {
-			continue
-		}
-		r, err := parseExclude(e)
-		if err != nil || r.From.Is4() != r.To.Is4() || r.To.Less(r.From) {
-			return sp, fmt.Errorf("spec.excludeIps %q: not an address, a range a..b or a CIDR", e)
-		}
-		sp.exclude = append(sp.exclude, r)
-	}
-	sp.gateways, err = parseGateways(strings.Split(s.Spec.Gateway, ","), sp.subnets)
-	if err != nil {
-		return sp, fmt.Errorf("spec.gateway %v", err)
-	}
-	sp.dhcp, err = parseDHCP(s.Spec.EnableDHCP, s.Spec.DHCPv4Options, s.Spec.DHCPv6Options, "spec.dhcpV4Options", "spec.dhcpV6Options")
-	if err != nil {
-		return sp, err
-	}
-	// kube-ovn fills in the first address of each CIDR it has no gateway for.
-	for _, p := range sp.subnets {
-		if !slices.ContainsFunc(sp.gateways, func(g netip.Addr) bool { return g.Is4() == p.Addr().Is4() }) {
-			if first, _ := usable(p); first != p.Addr() {
-				sp.gateways = append(sp.gateways, first)
-			}
-		}
-	}
-	return sp, nil
-}
-
-// sameVPC reports whether two Subnets' spec.vpc name one VPC: empty is
-// kube-ovn's default VPC, ovn-cluster.
-func sameVPC(a, b string) bool {
-	norm := func(v string) string {
-		if v == "" {
-			return "ovn-cluster"
-		}
-		return v
-	}
-	return norm(a) == norm(b)
-}
-
 // buildSubnets reads every Subnet into a network, after the configured
 // default network and before the NADs (which find theirs by provider). A
 // Subnet named like the configured default switch is the default network:
@@ -229,7 +158,7 @@ func (b *builder) buildSubnets(cfg Config, subnets []*kubeovnv1.Subnet) {
 		sorted = slices.Insert(slices.Delete(sorted, i, i+1), 0, d)
 	}
 	for _, s := range sorted {
-		e := &subnetEntry{provider: subnetProvider(s), obj: s}
+		e := &subnetEntry{provider: netconf.SubnetProvider(s), obj: s}
 		k.subnets[s.Name] = e
 		n := b.buildSubnet(cfg, s, e, t)
 		if n == nil {
@@ -304,32 +233,32 @@ func (b *builder) buildSubnet(cfg Config, s *kubeovnv1.Subnet, e *subnetEntry, t
 	if isDef && e.provider != providerDefault {
 		return invalid("SwitchConflict", fmt.Sprintf("spec.provider %q: the Subnet named like the default network's switch must have provider %q", e.provider, providerDefault))
 	}
-	if !isDNSSubdomain(s.Name) {
+	if !netconf.IsDNSSubdomain(s.Name) {
 		return invalid("InvalidSubnet", fmt.Sprintf("metadata.name %s: not a valid object name", abbreviate(s.Name)))
 	}
-	sp, err := parseSubnet(s)
+	sp, err := netconf.ParseSubnet(s)
 	if err != nil {
 		return invalid("InvalidSubnet", err.Error())
 	}
 	if i := slices.IndexFunc(t.taken, func(p placed) bool {
-		return sameVPC(p.vpc, s.Spec.Vpc) && overlaps(p.prefixes, sp.subnets)
+		return netconf.SameVPC(p.vpc, s.Spec.Vpc) && overlaps(p.prefixes, sp.Subnets)
 	}); i >= 0 && !(isDef && i == t.def) {
 		return invalid("SubnetOverlap", fmt.Sprintf("spec.cidrBlock %q overlaps %s", s.Spec.CIDRBlock, t.taken[i].name))
 	}
 	if !isDef {
-		n := newNetwork(key, e.provider, s.Name, ownerSubnetPrefix+s.Name, sp.subnets, sp.exclude, sp.gateways)
-		n.dhcp = sp.dhcp
+		n := newNetwork(key, e.provider, s.Name, ownerSubnetPrefix+s.Name, sp.Subnets, sp.Exclude, sp.Gateways)
+		n.dhcp = sp.DHCP
 		if conflict, outside := b.register(n, "Subnet "+s.Name); conflict != "" {
 			return invalid("SwitchConflict", conflict)
 		} else if outside != "" {
 			return invalid("InvalidSubnet", "spec.cidrBlock "+outside)
 		}
 		e.state, e.net = nadManaged, n
-		t.taken = append(t.taken, placed{name: "Subnet " + s.Name, vpc: s.Spec.Vpc, prefixes: sp.subnets})
+		t.taken = append(t.taken, placed{name: "Subnet " + s.Name, vpc: s.Spec.Vpc, prefixes: sp.Subnets})
 		return n
 	}
-	n := newNetwork(state.DefaultNetwork, providerDefault, s.Name, ownerDefaultSwitch, sp.subnets, sp.exclude, sp.gateways)
-	n.dhcp = sp.dhcp
+	n := newNetwork(state.DefaultNetwork, providerDefault, s.Name, ownerDefaultSwitch, sp.Subnets, sp.Exclude, sp.Gateways)
+	n.dhcp = sp.DHCP
 	if !s.Spec.EnableDHCP {
 		// The Subnet does not ask for DHCP: the config file decides.
 		n.dhcp = cfg.DefaultDHCP
@@ -344,7 +273,7 @@ func (b *builder) buildSubnet(cfg Config, s *kubeovnv1.Subnet, e *subnetEntry, t
 		t.def = len(t.taken)
 		t.taken = append(t.taken, placed{})
 	}
-	t.taken[t.def] = placed{name: "Subnet " + s.Name + " (the default network)", prefixes: sp.subnets}
+	t.taken[t.def] = placed{name: "Subnet " + s.Name + " (the default network)", prefixes: sp.Subnets}
 	return n
 }
 

@@ -20,6 +20,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/ovn-sync/ovn-sync/desired"
+	"github.com/ovn-sync/ovn-sync/desired/netconf"
 	"github.com/ovn-sync/ovn-sync/sources"
 	"github.com/ovn-sync/ovn-sync/state"
 )
@@ -74,7 +75,7 @@ func oneShotConfig() desired.Config {
 	return desired.Config{
 		DefaultSwitch:  "ovn-default",
 		DefaultSubnets: []netip.Prefix{netip.MustParsePrefix("10.16.0.0/16")},
-		DefaultExclude: []desired.IPRange{{From: netip.MustParseAddr("10.16.0.1"), To: netip.MustParseAddr("10.16.0.1")}},
+		DefaultExclude: []netconf.IPRange{{From: netip.MustParseAddr("10.16.0.1"), To: netip.MustParseAddr("10.16.0.1")}},
 	}
 }
 
