@@ -15,59 +15,85 @@ import (
 // DefaultSwitch is the switch the pods PodAdd creates go on.
 const DefaultSwitch = "ovn-default"
 
-// NBFloor times n writes of what PodAdd makes ovn-sync write, sent alone
-// by a plain NB client at addr that caches nothing: a Logical_Switch_Port
-// inserted and added to switch sw's ports, in one transaction, a random
-// pause of 0.5 to 1.5 times gap between two. Measured over the same NB
-// after a loop's events, it is the part of an event's latency that is the
-// NB's: no loop runs, no informer, no cache. The ports stay (the caller's
-// server is thrown away after).
-func NBFloor(ctx context.Context, addr, sw string, n int, gap time.Duration) ([]time.Duration, error) {
+// Floor is the NB's own part of an event's latency: the replies to the
+// writes events make, sent alone.
+type Floor struct {
+	// Insert are pod-add's: a Logical_Switch_Port inserted and added to
+	// the switch's ports, in one transaction.
+	Insert []time.Duration `json:"insert_ns"`
+	// Update are a VM event's: one port's options:requested-chassis set
+	// or cleared.
+	Update []time.Duration `json:"update_ns"`
+}
+
+// NBFloor times n writes of each kind events make ovn-sync write, sent
+// alone by a plain NB client at addr that caches nothing, a random pause of
+// 0.5 to 1.5 times gap before each: inserts of ports on switch sw, then
+// updates of vm0's port, which the cluster's VMStart and VMStop make.
+// Measured over the same NB after a loop's events, with the loop stopped,
+// it is the part of an event's latency that is the NB's: no loop, no
+// informer, no cache. The ports stay (the caller's server is thrown away
+// after).
+func NBFloor(ctx context.Context, addr, sw string, n int, gap time.Duration) (Floor, error) {
+	var f Floor
 	m, err := nbdb.FullDatabaseModel()
 	if err != nil {
-		return nil, err
+		return f, err
 	}
 	cl, err := client.NewOVSDBClient(m, client.WithEndpoint(addr))
 	if err != nil {
-		return nil, err
+		return f, err
 	}
 	if err := cl.Connect(ctx); err != nil {
-		return nil, err
+		return f, err
 	}
 	defer cl.Close()
 	res, err := cl.Transact(ctx, ovsdb.Operation{Op: ovsdb.OperationSelect, Table: "Logical_Switch", Columns: []string{"_uuid"},
 		Where: []ovsdb.Condition{{Column: "name", Function: ovsdb.ConditionEqual, Value: sw}}})
 	if err != nil {
-		return nil, err
+		return f, err
 	}
 	if len(res) != 1 || len(res[0].Rows) != 1 {
-		return nil, fmt.Errorf("switch %q: not one row (%+v)", sw, res)
+		return f, fmt.Errorf("switch %q: not one row (%+v)", sw, res)
 	}
 	uuid, ok := res[0].Rows[0]["_uuid"].(ovsdb.UUID)
 	if !ok {
-		return nil, fmt.Errorf("switch %q: _uuid %v", sw, res[0].Rows[0]["_uuid"])
+		return f, fmt.Errorf("switch %q: _uuid %v", sw, res[0].Rows[0]["_uuid"])
 	}
-	lat := make([]time.Duration, 0, n)
-	for i := range n {
+	timed := func(ops ...ovsdb.Operation) (time.Duration, error) {
 		time.Sleep(gap/2 + rand.N(gap+1))
-		// An address of 10.31.0.0/16, past what the loop gave out.
-		e := fmt.Sprintf("0a:58:0a:1f:%02x:%02x 10.31.%d.%d", i>>8&0xff, i&0xff, i>>8&0xff, i&0xff)
-		ops := []ovsdb.Operation{
-			{Op: ovsdb.OperationInsert, Table: "Logical_Switch_Port", UUIDName: "p",
-				Row: ovsdb.Row{"name": fmt.Sprintf("nb-floor-%d", i), "addresses": ovsdb.OvsSet{GoSet: []any{e}}, "port_security": ovsdb.OvsSet{GoSet: []any{e}}}},
-			{Op: ovsdb.OperationMutate, Table: "Logical_Switch", Where: []ovsdb.Condition{{Column: "_uuid", Function: ovsdb.ConditionEqual, Value: uuid}},
-				Mutations: []ovsdb.Mutation{{Column: "ports", Mutator: ovsdb.MutateOperationInsert, Value: ovsdb.OvsSet{GoSet: []any{ovsdb.UUID{GoUUID: "p"}}}}}},
-		}
 		t0 := time.Now()
 		r, err := cl.Transact(ctx, ops...)
 		d := time.Since(t0)
 		if err == nil {
 			_, err = ovsdb.CheckOperationResults(r, ops)
 		}
-		if err != nil {
-			return lat, fmt.Errorf("write %d: %w", i, err)
-		}
-		lat = append(lat, d)
+		return d, err
 	}
-	return lat, nil
+	for i := range n {
+		// An address of 10.31.0.0/16, past what the loop gave out.
+		e := fmt.Sprintf("0a:58:0a:1f:%02x:%02x 10.31.%d.%d", i>>8&0xff, i&0xff, i>>8&0xff, i&0xff)
+		d, err := timed(
+			ovsdb.Operation{Op: ovsdb.OperationInsert, Table: "Logical_Switch_Port", UUIDName: "p",
+				Row: ovsdb.Row{"name": fmt.Sprintf("nb-floor-%d", i), "addresses": ovsdb.OvsSet{GoSet: []any{e}}, "port_security": ovsdb.OvsSet{GoSet: []any{e}}}},
+			ovsdb.Operation{Op: ovsdb.OperationMutate, Table: "Logical_Switch", Where: []ovsdb.Condition{{Column: "_uuid", Function: ovsdb.ConditionEqual, Value: uuid}},
+				Mutations: []ovsdb.Mutation{{Column: "ports", Mutator: ovsdb.MutateOperationInsert, Value: ovsdb.OvsSet{GoSet: []any{ovsdb.UUID{GoUUID: "p"}}}}}})
+		if err != nil {
+			return f, fmt.Errorf("insert %d: %w", i, err)
+		}
+		f.Insert = append(f.Insert, d)
+	}
+	for i := range n {
+		opts := ovsdb.OvsMap{GoMap: map[any]any{}}
+		if i%2 == 0 {
+			opts.GoMap["requested-chassis"] = "n1"
+		}
+		d, err := timed(ovsdb.Operation{Op: ovsdb.OperationUpdate, Table: "Logical_Switch_Port", Row: ovsdb.Row{"options": opts},
+			Where: []ovsdb.Condition{{Column: "name", Function: ovsdb.ConditionEqual, Value: "vm0.ns"}}})
+		if err != nil {
+			return f, fmt.Errorf("update %d: %w", i, err)
+		}
+		f.Update = append(f.Update, d)
+	}
+	return f, nil
 }

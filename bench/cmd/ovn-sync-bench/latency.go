@@ -43,11 +43,11 @@ type latencyResult struct {
 	Samples map[eventlat.Event][]time.Duration `json:"samples_ns"`
 	// LoadBefore and LoadAfter are /proc/loadavg around the events.
 	LoadBefore, LoadAfter string
-	// NBFloor, for the first run at a size, are the latencies of the write
-	// a pod-add makes sent alone by a plain NB client to the same NB after
-	// the loop has stopped (eventlat.NBFloor): the NB's own part of an
-	// event's latency.
-	NBFloor []time.Duration `json:"nb_floor_ns,omitempty"`
+	// NBFloor, for the first run at a size, are the latencies of the
+	// writes events make sent alone by a plain NB client to the same NB
+	// after the loop has stopped (eventlat.NBFloor): the NB's own part of
+	// an event's latency.
+	NBFloor *eventlat.Floor `json:"nb_floor,omitempty"`
 }
 
 // percentile is eventlat.Percentile of the samples of ev.
@@ -173,8 +173,9 @@ func latencyAt(ctx context.Context, size, switches int, run latencyRun, rounds i
 	if err := c.Close(); err != nil || !run.floor {
 		return r, err
 	}
-	logf("%s: the NB alone, %d writes", what, rounds)
-	r.NBFloor, err = eventlat.NBFloor(ctx, srv.endpoint(), eventlat.DefaultSwitch, rounds, gap)
+	logf("%s: the NB alone, %d writes of each kind", what, rounds)
+	f, err := eventlat.NBFloor(ctx, srv.endpoint(), eventlat.DefaultSwitch, rounds, gap)
+	r.NBFloor = &f
 	return r, err
 }
 
