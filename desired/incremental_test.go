@@ -29,9 +29,9 @@ type cluster struct {
 	cfg     Config
 	objects map[state.ObjectRef]any
 	serial  int
-	// awaited are pods kube-ovn made a port for (kubeOVNPort) that are not
-	// created yet; event 0 creates one at times.
-	awaited []nsName
+	// awaited are the pods and VMs kube-ovn made a port for (kubeOVNPort)
+	// that are not created yet; events 0 and 4 create one at times.
+	awaited map[string][]nsName
 }
 
 func newCluster(t *rapid.T) *cluster {
@@ -79,20 +79,37 @@ func newCluster(t *rapid.T) *cluster {
 	return c
 }
 
-// kubeOVNPort is the port kube-ovn makes for a pod it is about to see
-// (event 0 creates it at times), as kube-ovn writes one: its
-// vendor and switch in external_ids, one "<mac> <ip>" entry in
-// addresses and port_security. The address is any of the default
-// network's, so it may be held already, excluded, or the gateway.
+// kubeOVNPort is the port kube-ovn makes for a pod, or (with keep-vm-ip) a
+// VM, it is about to see (events 0 and 4 create it at times), as kube-ovn
+// writes one: its vendor and switch in external_ids, one "<mac> <ip>"
+// entry in addresses and port_security. The address is any of the
+// default network's, so it may be held already, excluded, or the gateway.
 func (c *cluster) kubeOVNPort(t *rapid.T) *state.Port {
-	pod := nsName{rapid.SampledFrom([]string{"default", "tenant"}).Draw(t, "kube-ovn ns"), c.newName("pod")}
-	if _, ok := c.objects[state.ObjectRef{Kind: kindPod, Namespace: pod.ns, Name: pod.name}]; !ok {
-		c.awaited = append(c.awaited, pod)
+	kind, o := kindPod, nsName{rapid.SampledFrom([]string{"default", "tenant"}).Draw(t, "kube-ovn ns"), c.newName("pod")}
+	if rapid.IntRange(0, 2).Draw(t, "kube-ovn vm") == 0 {
+		kind, o = kindVirtualMachine, nsName{"tenant", c.newName("vm")}
+	}
+	if _, ok := c.objects[state.ObjectRef{Kind: kind, Namespace: o.ns, Name: o.name}]; !ok {
+		if c.awaited == nil {
+			c.awaited = map[string][]nsName{}
+		}
+		c.awaited[kind] = append(c.awaited[kind], o)
 	}
 	i := rapid.IntRange(1, 15).Draw(t, "kube-ovn ip")
 	e := fmt.Sprintf("00:00:00:6b:0e:%02x 10.16.0.%d", i, i)
-	return &state.Port{Name: pod.name + "." + pod.ns, Vendor: state.VendorKubeOVN, VendorSwitch: c.cfg.DefaultSwitch,
+	return &state.Port{Name: o.name + "." + o.ns, Vendor: state.VendorKubeOVN, VendorSwitch: c.cfg.DefaultSwitch,
 		Addresses: []string{e}, PortSecurity: []string{e}}
+}
+
+// awaitedName returns, at times, the name of an object of kind whose port
+// kube-ovn made, and takes it off the list; else "".
+func (c *cluster) awaitedName(t *rapid.T, kind string) (nsName, bool) {
+	if len(c.awaited[kind]) == 0 || !rapid.Bool().Draw(t, "kube-ovn's "+kind) {
+		return nsName{}, false
+	}
+	o := c.awaited[kind][0]
+	c.awaited[kind] = c.awaited[kind][1:]
+	return o, true
 }
 
 // subnet1 is a kube-ovn Subnet of the default network, sub1, bound to
@@ -250,12 +267,10 @@ func (c *cluster) eventOf(t *rapid.T, k int) []state.ObjectRef {
 	switch k {
 	case 0, 1: // a pod is created, sometimes a StatefulSet's
 		ns, name := rapid.SampledFrom([]string{"default", "tenant"}).Draw(t, "ns"), c.newName("pod")
-		switch {
-		case rapid.IntRange(0, 3).Draw(t, "sts") == 0:
+		if rapid.IntRange(0, 3).Draw(t, "sts") == 0 {
 			ns, name = "tenant", fmt.Sprintf("db-%d", rapid.IntRange(0, 2).Draw(t, "ordinal"))
-		case len(c.awaited) > 0 && rapid.Bool().Draw(t, "kube-ovn's pod"):
-			ns, name = c.awaited[0].ns, c.awaited[0].name
-			c.awaited = c.awaited[1:]
+		} else if o, ok := c.awaitedName(t, kindPod); ok {
+			ns, name = o.ns, o.name
 		}
 		p := &corev1.Pod{
 			ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name, CreationTimestamp: c.created(t), Annotations: requests(t)},
@@ -286,8 +301,12 @@ func (c *cluster) eventOf(t *rapid.T, k int) []state.ObjectRef {
 		}
 		ann := requests(t)
 		delete(ann, annNetworks)
+		name := c.newName("vm")
+		if o, ok := c.awaitedName(t, kindVirtualMachine); ok {
+			name = o.name
+		}
 		vm := &kubevirtv1.VirtualMachine{
-			ObjectMeta: metav1.ObjectMeta{Namespace: "tenant", Name: c.newName("vm"), CreationTimestamp: c.created(t)},
+			ObjectMeta: metav1.ObjectMeta{Namespace: "tenant", Name: name, CreationTimestamp: c.created(t)},
 			Spec: kubevirtv1.VirtualMachineSpec{Template: &kubevirtv1.VirtualMachineInstanceTemplateSpec{
 				ObjectMeta: metav1.ObjectMeta{Annotations: ann},
 				Spec: kubevirtv1.VirtualMachineInstanceSpec{
