@@ -83,13 +83,27 @@ func NBFloor(ctx context.Context, addr, sw string, n int, gap time.Duration) (Fl
 		}
 		f.Insert = append(f.Insert, d)
 	}
+	// The port by its UUID, as ovn-sync writes one: a condition on its
+	// name, which no index covers, would scan every row.
+	res, err = cl.Transact(ctx, ovsdb.Operation{Op: ovsdb.OperationSelect, Table: "Logical_Switch_Port", Columns: []string{"_uuid"},
+		Where: []ovsdb.Condition{{Column: "name", Function: ovsdb.ConditionEqual, Value: "vm0.ns"}}})
+	if err != nil {
+		return f, err
+	}
+	if len(res) != 1 || len(res[0].Rows) != 1 {
+		return f, fmt.Errorf("port vm0.ns: not one row (%+v)", res)
+	}
+	vm0, ok := res[0].Rows[0]["_uuid"].(ovsdb.UUID)
+	if !ok {
+		return f, fmt.Errorf("port vm0.ns: _uuid %v", res[0].Rows[0]["_uuid"])
+	}
 	for i := range n {
 		opts := ovsdb.OvsMap{GoMap: map[any]any{}}
 		if i%2 == 0 {
 			opts.GoMap["requested-chassis"] = "n1"
 		}
 		d, err := timed(ovsdb.Operation{Op: ovsdb.OperationUpdate, Table: "Logical_Switch_Port", Row: ovsdb.Row{"options": opts},
-			Where: []ovsdb.Condition{{Column: "name", Function: ovsdb.ConditionEqual, Value: "vm0.ns"}}})
+			Where: []ovsdb.Condition{{Column: "_uuid", Function: ovsdb.ConditionEqual, Value: vm0}}})
 		if err != nil {
 			return f, fmt.Errorf("update %d: %w", i, err)
 		}
