@@ -223,22 +223,26 @@ func (c *backgroundChurn) writeStatefulSet(ctx context.Context, round int) error
 			time.Now().UTC().Format(time.RFC3339Nano))
 		set, err = sets.Patch(ctx, "web", types.MergePatchType, []byte(patch), metav1.PatchOptions{})
 	} else {
-		s := c.set.DeepCopy()
-		rev := fmt.Sprintf("web-%x", s.Generation)
-		s.Status = appsv1.StatefulSetStatus{ObservedGeneration: s.Generation, Replicas: 3,
-			ReadyReplicas: int32(step), AvailableReplicas: int32(step), UpdatedReplicas: int32(step), CurrentReplicas: int32(3 - step),
-			CurrentRevision: s.Status.CurrentRevision, UpdateRevision: rev}
-		if step == 3 {
-			s.Status.CurrentRevision, s.Status.CurrentReplicas = rev, 3
-		}
-		set, err = sets.UpdateStatus(ctx, s, metav1.UpdateOptions{})
-		if apierrors.IsConflict(err) {
-			// A write cut short when the last phase stopped was taken:
-			// this round's is skipped, the next writes from the server's.
-			if cur, gerr := sets.Get(ctx, "web", metav1.GetOptions{}); gerr == nil {
-				set, err = cur, nil
+		err = kuberetry.RetryOnConflict(kuberetry.DefaultRetry, func() error {
+			s := c.set.DeepCopy()
+			rev := fmt.Sprintf("web-%x", s.Generation)
+			s.Status = appsv1.StatefulSetStatus{ObservedGeneration: s.Generation, Replicas: 3,
+				ReadyReplicas: int32(step), AvailableReplicas: int32(step), UpdatedReplicas: int32(step), CurrentReplicas: int32(3 - step),
+				CurrentRevision: s.Status.CurrentRevision, UpdateRevision: rev}
+			if step == 3 {
+				s.Status.CurrentRevision, s.Status.CurrentReplicas = rev, 3
 			}
-		}
+			var err error
+			set, err = sets.UpdateStatus(ctx, s, metav1.UpdateOptions{})
+			if apierrors.IsConflict(err) {
+				// A write cut short when the last phase stopped was
+				// taken: write over what the server has.
+				if cur, gerr := sets.Get(ctx, "web", metav1.GetOptions{}); gerr == nil {
+					c.set = cur
+				}
+			}
+			return err
+		})
 	}
 	// A failed write returns an empty object: the next round writes from
 	// the last one the server took.
