@@ -9,11 +9,9 @@ import (
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
-	kuberetry "k8s.io/client-go/util/retry"
 
 	"github.com/ovn-sync/ovn-sync/internal/kubetest"
 	"github.com/ovn-sync/ovn-sync/sources"
@@ -130,10 +128,12 @@ spec:
 func containerID(i int) string { return fmt.Sprintf("%064x", 0xc0ffee0000+i) }
 
 // start writes at rate writes a second until the returned stop is called;
-// stop waits for the write under way and returns what the phase wrote,
-// failing t with a write that failed (the writes stop at the first).
+// stop lets the write under way finish (one cut short could still be taken
+// by the server, leaving the writer's copy of the object behind its
+// resourceVersion) and returns what the phase wrote, failing t with a write
+// that failed (the writes stop at the first).
 func (c *backgroundChurn) start(t *testing.T, rate float64) (stop func() churnCount) {
-	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
 	count := churnCount{writes: map[sources.Kind]int{}}
 	var failed error
 	var wg sync.WaitGroup
@@ -143,14 +143,13 @@ func (c *backgroundChurn) start(t *testing.T, rate float64) (stop func() churnCo
 		defer tick.Stop()
 		for {
 			select {
-			case <-ctx.Done():
+			case <-done:
 				return
 			case <-tick.C:
 			}
+			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 			kind, err := c.write(ctx)
-			if ctx.Err() != nil {
-				return
-			}
+			cancel()
 			if err != nil {
 				failed = fmt.Errorf("write %d (%s): %w", c.n, kind, err)
 				return
@@ -159,7 +158,7 @@ func (c *backgroundChurn) start(t *testing.T, rate float64) (stop func() churnCo
 		}
 	})
 	return func() churnCount {
-		cancel()
+		close(done)
 		wg.Wait()
 		count.took = time.Since(begin)
 		if failed != nil {
@@ -182,26 +181,13 @@ func (c *backgroundChurn) write(ctx context.Context) (sources.Kind, error) {
 		_, err = c.k.Kube.CoreV1().Namespaces().Patch(ctx, c.ns, types.MergePatchType, []byte(patch), metav1.PatchOptions{})
 	case sources.KindIP:
 		i := round % len(c.ips)
-		ips := c.k.Dynamic.Resource(sources.GVRIP)
-		err = kuberetry.RetryOnConflict(kuberetry.DefaultRetry, func() error {
-			ip := c.ips[i].DeepCopy()
-			if err := unstructured.SetNestedField(ip.Object, containerID(len(c.ips)*(1+round)+i), "spec", "containerID"); err != nil {
-				return err
-			}
-			ip, err := ips.Update(ctx, ip, metav1.UpdateOptions{})
-			switch {
-			case err == nil:
-				c.ips[i] = ip
-			case apierrors.IsConflict(err):
-				// A write cut short when the last phase stopped may
-				// have been taken: write over what the server has, as
-				// kube-ovn-controller does.
-				if cur, gerr := ips.Get(ctx, c.ips[i].GetName(), metav1.GetOptions{}); gerr == nil {
-					c.ips[i] = cur
-				}
-			}
-			return err
-		})
+		ip := c.ips[i].DeepCopy()
+		if err = unstructured.SetNestedField(ip.Object, containerID(len(c.ips)*(1+round)+i), "spec", "containerID"); err == nil {
+			ip, err = c.k.Dynamic.Resource(sources.GVRIP).Update(ctx, ip, metav1.UpdateOptions{})
+		}
+		if err == nil {
+			c.ips[i] = ip
+		}
 	case sources.KindSubnet:
 		using := 3 + round%8
 		patch := fmt.Sprintf(`{"status":{"v4usingIPs":%d,"v4availableIPs":%d,"v4usingIPrange":"10.77.0.10-10.77.0.%d","v4availableIPrange":"10.77.0.2-10.77.0.9,10.77.0.%d-10.77.0.254"}}`,
@@ -223,26 +209,15 @@ func (c *backgroundChurn) writeStatefulSet(ctx context.Context, round int) error
 			time.Now().UTC().Format(time.RFC3339Nano))
 		set, err = sets.Patch(ctx, "web", types.MergePatchType, []byte(patch), metav1.PatchOptions{})
 	} else {
-		err = kuberetry.RetryOnConflict(kuberetry.DefaultRetry, func() error {
-			s := c.set.DeepCopy()
-			rev := fmt.Sprintf("web-%x", s.Generation)
-			s.Status = appsv1.StatefulSetStatus{ObservedGeneration: s.Generation, Replicas: 3,
-				ReadyReplicas: int32(step), AvailableReplicas: int32(step), UpdatedReplicas: int32(step), CurrentReplicas: int32(3 - step),
-				CurrentRevision: s.Status.CurrentRevision, UpdateRevision: rev}
-			if step == 3 {
-				s.Status.CurrentRevision, s.Status.CurrentReplicas = rev, 3
-			}
-			var err error
-			set, err = sets.UpdateStatus(ctx, s, metav1.UpdateOptions{})
-			if apierrors.IsConflict(err) {
-				// A write cut short when the last phase stopped was
-				// taken: write over what the server has.
-				if cur, gerr := sets.Get(ctx, "web", metav1.GetOptions{}); gerr == nil {
-					c.set = cur
-				}
-			}
-			return err
-		})
+		s := c.set.DeepCopy()
+		rev := fmt.Sprintf("web-%x", s.Generation)
+		s.Status = appsv1.StatefulSetStatus{ObservedGeneration: s.Generation, Replicas: 3,
+			ReadyReplicas: int32(step), AvailableReplicas: int32(step), UpdatedReplicas: int32(step), CurrentReplicas: int32(3 - step),
+			CurrentRevision: s.Status.CurrentRevision, UpdateRevision: rev}
+		if step == 3 {
+			s.Status.CurrentRevision, s.Status.CurrentReplicas = rev, 3
+		}
+		set, err = sets.UpdateStatus(ctx, s, metav1.UpdateOptions{})
 	}
 	// A failed write returns an empty object: the next round writes from
 	// the last one the server took.
