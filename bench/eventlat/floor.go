@@ -48,17 +48,9 @@ func NBFloor(ctx context.Context, addr, sw string, n int, gap time.Duration) (Fl
 		return f, err
 	}
 	defer cl.Close()
-	res, err := cl.Transact(ctx, ovsdb.Operation{Op: ovsdb.OperationSelect, Table: "Logical_Switch", Columns: []string{"_uuid"},
-		Where: []ovsdb.Condition{{Column: "name", Function: ovsdb.ConditionEqual, Value: sw}}})
+	uuid, err := uuidOf(ctx, cl, "Logical_Switch", sw)
 	if err != nil {
 		return f, err
-	}
-	if len(res) != 1 || len(res[0].Rows) != 1 {
-		return f, fmt.Errorf("switch %q: not one row (%+v)", sw, res)
-	}
-	uuid, ok := res[0].Rows[0]["_uuid"].(ovsdb.UUID)
-	if !ok {
-		return f, fmt.Errorf("switch %q: _uuid %v", sw, res[0].Rows[0]["_uuid"])
 	}
 	timed := func(ops ...ovsdb.Operation) (time.Duration, error) {
 		time.Sleep(gap/2 + rand.N(gap+1))
@@ -85,17 +77,9 @@ func NBFloor(ctx context.Context, addr, sw string, n int, gap time.Duration) (Fl
 	}
 	// The port by its UUID, as ovn-sync writes one: a condition on its
 	// name, which no index covers, would scan every row.
-	res, err = cl.Transact(ctx, ovsdb.Operation{Op: ovsdb.OperationSelect, Table: "Logical_Switch_Port", Columns: []string{"_uuid"},
-		Where: []ovsdb.Condition{{Column: "name", Function: ovsdb.ConditionEqual, Value: "vm0.ns"}}})
+	vm0, err := uuidOf(ctx, cl, "Logical_Switch_Port", "vm0.ns")
 	if err != nil {
 		return f, err
-	}
-	if len(res) != 1 || len(res[0].Rows) != 1 {
-		return f, fmt.Errorf("port vm0.ns: not one row (%+v)", res)
-	}
-	vm0, ok := res[0].Rows[0]["_uuid"].(ovsdb.UUID)
-	if !ok {
-		return f, fmt.Errorf("port vm0.ns: _uuid %v", res[0].Rows[0]["_uuid"])
 	}
 	for i := range n {
 		opts := ovsdb.OvsMap{GoMap: map[any]any{}}
@@ -110,4 +94,21 @@ func NBFloor(ctx context.Context, addr, sw string, n int, gap time.Duration) (Fl
 		f.Update = append(f.Update, d)
 	}
 	return f, nil
+}
+
+// uuidOf returns the UUID of the one row of table named name.
+func uuidOf(ctx context.Context, cl client.Client, table, name string) (ovsdb.UUID, error) {
+	res, err := cl.Transact(ctx, ovsdb.Operation{Op: ovsdb.OperationSelect, Table: table, Columns: []string{"_uuid"},
+		Where: []ovsdb.Condition{{Column: "name", Function: ovsdb.ConditionEqual, Value: name}}})
+	if err != nil {
+		return ovsdb.UUID{}, err
+	}
+	if len(res) != 1 || len(res[0].Rows) != 1 {
+		return ovsdb.UUID{}, fmt.Errorf("%s %q: not one row (%+v)", table, name, res)
+	}
+	uuid, ok := res[0].Rows[0]["_uuid"].(ovsdb.UUID)
+	if !ok {
+		return ovsdb.UUID{}, fmt.Errorf("%s %q: _uuid %v", table, name, res[0].Rows[0]["_uuid"])
+	}
+	return uuid, nil
 }
