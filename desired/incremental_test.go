@@ -102,7 +102,7 @@ func (c *cluster) kubeOVNPort(t *rapid.T) *state.Port {
 }
 
 // awaitedName returns, at times, the name of an object of kind whose port
-// kube-ovn made, and takes it off the list; else "".
+// kube-ovn made, taking it off the list, and true; else false.
 func (c *cluster) awaitedName(t *rapid.T, kind string) (nsName, bool) {
 	if len(c.awaited[kind]) == 0 || !rapid.Bool().Draw(t, "kube-ovn's "+kind) {
 		return nsName{}, false
