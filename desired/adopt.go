@@ -78,6 +78,7 @@ func (b *builder) adoptPort(s *portSpec, hp *state.Port) *state.Port {
 	p := *hp
 	p.Owner, p.Network, p.Switch = s.o.id, s.net.key, s.net.sw
 	b.have.Ports.Set(s.name, &p)
+	b.rowName, b.row = "", nil
 	s.adopt = hp.Vendor
 	return &p
 }

@@ -150,6 +150,9 @@ type builder struct {
 	// ports on each switch, once asked (haveCounts).
 	cfg                   *Config
 	haveOurs, haveForeign map[string]int
+	// rowName and row are haveRow's last answer.
+	rowName string
+	row     *state.Port
 }
 
 // newBuilder returns a builder for in and have with room for about ports
@@ -392,7 +395,12 @@ type portSpec struct {
 	adopt string
 
 	// port is what finish writes; want.Ports points at it from add on.
-	port *state.Port
+	// written is set by finish when port is in want.
+	port    *state.Port
+	written bool
+	// row is have's port of this name, whoever's, when add registered
+	// the spec.
+	row *state.Port
 }
 
 // target returns the address s is to hold for component c, if decided.
@@ -442,7 +450,8 @@ func (b *builder) add(s *portSpec) {
 	// One map operation in the common case: insert, and see whether the map
 	// grew. If it did not, the name was taken; the clash code puts back
 	// whichever spec wins.
-	if b.scope.outside(s.name, b.have.Ports.Get(s.name), s.o) {
+	s.row = b.haveRow(s.name)
+	if b.scope.outside(s.name, s.row, s.o) {
 		return
 	}
 	n := b.want.Ports.Len()
@@ -457,7 +466,7 @@ func (b *builder) add(s *portSpec) {
 	other := b.specNamed(s.name)
 	winner, loser := other, s
 	if other.o != s.o {
-		if hp := b.have.Ports.Get(s.name); hp != nil && hp.Owner == s.o.id && hp.Owner != other.o.id {
+		if hp := s.row; hp != nil && hp.Owner == s.o.id && hp.Owner != other.o.id {
 			winner, loser = s, other
 		} else if hp == nil || hp.Owner != other.o.id {
 			if comparePriority(s, other) < 0 {
@@ -477,10 +486,21 @@ func (b *builder) add(s *portSpec) {
 
 // ownedHave returns our have port called name if o owns it and it stays.
 func (b *builder) ownedHave(o *owner, name string) *state.Port {
-	if hp := b.have.Ports.Get(name); hp != nil && hp.Owner == o.id && b.stays(hp) {
+	if hp := b.haveRow(name); hp != nil && hp.Owner == o.id && b.stays(hp) {
 		return hp
 	}
 	return nil
+}
+
+// haveRow returns have's port called name, or nil. The last answer is
+// kept: an owner's port is looked up by name several times in a row
+// (its network, a port kept, the spec added), and have holds as many
+// ports as the cluster.
+func (b *builder) haveRow(name string) *state.Port {
+	if name != b.rowName || b.rowName == "" {
+		b.rowName, b.row = name, b.have.Ports.Get(name)
+	}
+	return b.row
 }
 
 // stays reports whether p, a row of ours in have, is not one the last pass
@@ -543,7 +563,7 @@ func (b *builder) resolve() {
 		if s.state != specBuild {
 			continue
 		}
-		hp := b.have.Ports.Get(s.name)
+		hp := s.row
 		if hp != nil && !hp.Owned() {
 			if !b.adoptable(s, hp) {
 				s.state = specDropped
@@ -710,9 +730,11 @@ func (b *builder) finish() Result {
 			b.needSwitch(s.port.Switch)
 			b.needDHCP(s.port.DHCPv4)
 			b.needDHCP(s.port.DHCPv6)
+			s.written = true
 			continue
 		}
 		b.port(s, s.port)
+		s.written = true
 		if s.tmpl != nil {
 			b.restartRequired(s)
 		}

@@ -2,6 +2,7 @@ package desired
 
 import (
 	"fmt"
+	"iter"
 	"maps"
 	"net/netip"
 	"reflect"
@@ -288,19 +289,23 @@ func (b *base) set(r Result) {
 // referring to its DHCP_Options rows, and those holding an address northd
 // marks taken.
 func (b *base) count(p *state.Port, d int) {
+	b.countWith(p, parseLSPAddresses(p.Addresses).ip[ipv4], d)
+}
+
+// countWith is count for a port whose IPv4 address (in Addresses) is a,
+// known already.
+func (b *base) countWith(p *state.Port, a netip.Addr, d int) {
 	if p.Switch != "" {
 		b.switchRefs[p.Switch] += d
 	}
-	if f := b.v4[p.Switch]; f != nil {
-		if a := parseLSPAddresses(p.Addresses).ip[ipv4]; a.IsValid() && f.northdHeld(a) {
-			m := b.northd[p.Switch]
-			if m == nil {
-				m = map[netip.Addr]int{}
-				b.northd[p.Switch] = m
-			}
-			if m[a] += d; m[a] == 0 {
-				delete(m, a)
-			}
+	if f := b.v4[p.Switch]; f != nil && a.IsValid() && f.northdHeld(a) {
+		m := b.northd[p.Switch]
+		if m == nil {
+			m = map[netip.Addr]int{}
+			b.northd[p.Switch] = m
+		}
+		if m[a] += d; m[a] == 0 {
+			delete(m, a)
 		}
 	}
 	if p.DHCPv4 != "" {
@@ -309,6 +314,37 @@ func (b *base) count(p *state.Port, d int) {
 	if p.DHCPv6 != "" {
 		b.dhcpRefs[p.DHCPv6] += d
 	}
+}
+
+// written yields the specs of r whose ports are in r.Want, with the IPv4
+// address each holds, in the order the specs were made: the order their
+// values lie in memory, which a walk of the map does not follow. ok is
+// false when the specs do not account for every port of r.Want (the
+// caller then walks the map).
+func written(r Result) (seq iter.Seq2[*portSpec, netip.Addr], ok bool) {
+	n := 0
+	for _, s := range r.specs {
+		if s.written {
+			n++
+		}
+	}
+	if n != r.Want.Ports.Len() {
+		return nil, false
+	}
+	return func(yield func(*portSpec, netip.Addr) bool) {
+		for _, s := range r.specs {
+			if !s.written {
+				continue
+			}
+			a := s.ip[ipv4]
+			if s.kept() {
+				a = parseLSPAddresses(s.port.Addresses).ip[ipv4]
+			}
+			if !yield(s, a) {
+				return
+			}
+		}
+	}, true
 }
 
 // Update returns Build(in, cfg, have), computed for the owners the objects
@@ -437,17 +473,26 @@ func (b *base) splice(r Result, owners map[string]bool) Result {
 	// A network's family changes only with the owners of every port on
 	// it rebuilt (checkNADs): those ports left counted as they were.
 	b.v4, b.nads, b.subnets = r.v4, r.nads, r.subnets
-	for name, p := range r.Want.Ports.All() {
+	add := func(name string, p *state.Port, a netip.Addr) {
 		if b.note != nil {
 			names = append(names, name)
 		}
 		if !whole {
 			ports.Set(name, p)
 		}
-		b.count(p, 1)
+		b.countWith(p, a, 1)
 		if b.indexed {
 			b.indexPort(name, p, 1)
 			b.held.add(p)
+		}
+	}
+	if seq, ok := written(r); ok {
+		for s, a := range seq {
+			add(s.name, s.port, a)
+		}
+	} else {
+		for name, p := range r.Want.Ports.All() {
+			add(name, p, parseLSPAddresses(p.Addresses).ip[ipv4])
 		}
 	}
 	// Switches and DHCP_Options rows: r has every network's; a row kept
@@ -551,6 +596,9 @@ func (sc *scope) abort(w Why) {
 // is held in the NB or in the last result by an owner not rebuilt: who
 // gets the name is for a full Build to decide.
 func (sc *scope) outside(name string, hp *state.Port, o *owner) bool {
+	if sc.all {
+		return false
+	}
 	for _, p := range [2]*state.Port{hp, sc.prior.Ports.Get(name)} {
 		if p != nil && p.Owned() && p.Owner != o.id && !sc.rebuilds(p.Owner) {
 			sc.abort(why(ReasonPortHeld, "port "+name+" is wanted by "+o.id+" and held by "+p.Owner))
