@@ -455,46 +455,15 @@ func (b *base) splice(r Result, owners map[string]bool) Result {
 	if !whole {
 		ports = b.want.Ports.Clone()
 	}
-	var removed []state.Entry
-	var names []string
-	for id := range owners {
-		names = append(names, b.byOwner[id]...)
-		for _, name := range b.byOwner[id] {
-			p := ports.Get(name)
-			removed = append(removed, state.EntryOf(p))
-			b.count(p, -1)
-			b.indexPort(name, p, -1)
-			b.held.remove(p)
-			ports.Delete(name)
-		}
-		delete(b.byOwner, id)
-		b.unindexOwner(id)
-	}
+	names, removed := b.takeOut(ports, owners)
 	// A network's family changes only with the owners of every port on
 	// it rebuilt (checkNADs): those ports left counted as they were.
 	b.v4, b.nads, b.subnets = r.v4, r.nads, r.subnets
-	add := func(name string, p *state.Port, a netip.Addr) {
-		if b.note != nil {
-			names = append(names, name)
-		}
-		if !whole {
-			ports.Set(name, p)
-		}
-		b.countWith(p, a, 1)
-		if b.indexed {
-			b.indexPort(name, p, 1)
-			b.held.add(p)
-		}
+	into := &ports
+	if whole {
+		into = nil
 	}
-	if seq, ok := written(r); ok {
-		for s, a := range seq {
-			add(s.name, s.port, a)
-		}
-	} else {
-		for name, p := range r.Want.Ports.All() {
-			add(name, p, parseLSPAddresses(p.Addresses).ip[ipv4])
-		}
-	}
+	names = b.putIn(into, r, names)
 	// Switches and DHCP_Options rows: r has every network's; a row kept
 	// only for the kept ports of owners not rebuilt stays while some port
 	// still refers to it.
@@ -519,23 +488,7 @@ func (b *base) splice(r Result, owners map[string]bool) Result {
 	if !whole {
 		idx = b.want.Index.Patch(removed, r.Want.Index.Entries())
 	}
-
-	raw := make([]ownedProblem, 0, len(b.raw)+len(r.raw))
-	for _, p := range b.raw {
-		if p.owner != "" && !owners[p.owner] {
-			raw = append(raw, p)
-		}
-	}
-	raw = append(raw, r.raw...)
-	notices := make([]Problem, 0, len(b.notices)+len(r.Notices))
-	for _, n := range b.notices {
-		if !owners[n.Object()] {
-			notices = append(notices, n)
-		}
-	}
-	notices = append(notices, r.Notices...)
-	sortProblems(notices)
-
+	raw, notices := b.spliceProblems(r, owners)
 	out := Result{
 		Want:       state.State{Switches: switches, Ports: ports, DHCP: dhcp, Index: idx},
 		Problems:   compactProblems(raw),
@@ -555,6 +508,75 @@ func (b *base) splice(r Result, owners map[string]bool) Result {
 	}
 	b.set(out)
 	return out
+}
+
+// takeOut removes from ports, from b's counts and from its indexes the
+// ports of owners, and returns their names and index entries.
+func (b *base) takeOut(ports state.Ports, owners map[string]bool) (names []string, removed []state.Entry) {
+	for id := range owners {
+		names = append(names, b.byOwner[id]...)
+		for _, name := range b.byOwner[id] {
+			p := ports.Get(name)
+			removed = append(removed, state.EntryOf(p))
+			b.count(p, -1)
+			b.indexPort(name, p, -1)
+			b.held.remove(p)
+			ports.Delete(name)
+		}
+		delete(b.byOwner, id)
+		b.unindexOwner(id)
+	}
+	return names, removed
+}
+
+// putIn adds r's ports to ports (nil when they are r's own), to b's
+// counts and, once b is indexed, to its indexes; names gains their names
+// when the caller noted the last result (Note).
+func (b *base) putIn(ports *state.Ports, r Result, names []string) []string {
+	add := func(name string, p *state.Port, a netip.Addr) {
+		if b.note != nil {
+			names = append(names, name)
+		}
+		if ports != nil {
+			ports.Set(name, p)
+		}
+		b.countWith(p, a, 1)
+		if b.indexed {
+			b.indexPort(name, p, 1)
+			b.held.add(p)
+		}
+	}
+	if seq, ok := written(r); ok {
+		for s, a := range seq {
+			add(s.name, s.port, a)
+		}
+	} else {
+		for name, p := range r.Want.Ports.All() {
+			add(name, p, parseLSPAddresses(p.Addresses).ip[ipv4])
+		}
+	}
+	return names
+}
+
+// spliceProblems returns b's problems and notices of owners not rebuilt
+// with r's.
+func (b *base) spliceProblems(r Result, owners map[string]bool) ([]ownedProblem, []Problem) {
+	raw := make([]ownedProblem, 0, len(b.raw)+len(r.raw))
+	for _, p := range b.raw {
+		if p.owner != "" && !owners[p.owner] {
+			raw = append(raw, p)
+		}
+	}
+	raw = append(raw, r.raw...)
+	notices := make([]Problem, 0, len(b.notices)+len(r.Notices))
+	for _, n := range b.notices {
+		if !owners[n.Object()] {
+			notices = append(notices, n)
+		}
+	}
+	notices = append(notices, r.Notices...)
+	sortProblems(notices)
+	return raw, notices
 }
 
 // scope is an incremental Build's view of the owners it does not rebuild:
