@@ -383,7 +383,10 @@ func (b *builder) chooseNetwork(o *owner, c networkChoice, name string, ann map[
 	}
 	// 1 and 2: the owner's own annotation; allocated "true" makes it a
 	// record of what it was given rather than a request.
-	lsKey := c.key + AnnLogicalSwitchSuffix
+	lsKey := NamespaceSwitchAnnotation // the default network's, not built per port
+	if c.key != providerDefault {
+		lsKey = c.key + AnnLogicalSwitchSuffix
+	}
 	if v := strings.TrimSpace(providerAnnotation(ann, c.key, AnnLogicalSwitchSuffix)); v != "" {
 		granted := providerAnnotation(ann, c.key, AnnAllocatedSuffix) == "true"
 		n, known := b.subnetOf(v)
