@@ -5,6 +5,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/ovn-sync/ovn-sync/desired/addr"
 	"github.com/ovn-sync/ovn-sync/state"
 )
 
@@ -44,13 +45,13 @@ func (b *builder) adoptable(s *portSpec, hp *state.Port) bool {
 	case len(hp.PortSecurity) > 0 && !slices.Equal(hp.PortSecurity, hp.Addresses):
 		return notAdopted("port_security %q is not its addresses (virtual IPs?); left alone", hp.PortSecurity)
 	}
-	h := parseLSPAddresses(hp.Addresses)
-	if !h.mac.valid() {
+	h := addr.ParseLSP(hp.Addresses)
+	if !h.MAC.Valid() {
 		return notAdopted("addresses %q hold no MAC; left alone", hp.Addresses[0])
 	}
 	words := 1
 	for f := range n.fam {
-		a := h.ip[f]
+		a := h.IP[f]
 		switch {
 		case a.IsValid() && n.unusable(a) != "":
 			return notAdopted("it holds %s: %s; left alone", a, n.unusable(a))

@@ -13,6 +13,7 @@ import (
 
 	ipamclaimsv1alpha1 "github.com/ovn-sync/ovn-sync/apis/ipamclaims/v1alpha1"
 	kubeovnv1 "github.com/ovn-sync/ovn-sync/apis/kubeovn/v1"
+	"github.com/ovn-sync/ovn-sync/desired/addr"
 	"github.com/ovn-sync/ovn-sync/state"
 )
 
@@ -322,12 +323,15 @@ type requested struct {
 var noRequest requested
 
 // Components of a port's address: its IPv4 address, its IPv6 address and
-// its MAC. The first two equal ipv4 and ipv6.
+// its MAC (addr's; the first two equal ipv4 and ipv6).
 const (
-	compMAC   = 2
-	numComps  = 3
+	compMAC   = addr.CompMAC
+	numComps  = addr.NumComps
 	claimBits = 1<<numComps - 1
 )
+
+// mac is a MAC as IPAM keeps it, under the short name the builder uses.
+type mac = addr.MAC
 
 var compName = [numComps]string{"IPv4 address", "IPv6 address", "MAC"}
 
@@ -582,12 +586,12 @@ func (b *builder) resolve() {
 		// its cache shows the pass that wrote it (the NB may show no
 		// row yet, or the row as it was before that pass readdressed
 		// it); else the NB's row.
-		var h lsp
+		var h addr.LSP
 		last := b.lastPort(s)
 		if last != nil {
-			h = parseLSPAddresses(last.Addresses)
+			h = addr.ParseLSP(last.Addresses)
 		} else if s.have != nil {
-			h = parseLSPAddresses(s.have.Addresses)
+			h = addr.ParseLSP(s.have.Addresses)
 		}
 		if s.tmpl != nil {
 			s.startRequests(h)
@@ -599,7 +603,7 @@ func (b *builder) resolve() {
 			if !n.fam[f].prefix.IsValid() && !noIPAM {
 				continue
 			}
-			held := h.ip[f]
+			held := h.IP[f]
 			if held.IsValid() && n.unusable(held) != "" {
 				if n.fam[f].prefix.Contains(held) {
 					b.ownerProblem(s.o, "AddressConflict", fmt.Sprintf("port %q held %s, which %s: given a new address",
@@ -626,17 +630,17 @@ func (b *builder) resolve() {
 			}
 		}
 		switch {
-		case s.req.mac.valid():
+		case s.req.mac.Valid():
 			s.mac, s.src[compMAC] = s.req.mac, SourceRequest
-		case s.rec.mac.valid():
+		case s.rec.mac.Valid():
 			s.mac, s.src[compMAC] = s.rec.mac, SourceRecord
-		case h.mac.valid():
-			s.mac, s.src[compMAC] = h.mac, SourceSticky
+		case h.MAC.Valid():
+			s.mac, s.src[compMAC] = h.MAC, SourceSticky
 		default:
 			s.need |= dynBit(compMAC)
 			s.src[compMAC] = SourceAllocated
 		}
-		if s.mac.valid() && s.mac != h.mac {
+		if s.mac.Valid() && s.mac != h.MAC {
 			s.need |= claimBit(compMAC)
 		}
 		// A port whose addresses were held on another switch (in the NB,
@@ -664,18 +668,18 @@ func (b *builder) lastPort(s *portSpec) *state.Port {
 // port has no address yet (none in have, none recorded), the template's
 // request (s.tmpl) is the best there is. What the template asks for beyond
 // that waits for the next start: finish reports it (RestartRequired).
-func (s *portSpec) startRequests(h lsp) {
+func (s *portSpec) startRequests(h addr.LSP) {
 	r := *s.req
 	use := false
 	for f := range r.ip {
-		if !r.ip[f].IsValid() && !h.ip[f].IsValid() && !s.rec.ip[f].IsValid() && s.tmpl.ip[f].IsValid() {
+		if !r.ip[f].IsValid() && !h.IP[f].IsValid() && !s.rec.ip[f].IsValid() && s.tmpl.ip[f].IsValid() {
 			r.ip[f], use = s.tmpl.ip[f], true
 			if r.ipSrc == "" {
 				r.ipSrc = s.tmpl.ipSrc
 			}
 		}
 	}
-	if !r.mac.valid() && !h.mac.valid() && !s.rec.mac.valid() && s.tmpl.mac.valid() {
+	if !r.mac.Valid() && !h.MAC.Valid() && !s.rec.mac.Valid() && s.tmpl.mac.Valid() {
 		r.mac, r.macSrc, use = s.tmpl.mac, s.tmpl.macSrc, true
 	}
 	if use {
@@ -791,7 +795,7 @@ func (b *builder) restartRequired(s *portSpec) {
 			what = append(what, fmt.Sprintf("%s %s (now %s, %s)", compName[f], want, addrOrNone(s.ip[f]), s.tmpl.ipSrc))
 		}
 	}
-	if m := s.tmpl.mac; m.valid() && m != s.mac {
+	if m := s.tmpl.mac; m.Valid() && m != s.mac {
 		what = append(what, fmt.Sprintf("MAC %s (now %s, %s)", m, s.mac, s.tmpl.macSrc))
 	}
 	if len(what) == 0 {
@@ -813,7 +817,7 @@ func addrOrNone(a netip.Addr) string {
 // port renders s into p, sharing the address slices of s.have when they are
 // unchanged.
 func (b *builder) port(s *portSpec, p *state.Port) {
-	buf := s.mac.appendTo(b.buf[:0])
+	buf := s.mac.AppendTo(b.buf[:0])
 	for _, a := range s.ip {
 		if a.IsValid() {
 			buf = a.AppendTo(append(buf, ' '))

@@ -10,6 +10,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	ipamclaimsv1alpha1 "github.com/ovn-sync/ovn-sync/apis/ipamclaims/v1alpha1"
+	"github.com/ovn-sync/ovn-sync/desired/addr"
 	"github.com/ovn-sync/ovn-sync/desired/netconf"
 	"github.com/ovn-sync/ovn-sync/state"
 )
@@ -236,9 +237,9 @@ func claimAddr(v string) string {
 
 // takeClaim makes s's claim its record where s has no other record of an
 // IP and its port holds none (h): the claim is the record of last resort.
-func (s *portSpec) takeClaim(h lsp) {
+func (s *portSpec) takeClaim(h addr.LSP) {
 	c := s.claim
-	if c == nil || !c.ip[ipv4].IsValid() && !c.ip[ipv6].IsValid() || s.rec.ipSrc != "" || h.ip[ipv4].IsValid() || h.ip[ipv6].IsValid() {
+	if c == nil || !c.ip[ipv4].IsValid() && !c.ip[ipv6].IsValid() || s.rec.ipSrc != "" || h.IP[ipv4].IsValid() || h.IP[ipv6].IsValid() {
 		return
 	}
 	r := *s.rec

@@ -4,6 +4,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/ovn-sync/ovn-sync/desired/addr"
 	"github.com/ovn-sync/ovn-sync/state"
 )
 
@@ -13,13 +14,13 @@ import (
 // differ from the last result, not the cluster. A Build of every owner
 // starts from an empty book.
 type heldIndex struct {
-	by map[addrKey][]heldBy
+	by map[addr.Key][]heldBy
 	// dups are the addresses two ports hold on one switch.
-	dups map[addrKey]bool
+	dups map[addr.Key]bool
 	// windows mark, per switch and family, the addresses held at the low
 	// end of its subnet, where fresh addresses are handed out: made on the
 	// first need (windowOf) and kept up to date from then on.
-	windows map[windowKey]*window
+	windows map[windowKey]*addr.Window
 }
 
 type windowKey struct {
@@ -31,7 +32,7 @@ type windowKey struct {
 type heldBy struct{ sw, name string }
 
 func newHeldIndex(ports state.Ports) *heldIndex {
-	x := &heldIndex{by: make(map[addrKey][]heldBy, 2*ports.Len()), dups: map[addrKey]bool{}}
+	x := &heldIndex{by: make(map[addr.Key][]heldBy, 2*ports.Len()), dups: map[addr.Key]bool{}}
 	for _, p := range ports.All() {
 		x.add(p)
 	}
@@ -40,7 +41,7 @@ func newHeldIndex(ports state.Ports) *heldIndex {
 
 func (x *heldIndex) add(p *state.Port) {
 	eachHeld(p, 0, func(hk heldKey) {
-		k := hk.addrKey
+		k := hk.Key
 		hs := x.by[k]
 		for _, h := range hs {
 			if h.sw == p.Switch {
@@ -48,26 +49,26 @@ func (x *heldIndex) add(p *state.Port) {
 			}
 		}
 		x.by[k] = append(hs, heldBy{p.Switch, p.Name})
-		if w := x.windows[windowKey{p.Switch, int(k.comp)}]; w != nil {
-			w.set(k.hi, k.lo)
+		if w := x.windows[windowKey{p.Switch, int(k.Comp)}]; w != nil {
+			w.Set(k)
 		}
 	})
 }
 
 // windowOf returns the window of n's switch for comp (an IP family), made
 // from the index on the first call.
-func (x *heldIndex) windowOf(n *network, comp int) *window {
+func (x *heldIndex) windowOf(n *network, comp int) *addr.Window {
 	wk := windowKey{n.sw, comp}
 	if w, ok := x.windows[wk]; ok {
 		return w
 	}
 	if x.windows == nil {
-		x.windows = map[windowKey]*window{}
+		x.windows = map[windowKey]*addr.Window{}
 	}
 	w := newWindow(n, comp, len(x.by))
 	for k, hs := range x.by {
-		if int(k.comp) == comp && slices.ContainsFunc(hs, func(h heldBy) bool { return h.sw == n.sw }) {
-			w.set(k.hi, k.lo)
+		if int(k.Comp) == comp && slices.ContainsFunc(hs, func(h heldBy) bool { return h.sw == n.sw }) {
+			w.Set(k)
 		}
 	}
 	x.windows[wk] = w
@@ -76,16 +77,16 @@ func (x *heldIndex) windowOf(n *network, comp int) *window {
 
 func (x *heldIndex) remove(p *state.Port) {
 	eachHeld(p, 0, func(hk heldKey) {
-		k := hk.addrKey
+		k := hk.Key
 		hs := x.by[k]
 		i := slices.Index(hs, heldBy{p.Switch, p.Name})
 		if i < 0 {
 			return
 		}
 		hs = slices.Delete(hs, i, i+1)
-		if w := x.windows[windowKey{p.Switch, int(k.comp)}]; w != nil &&
+		if w := x.windows[windowKey{p.Switch, int(k.Comp)}]; w != nil &&
 			!slices.ContainsFunc(hs, func(h heldBy) bool { return h.sw == p.Switch }) {
-			w.clear(k.hi, k.lo)
+			w.Clear(k)
 		}
 		if len(hs) == 0 {
 			delete(x.by, k)
@@ -128,7 +129,7 @@ func (m *ipam) resolve(name string) holderID {
 // port of an owner not rebuilt as the last result has it, whatever the NB
 // shows until that result is applied, and a rebuilt owner's spec holds on
 // to what the last result gave it (resolve), not to the NB's row.
-func (m *ipam) indexed(k addrKey, sw uint32) []held {
+func (m *ipam) indexed(k addr.Key, sw uint32) []held {
 	hs := m.idx.by[k]
 	if len(hs) == 0 {
 		return nil

@@ -9,7 +9,7 @@ import (
 )
 
 // TestImports keeps desired pure (STYLE rule 1): its own imports are the
-// standard library, state, netconf (pure, with its own test), and
+// standard library, state, netconf and addr (pure, each with its own test), and
 // Kubernetes, KubeVirt and NAD API types (and kube-ovn's, apis/kubeovn/v1)
 // only, and nothing it pulls in transitively is a client, an informer or OVSDB.
 func TestImports(t *testing.T) {
@@ -20,6 +20,7 @@ func TestImports(t *testing.T) {
 	allowed := []string{
 		"github.com/ovn-sync/ovn-sync/state",
 		"github.com/ovn-sync/ovn-sync/desired/netconf",
+		"github.com/ovn-sync/ovn-sync/desired/addr",
 		"github.com/ovn-sync/ovn-sync/apis/",
 		"k8s.io/api/",
 		"k8s.io/apimachinery/pkg/apis/",

@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/ovn-sync/ovn-sync/desired/addr"
 	"github.com/ovn-sync/ovn-sync/state"
 )
 
@@ -289,7 +290,7 @@ func (b *base) set(r Result) {
 // referring to its DHCP_Options rows, and those holding an address northd
 // marks taken.
 func (b *base) count(p *state.Port, d int) {
-	b.countWith(p, parseLSPAddresses(p.Addresses).ip[ipv4], d)
+	b.countWith(p, addr.ParseLSP(p.Addresses).IP[ipv4], d)
 }
 
 // countWith is count for a port whose IPv4 address (in Addresses) is a,
@@ -338,7 +339,7 @@ func written(r Result) (seq iter.Seq2[*portSpec, netip.Addr], ok bool) {
 			}
 			a := s.ip[ipv4]
 			if s.kept() {
-				a = parseLSPAddresses(s.port.Addresses).ip[ipv4]
+				a = addr.ParseLSP(s.port.Addresses).IP[ipv4]
 			}
 			if !yield(s, a) {
 				return
@@ -552,7 +553,7 @@ func (b *base) putIn(ports *state.Ports, r Result, names []string) []string {
 		}
 	} else {
 		for name, p := range r.Want.Ports.All() {
-			add(name, p, parseLSPAddresses(p.Addresses).ip[ipv4])
+			add(name, p, addr.ParseLSP(p.Addresses).IP[ipv4])
 		}
 	}
 	return names

@@ -1,15 +1,14 @@
 package desired
 
 import (
-	"encoding/binary"
 	"fmt"
-	"math/bits"
 	"net/netip"
 	"slices"
 	"strconv"
 	"strings"
 
 	ipamclaimsv1alpha1 "github.com/ovn-sync/ovn-sync/apis/ipamclaims/v1alpha1"
+	"github.com/ovn-sync/ovn-sync/desired/addr"
 	"github.com/ovn-sync/ovn-sync/desired/netconf"
 	"github.com/ovn-sync/ovn-sync/state"
 )
@@ -98,12 +97,9 @@ func (p *pool) take(taken func(netip.Addr) bool, skip func(netip.Addr) netip.Add
 // The hash map, which says who holds an address, is built from the list
 // only when something asks: a claim, or an address outside the windows.
 type (
-	addrKey struct {
-		comp   uint8
-		hi, lo uint64
-	}
+	// heldKey is an address held on a switch.
 	heldKey struct {
-		addrKey
+		addr.Key
 		sw uint32
 	}
 	// holderID says who holds an address: a have port (>= 0, an index into
@@ -131,7 +127,11 @@ type ipam struct {
 	// ports; found once by findDuplicates.
 	dups map[heldKey][]holderID
 
-	windows []*window
+	// windows mark what the list and this pass's claims hold on the
+	// networks that allocate in this pass; byNet finds each by network
+	// and component.
+	windows []*addr.Window
+	byNet   map[netComp]*addr.Window
 
 	// idx, in an incremental Build, holds what the ports of the last
 	// result hold; list then holds only the NB rows that differ from them
@@ -143,142 +143,19 @@ type ipam struct {
 	resolved map[string]holderID
 }
 
-func keyOf(comp int, sw uint32, hi, lo uint64) heldKey {
-	return heldKey{addrKey{uint8(comp), hi, lo}, sw}
-}
+func ipKey(sw uint32, a netip.Addr) heldKey { return heldKey{addr.IPKey(a), sw} }
 
-func ipKey(sw uint32, a netip.Addr) heldKey {
-	hi, lo := ipWords(a)
-	return keyOf(familyOf(a), sw, hi, lo)
-}
+func macKey(sw uint32, m mac) heldKey { return heldKey{addr.MACKey(m), sw} }
 
-func macKey(sw uint32, m mac) heldKey { return keyOf(compMAC, sw, 0, uint64(m)) }
-
-// window marks held addresses (or, for MACs, the derived 0a:58:<IPv4>
-// MACs) by offset from the start of a network's subnet, for its first
-// len(bits)*64 addresses: pools hand out the lowest, so that is where held
-// addresses cluster.
-type window struct {
-	n    *network
-	comp int
-	base [2]uint64 // the subnet's first address (or MAC) as hi, lo
-	bits []uint64
-}
-
-const maxWindow = 1 << 20
-
-// newWindow sizes the window for about want addresses: held ones cluster at
-// the bottom, so a few times the number of ports covers them.
-func newWindow(n *network, comp int, want int) *window {
+// newWindow returns a window over n's subnet for comp, sized for about
+// want addresses (addr.NewWindow): MACs are those derived from its IPv4
+// subnet.
+func newWindow(n *network, comp int, want int) *addr.Window {
 	p := n.fam[ipv4].prefix
 	if comp == ipv6 {
 		p = n.fam[ipv6].prefix
 	}
-	size := uint64(min(max(4*want, 4096), maxWindow))
-	if host := p.Addr().BitLen() - p.Bits(); host < 64 && uint64(1)<<host < size {
-		size = 1 << host
-	}
-	w := &window{n: n, comp: comp, bits: make([]uint64, (size+63)/64)}
-	switch comp {
-	case compMAC:
-		w.base[1] = uint64(macFromIPv4(p.Masked().Addr()))
-	default:
-		w.base[0], w.base[1] = ipWords(p.Masked().Addr())
-	}
-	return w
-}
-
-func (w *window) offset(hi, lo uint64) (uint64, bool) {
-	if hi != w.base[0] || lo < w.base[1] {
-		return 0, false
-	}
-	off := lo - w.base[1]
-	return off, off < uint64(len(w.bits))*64
-}
-
-func (w *window) set(hi, lo uint64) {
-	if off, ok := w.offset(hi, lo); ok {
-		w.bits[off/64] |= 1 << (off % 64)
-	}
-}
-
-func (w *window) clear(hi, lo uint64) {
-	if off, ok := w.offset(hi, lo); ok {
-		w.bits[off/64] &^= 1 << (off % 64)
-	}
-}
-
-// covers reports whether w, which may be nil, knows whether a is held.
-func (w *window) covers(a netip.Addr) bool {
-	if w == nil {
-		return false
-	}
-	_, ok := w.offset(ipWords(a))
-	return ok
-}
-
-// nextFree returns the first address from a on that the window does not
-// hold: a when it is free or the window does not cover it, the first
-// address past the window when the window holds every one from a on. The
-// invalid Addr stands for an address past the last of its family.
-func (w *window) nextFree(a netip.Addr) netip.Addr {
-	hi, lo := ipWords(a)
-	off, ok := w.offset(hi, lo)
-	if !ok {
-		return a
-	}
-	i := off / 64
-	word := w.bits[i] | (1<<(off%64) - 1) // those below a count as held
-	for word == ^uint64(0) {
-		if i++; i == uint64(len(w.bits)) {
-			break
-		}
-		word = w.bits[i]
-	}
-	next := i*64 + uint64(bits.TrailingZeros64(^word))
-	if i == uint64(len(w.bits)) {
-		next = i * 64
-	}
-	if next == off {
-		return a
-	}
-	lo = w.base[1] + next
-	if lo < w.base[1] || a.Is4() && lo > 1<<32-1 {
-		return netip.Addr{}
-	}
-	return wordsAddr(a.Is4(), hi, lo)
-}
-
-// wordsAddr is the inverse of ipWords.
-func wordsAddr(is4 bool, hi, lo uint64) netip.Addr {
-	if is4 {
-		var b [4]byte
-		binary.BigEndian.PutUint32(b[:], uint32(lo))
-		return netip.AddrFrom4(b)
-	}
-	var b [16]byte
-	binary.BigEndian.PutUint64(b[:8], hi)
-	binary.BigEndian.PutUint64(b[8:], lo)
-	return netip.AddrFrom16(b)
-}
-
-// held reports whether the address is held, and whether the window knows.
-func (w *window) held(hi, lo uint64) (held, known bool) {
-	off, ok := w.offset(hi, lo)
-	if !ok {
-		return false, false
-	}
-	return w.bits[off/64]&(1<<(off%64)) != 0, true
-}
-
-// ipWords returns an address as two words: IPv4 in lo only.
-func ipWords(a netip.Addr) (hi, lo uint64) {
-	if a.Is4() {
-		b := a.As4()
-		return 0, uint64(binary.BigEndian.Uint32(b[:]))
-	}
-	b := a.As16()
-	return binary.BigEndian.Uint64(b[:8]), binary.BigEndian.Uint64(b[8:])
+	return addr.NewWindow(p, comp, want)
 }
 
 // newIPAM sets up IPAM for a Build. The address book (scope.held) holds
@@ -290,7 +167,7 @@ func ipWords(a netip.Addr) (hi, lo uint64) {
 // windows of its own.
 func (b *builder) newIPAM() *ipam {
 	sc := b.scope
-	m := &ipam{idx: sc.held, b: b, resolved: map[string]holderID{}, differ: map[string]bool{}}
+	m := &ipam{idx: sc.held, b: b, resolved: map[string]holderID{}, differ: map[string]bool{}, byNet: map[netComp]*addr.Window{}}
 	list := func(p *state.Port) {
 		id := holderID(len(m.ports))
 		m.ports = append(m.ports, p)
@@ -317,7 +194,7 @@ func (b *builder) newIPAM() *ipam {
 			m.differ[e.Port.Name] = true // not in the NB (yet): the book holds it
 		})
 	}
-	bySwitch := map[uint32][]*window{}
+	bySwitch := map[uint32][]*addr.Window{}
 	for _, s := range b.pending {
 		for c := range numComps {
 			if s.need&dynBit(c) == 0 || c == compMAC && !s.net.fam[ipv4].prefix.IsValid() {
@@ -326,6 +203,7 @@ func (b *builder) newIPAM() *ipam {
 			if m.window(s.net, c) == nil {
 				w := newWindow(s.net, c, len(m.ports)+len(b.pending))
 				m.windows = append(m.windows, w)
+				m.byNet[netComp{s.net, c}] = w
 				bySwitch[s.net.swID] = append(bySwitch[s.net.swID], w)
 			}
 		}
@@ -337,8 +215,8 @@ func (b *builder) newIPAM() *ipam {
 				ws = bySwitch[e.k.sw]
 			}
 			for _, w := range ws {
-				if w.comp == int(e.k.comp) {
-					w.set(e.k.hi, e.k.lo)
+				if w.Comp() == int(e.k.Comp) {
+					w.Set(e.k.Key)
 				}
 			}
 		}
@@ -362,15 +240,15 @@ func eachHeld(p *state.Port, sw uint32, fn func(heldKey)) {
 	var words [8]string
 	list := words[:0]
 	for _, e := range p.Addresses {
-		list = appendWords(list, e)
+		list = addr.AppendWords(list, e)
 	}
-	list = appendWords(list, p.DynamicAddresses)
+	list = addr.AppendWords(list, p.DynamicAddresses)
 	for i, word := range list {
 		if slices.Contains(list[:i], word) {
 			continue // a port listing an address twice holds it once
 		}
-		if k, ok := wordKey(sw, word); ok {
-			fn(k)
+		if k, ok := addr.WordKey(word); ok {
+			fn(heldKey{k, sw})
 		}
 	}
 }
@@ -380,56 +258,41 @@ func eachHeld(p *state.Port, sw uint32, fn func(heldKey)) {
 // claim of one fails with a Problem naming the reservation. An address a
 // port already holds, anywhere, is not reserved: a reservation never takes
 // an address from a port (nor makes it held twice).
-func (m *ipam) reserve(b *builder, bySwitch map[uint32][]*window) {
+func (m *ipam) reserve(b *builder, bySwitch map[uint32][]*addr.Window) {
 	if len(b.reserved) == 0 {
 		return
 	}
-	taken := make(map[addrKey]bool, len(m.list))
+	taken := make(map[addr.Key]bool, len(m.list))
 	for _, e := range m.list {
-		taken[e.k.addrKey] = true
+		taken[e.k.Key] = true
 	}
 	for _, r := range b.reserved {
 		sw := b.switchID(r.sw)
 		id := holderID(len(m.ports))
 		m.ports = append(m.ports, r.port)
 		eachHeld(r.port, sw, func(k heldKey) {
-			if taken[k.addrKey] || len(m.idx.by[k.addrKey]) > 0 {
+			if taken[k.Key] || len(m.idx.by[k.Key]) > 0 {
 				return
 			}
-			taken[k.addrKey] = true
+			taken[k.Key] = true
 			m.list = append(m.list, held{k, id})
 			for _, w := range bySwitch[sw] {
-				if w.comp == int(k.comp) {
-					w.set(k.hi, k.lo)
+				if w.Comp() == int(k.Comp) {
+					w.Set(k.Key)
 				}
 			}
 		})
 	}
 }
 
-// appendWords appends the space-separated words of s.
-func appendWords(ws []string, s string) []string {
-	for len(s) > 0 {
-		i := strings.IndexByte(s, ' ')
-		if i < 0 {
-			return append(ws, s)
-		}
-		if i > 0 {
-			ws = append(ws, s[:i])
-		}
-		s = s[i+1:]
-	}
-	return ws
+// netComp is a component of the addresses of a network.
+type netComp struct {
+	n    *network
+	comp int
 }
 
-func (m *ipam) window(n *network, comp int) *window {
-	for _, w := range m.windows {
-		if w.n == n && w.comp == comp {
-			return w
-		}
-	}
-	return nil
-}
+// window returns the window of n for comp, nil if there is none.
+func (m *ipam) window(n *network, comp int) *addr.Window { return m.byNet[netComp{n, comp}] }
 
 // findDuplicates finds the addresses held twice — two of our ports on one
 // switch, or one of ours and one that is not (which holds it everywhere) —
@@ -445,13 +308,13 @@ func (m *ipam) findDuplicates() [][]held {
 		size <<= 1
 	}
 	table := make([]uint64, size)
-	hash := func(k addrKey) uint64 {
-		h := (k.lo ^ k.hi*0x9e3779b97f4a7c15 ^ uint64(k.comp)<<61) * 0xbf58476d1ce4e5b9
+	hash := func(k addr.Key) uint64 {
+		h := (k.Lo ^ k.Hi*0x9e3779b97f4a7c15 ^ uint64(k.Comp)<<61) * 0xbf58476d1ce4e5b9
 		return h ^ h>>31 | 1 // never 0, the empty slot
 	}
 	var cand map[uint64]bool
 	for _, e := range m.list {
-		h := hash(e.k.addrKey)
+		h := hash(e.k.Key)
 		for i := h & uint64(size-1); ; i = (i + 1) & uint64(size-1) {
 			if table[i] == 0 {
 				table[i] = h
@@ -466,14 +329,14 @@ func (m *ipam) findDuplicates() [][]held {
 			}
 		}
 	}
-	groups := map[addrKey][]held{}
+	groups := map[addr.Key][]held{}
 	for k := range m.idx.dups {
 		groups[k] = nil
 	}
 	book := len(m.idx.by) > 0
 	for _, e := range m.list {
-		if cand[hash(e.k.addrKey)] || book && len(m.idx.by[e.k.addrKey]) > 0 {
-			groups[e.k.addrKey] = append(groups[e.k.addrKey], e)
+		if cand[hash(e.k.Key)] || book && len(m.idx.by[e.k.Key]) > 0 {
+			groups[e.k.Key] = append(groups[e.k.Key], e)
 		}
 	}
 	var out [][]held
@@ -515,27 +378,8 @@ func conflicting(g []held) bool {
 func sortGroups(groups [][]held) {
 	slices.SortFunc(groups, func(a, b []held) int {
 		x, y := a[0].k, b[0].k
-		return cmpUints(uint64(x.comp), uint64(y.comp), x.hi, y.hi, x.lo, y.lo)
+		return x.Key.Compare(y.Key)
 	})
-}
-
-func cmpUints(pairs ...uint64) int {
-	for i := 0; i+1 < len(pairs); i += 2 {
-		if c := cmpUint(pairs[i], pairs[i+1]); c != 0 {
-			return c
-		}
-	}
-	return 0
-}
-
-func cmpUint(a, b uint64) int {
-	switch {
-	case a < b:
-		return -1
-	case a > b:
-		return 1
-	}
-	return 0
 }
 
 // holderMap builds the map from the list: a second have port holding an
@@ -611,8 +455,8 @@ func (m *ipam) set(n *network, k heldKey, id holderID) {
 	} else {
 		m.list = append(m.list, held{k, id})
 	}
-	if w := m.window(n, int(k.comp)); w != nil {
-		w.set(k.hi, k.lo)
+	if w := m.window(n, int(k.Comp)); w != nil {
+		w.Set(k.Key)
 	}
 }
 
@@ -635,7 +479,7 @@ func (m *ipam) holdersOf(k heldKey, sw uint32) []holderID {
 		// The book's ports on the switch too, unless a claim of this pass
 		// overrides them.
 		if s != 0 && !(len(ids) == 1 && ids[0] < 0) {
-			for _, e := range m.indexed(k.addrKey, s) {
+			for _, e := range m.indexed(k.Key, s) {
 				ids = append(ids, e.id)
 			}
 		}
@@ -652,15 +496,15 @@ func (m *ipam) holdersOf(k heldKey, sw uint32) []holderID {
 // reading the windows as isHeld does: w (the list's and this pass's
 // claims) where it covers an address, and the book's. Every address it
 // passes over isHeld finds held.
-func (m *ipam) nextFree(n *network, w *window, comp int, a netip.Addr) netip.Addr {
+func (m *ipam) nextFree(n *network, w *addr.Window, comp int, a netip.Addr) netip.Addr {
 	book := m.idx.windowOf(n, comp)
 	for a.IsValid() {
 		b := a
-		if w.covers(a) {
-			b = w.nextFree(a)
+		if w.Covers(a) {
+			b = w.NextFree(a)
 		}
 		if b == a {
-			b = book.nextFree(a)
+			b = book.NextFree(a)
 		}
 		if b == a {
 			return a
@@ -674,10 +518,10 @@ func (m *ipam) nextFree(n *network, w *window, comp int, a netip.Addr) netip.Add
 // row listed or a claim of this pass (w, n's window for k's component if
 // any, where it covers the address, else the holder map), or by a port of
 // the book (its window, else its map).
-func (m *ipam) isHeld(n *network, w *window, k heldKey) bool {
+func (m *ipam) isHeld(n *network, w *addr.Window, k heldKey) bool {
 	held, known := false, false
 	if w != nil {
-		held, known = w.held(k.hi, k.lo)
+		held, known = w.Held(k.Key)
 	}
 	if held {
 		return true
@@ -687,16 +531,16 @@ func (m *ipam) isHeld(n *network, w *window, k heldKey) bool {
 		if _, ok := mp[k]; ok { // k.sw is 0: a port that is not ours
 			return true
 		}
-		if _, ok := mp[heldKey{k.addrKey, n.swID}]; ok {
+		if _, ok := mp[heldKey{k.Key, n.swID}]; ok {
 			return true
 		}
 	}
-	if int(k.comp) != compMAC {
-		if held, known := m.idx.windowOf(n, int(k.comp)).held(k.hi, k.lo); known {
+	if int(k.Comp) != compMAC {
+		if held, known := m.idx.windowOf(n, int(k.Comp)).Held(k.Key); known {
 			return held
 		}
 	}
-	for _, h := range m.idx.by[k.addrKey] {
+	for _, h := range m.idx.by[k.Key] {
 		if h.sw == n.sw {
 			return true
 		}
@@ -737,7 +581,7 @@ func (b *builder) allocate() {
 		id := m.claimID(s)
 		for c := range numComps {
 			a, x := s.target(c)
-			if !a.IsValid() && !x.valid() || s.need&(claimBit(c)|dynBit(c)) != 0 {
+			if !a.IsValid() && !x.Valid() || s.need&(claimBit(c)|dynBit(c)) != 0 {
 				continue
 			}
 			k := s.key(c, a, x)
@@ -857,8 +701,8 @@ func (b *builder) keeps(p *state.Port, c int, a netip.Addr, x mac) bool {
 // port that is not ours, gets an AddressConflict Problem naming the other.
 func (b *builder) settle(m *ipam, g []held) {
 	k := g[0].k
-	c := int(k.comp)
-	a, x := keyAddr(k)
+	c := int(k.Comp)
+	a, x := k.Addr()
 	what := compName[c] + " " + addrText(c, a, x)
 	var foreigns []*state.Port
 	bySwitch := map[uint32][]*state.Port{}
@@ -991,7 +835,7 @@ func (s *portSpec) recorded(c int, a netip.Addr, x mac) bool {
 		if r == s.req && !r.granted {
 			continue
 		}
-		if c == compMAC && x.valid() && r.mac == x || c != compMAC && a.IsValid() && r.ip[c] == a {
+		if c == compMAC && x.Valid() && r.mac == x || c != compMAC && a.IsValid() && r.ip[c] == a {
 			return true
 		}
 	}
@@ -1019,21 +863,6 @@ func (r *requested) field(c int) string {
 		return r.macSrc
 	}
 	return r.ipSrc
-}
-
-func keyAddr(k heldKey) (netip.Addr, mac) {
-	switch k.comp {
-	case compMAC:
-		return netip.Addr{}, mac(k.lo)
-	case ipv4:
-		var b [4]byte
-		binary.BigEndian.PutUint32(b[:], uint32(k.lo))
-		return netip.AddrFrom4(b), 0
-	}
-	var b [16]byte
-	binary.BigEndian.PutUint64(b[:8], k.hi)
-	binary.BigEndian.PutUint64(b[8:], k.lo)
-	return netip.AddrFrom16(b), 0
 }
 
 func addrText(c int, a netip.Addr, x mac) string {
@@ -1145,25 +974,13 @@ func (b *builder) allocateFresh(m *ipam, s *portSpec) {
 // its name with a retry counter, so the choice is the same on every pass.
 func generateMAC(s *portSpec, taken func(mac) bool) mac {
 	if a := s.ip[ipv4]; a.IsValid() {
-		if x := macFromIPv4(a); !taken(x) {
+		if x := addr.FromIPv4(a); !taken(x) {
 			return x
 		}
 	}
 	for i := 0; ; i++ {
-		if x := macFromName(s.name, i); !taken(x) || i > 1<<20 {
+		if x := addr.FromName(s.name, i); !taken(x) || i > 1<<20 {
 			return x
 		}
 	}
-}
-
-// wordKey is the key of one word of an LSP addresses entry on switch sw: a
-// MAC or an IP; false for anything else ("dynamic", "router", "unknown").
-func wordKey(sw uint32, word string) (heldKey, bool) {
-	if x, ok := colonMAC(word); ok {
-		return macKey(sw, x), true
-	}
-	if a, err := netip.ParseAddr(word); err == nil {
-		return ipKey(sw, a.Unmap()), true
-	}
-	return heldKey{}, false
 }

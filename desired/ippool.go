@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/ovn-sync/ovn-sync/desired/addr"
 	"github.com/ovn-sync/ovn-sync/desired/netconf"
 	"github.com/ovn-sync/ovn-sync/state"
 	corev1 "k8s.io/api/core/v1"
@@ -149,9 +150,9 @@ func (b *builder) pickPools() {
 			}
 		}
 	}
-	free := func(s *portSpec, e [2]netip.Addr, mine lsp) bool {
+	free := func(s *portSpec, e [2]netip.Addr, mine addr.LSP) bool {
 		for f, a := range e {
-			if !a.IsValid() || mine.ip[f] == a {
+			if !a.IsValid() || mine.IP[f] == a {
 				continue
 			}
 			if taken[key{s.net.sw, a}] || taken[key{"", a}] {
@@ -161,13 +162,13 @@ func (b *builder) pickPools() {
 		return true
 	}
 	for _, s := range ps {
-		var mine lsp
+		var mine addr.LSP
 		if hp := b.ownedHave(s.o, s.name); hp != nil {
-			mine = parseLSPAddresses(hp.Addresses)
+			mine = addr.ParseLSP(hp.Addresses)
 		}
 		pick := -1
 		for i, e := range s.req.pool {
-			if matches(e, mine.ip) || matches(e, s.rec.ip) {
+			if matches(e, mine.IP) || matches(e, s.rec.ip) {
 				pick = i
 				break
 			}

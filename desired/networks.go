@@ -9,6 +9,7 @@ import (
 
 	nadv1 "github.com/k8snetworkplumbingwg/network-attachment-definition-client/pkg/apis/k8s.cni.cncf.io/v1"
 
+	"github.com/ovn-sync/ovn-sync/desired/addr"
 	"github.com/ovn-sync/ovn-sync/desired/netconf"
 	"github.com/ovn-sync/ovn-sync/state"
 )
@@ -488,8 +489,8 @@ func (b *builder) outside(n *network) string {
 	}
 	b.indexHaveNetworks()
 	for _, p := range b.haveNets[n.key] {
-		h := parseLSPAddresses(p.Addresses)
-		for _, a := range h.ip {
+		h := addr.ParseLSP(p.Addresses)
+		for _, a := range h.IP {
 			if a.IsValid() && !n.fam[familyOf(a)].prefix.Contains(a) {
 				if n.cidr() == "" {
 					return fmt.Sprintf("is gone (no IPAM), but port %q holds %s: the network is kept as it is until no port uses the address",

@@ -16,6 +16,7 @@ import (
 	kubevirtv1 "kubevirt.io/api/core/v1"
 
 	kubeovnv1 "github.com/ovn-sync/ovn-sync/apis/kubeovn/v1"
+	"github.com/ovn-sync/ovn-sync/desired/addr"
 	"github.com/ovn-sync/ovn-sync/desired/netconf"
 	"github.com/ovn-sync/ovn-sync/state"
 )
@@ -711,7 +712,7 @@ func (r *reqReader) refused(a netip.Addr) string {
 }
 
 func (r *reqReader) mac(src, v string) bool {
-	m, err := parseMAC(v)
+	m, err := addr.ParseMAC(v)
 	if err != nil {
 		return r.bad(src, v, err.Error())
 	}
@@ -729,7 +730,7 @@ func (r *reqReader) mac(src, v string) bool {
 // holds reports whether s's port in have holds a.
 func (b *builder) holds(s *portSpec, a netip.Addr) bool {
 	hp := b.ownedHave(s.o, s.name)
-	return hp != nil && parseLSPAddresses(hp.Addresses).ip[familyOf(a)] == a
+	return hp != nil && addr.ParseLSP(hp.Addresses).IP[familyOf(a)] == a
 }
 
 // readRecords reads what s's owner was recorded to hold on s's network:
@@ -784,7 +785,7 @@ func (b *builder) readRecord(s *portSpec, r *requested, kind, ns, name string, a
 	}
 	if v := strings.TrimSpace(providerAnnotation(ann, s.provider, AnnMACSuffix)); v != "" && r.macSrc == "" {
 		key := s.provider + AnnMACSuffix
-		m, err := parseMAC(v)
+		m, err := addr.ParseMAC(v)
 		if err != nil {
 			b.problemFor(s.o, kind, ns, name, "InvalidRecord", fmt.Sprintf("%s %q: %v; ignored", key, v, err))
 			return
@@ -852,7 +853,7 @@ func (b *builder) readIPRecord(s *portSpec, r *requested, ip *kubeovnv1.IP) {
 		}
 	}
 	if v := strings.TrimSpace(sp.MacAddress); v != "" && r.macSrc == "" {
-		m, err := parseMAC(v)
+		m, err := addr.ParseMAC(v)
 		if err != nil {
 			bad("spec.macAddress %q: %v", v, err)
 			return

@@ -12,6 +12,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	kubeovnv1 "github.com/ovn-sync/ovn-sync/apis/kubeovn/v1"
+	"github.com/ovn-sync/ovn-sync/desired/addr"
 	"github.com/ovn-sync/ovn-sync/state"
 )
 
@@ -143,7 +144,7 @@ func (b *builder) reserveIPObject(ip *kubeovnv1.IP) {
 	for _, w := range words {
 		if _, err := netip.ParseAddr(w); err == nil {
 			addrs = append(addrs, w)
-		} else if x, err := parseMAC(w); err == nil {
+		} else if x, err := addr.ParseMAC(w); err == nil {
 			addrs = append(addrs, x.String())
 		}
 	}

@@ -1,0 +1,9 @@
+// Package addr holds the values IPAM works in: MACs, the entry of a
+// Logical_Switch_Port's addresses column, an address as a comparable key,
+// and bit windows that mark which addresses of a subnet are held.
+//
+// It is pure and small: no builder, no Kubernetes objects, no OVSDB. Which
+// port may hold which address, and who gives way when two hold one, is
+// decided in package desired (ipam.go); this package only says what an
+// address is and where it lies.
+package addr
