@@ -896,7 +896,7 @@ func (b *builder) markNorthdFirst() {
 			}
 			p = q
 		}
-		if a := p.Masked().Addr().Next(); inRange(f.usable, a) {
+		if a := p.Masked().Addr().Next(); addr.InRange(f.usable, a) {
 			f.first = a
 		}
 	}

@@ -8,7 +8,6 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"pgregory.net/rapid"
 
 	"github.com/ovn-sync/ovn-sync/desired/addr"
 	"github.com/ovn-sync/ovn-sync/desired/netconf"
@@ -99,14 +98,14 @@ func TestProblemsSorted(t *testing.T) {
 }
 
 func TestPool(t *testing.T) {
-	excl := mergeRanges([]netconf.IPRange{
+	excl := addr.MergeRanges([]netconf.IPRange{
 		{From: netip.MustParseAddr("10.0.0.5"), To: netip.MustParseAddr("10.0.0.6")},
 		{From: netip.MustParseAddr("10.0.0.1"), To: netip.MustParseAddr("10.0.0.2")},
 		{From: netip.MustParseAddr("10.0.0.3"), To: netip.MustParseAddr("10.0.0.3")}, // adjacent: merged with .1-.2
 		{From: netip.MustParseAddr("10.0.0.14"), To: netip.MustParseAddr("10.0.0.20")},
 	}, true)
 	if len(excl) != 3 {
-		t.Fatalf("mergeRanges = %v, want 3 ranges", excl)
+		t.Fatalf("MergeRanges = %v, want 3 ranges", excl)
 	}
 	p := netip.MustParsePrefix("10.0.0.0/28")
 	var r netconf.IPRange
@@ -116,71 +115,15 @@ func TestPool(t *testing.T) {
 	taken := func(a netip.Addr) bool { return a == netip.MustParseAddr("10.0.0.8") }
 	var got []string
 	for {
-		a, ok := pl.take(taken, nil)
+		a, ok := pl.Take(taken, nil)
 		if !ok {
 			break
 		}
 		got = append(got, a.String())
 	}
 	if want := []string{"10.0.0.4", "10.0.0.7", "10.0.0.10", "10.0.0.11", "10.0.0.12", "10.0.0.13"}; !slices.Equal(got, want) {
-		t.Errorf("pool.take = %v, want %v", got, want)
+		t.Errorf("pool.Take = %v, want %v", got, want)
 	}
-}
-
-// TestPoolSkip: a pool that skips the addresses a window holds a word at a
-// time hands out what one asking of every address does, over windows that
-// cover part of the subnet, exclusions and the subnet's end.
-func TestPoolSkip(t *testing.T) {
-	rapid.Check(t, func(t *rapid.T) {
-		p := netip.MustParsePrefix(rapid.SampledFrom([]string{"10.0.0.0/24", "10.0.0.0/19", "fd00::/120", "fd00::/115"}).Draw(t, "subnet"))
-		var r netconf.IPRange
-		r.From, r.To = netconf.Usable(p)
-		var excl []netconf.IPRange
-		for range rapid.IntRange(0, 3).Draw(t, "exclusions") {
-			from := addrAt(p, rapid.IntRange(0, 5000).Draw(t, "from"))
-			excl = append(excl, netconf.IPRange{From: from, To: addrAt(p, rapid.IntRange(0, 40).Draw(t, "len")+offsetOf(p, from))})
-		}
-		excl = mergeRanges(excl, p.Addr().Is4())
-		comp := ipv4
-		if p.Addr().Is6() {
-			comp = ipv6
-		}
-		n := &network{}
-		n.fam[comp].prefix = p
-		w := newWindow(n, comp, rapid.IntRange(0, 300).Draw(t, "window")/4)
-		held := map[netip.Addr]bool{}
-		for range rapid.IntRange(0, 6000).Draw(t, "held") {
-			a := addrAt(p, rapid.IntRange(0, 5000).Draw(t, "at"))
-			if w.Covers(a) && p.Contains(a) {
-				w.Set(addr.IPKey(a))
-				held[a] = true
-			}
-		}
-		taken := func(a netip.Addr) bool { return held[a] }
-		want, got := newPool(&family{prefix: p, usable: r, excl: excl}), newPool(&family{prefix: p, usable: r, excl: excl})
-		for {
-			a, ok := want.take(taken, nil)
-			b, ok2 := got.take(taken, w.NextFree)
-			if a != b || ok != ok2 {
-				t.Fatalf("with skip %v %v, without %v %v", b, ok2, a, ok)
-			}
-			if !ok {
-				break
-			}
-		}
-	})
-}
-
-// addrAt is the address i after p's first.
-func addrAt(p netip.Prefix, i int) netip.Addr {
-	hi, lo := addr.Words(p.Masked().Addr())
-	return addr.FromWords(p.Addr().Is4(), hi, lo+uint64(i))
-}
-
-func offsetOf(p netip.Prefix, a netip.Addr) int {
-	_, base := addr.Words(p.Masked().Addr())
-	_, lo := addr.Words(a)
-	return int(lo - base)
 }
 
 // wantProblems returns r's desired state and problems.

@@ -13,77 +13,16 @@ import (
 	"github.com/ovn-sync/ovn-sync/state"
 )
 
-// pool hands out the addresses of one subnet in increasing order. Nothing is
-// freed within a pass, so a cursor that only moves forward still returns the
-// lowest free address: everything behind it was taken or excluded when it
-// passed, and stays so.
-type pool struct {
-	next netip.Addr
-	last netip.Addr
-	// excl is sorted and merged; excl[ei] is the first range not entirely
-	// behind next.
-	excl []netconf.IPRange
-	ei   int
-	done bool
-}
-
-func newPool(f *family) *pool {
-	r := f.usable
+// newPool returns the pool of f's usable addresses, without its excluded
+// ones, its gateway and the first address northd takes.
+func newPool(f *family) *addr.Pool {
 	excl := f.excl
 	for _, a := range [2]netip.Addr{f.gateway, f.first} {
 		if a.IsValid() {
-			excl = mergeRanges(append(slices.Clone(excl), netconf.IPRange{From: a, To: a}), a.Is4())
+			excl = addr.MergeRanges(append(slices.Clone(excl), netconf.IPRange{From: a, To: a}), a.Is4())
 		}
 	}
-	pl := &pool{next: r.From, last: r.To, excl: excl}
-	pl.done = r.To.Less(r.From)
-	for pl.ei < len(excl) && excl[pl.ei].To.Less(r.From) {
-		pl.ei++
-	}
-	return pl
-}
-
-// take returns the lowest address from the cursor on that is not excluded
-// and not taken, and moves the cursor past it. skip, if set, returns the
-// first address from a on that may be free: every address it passes over
-// must be taken. It lets the cursor pass a run of held addresses a word
-// of a window at a time, where taken would be asked of each.
-func (p *pool) take(taken func(netip.Addr) bool, skip func(netip.Addr) netip.Addr) (netip.Addr, bool) {
-	for !p.done {
-		a := p.next
-		if p.ei < len(p.excl) && !a.Less(p.excl[p.ei].From) {
-			end := p.excl[p.ei].To // end >= a, by the invariant on ei
-			p.ei++
-			if !end.Less(p.last) {
-				p.done = true
-				break
-			}
-			p.next = end.Next()
-			continue
-		}
-		if skip != nil {
-			if b := skip(a); b != a {
-				if !b.IsValid() || p.last.Less(b) {
-					p.done = true
-					break
-				}
-				p.next = b
-				for p.ei < len(p.excl) && p.excl[p.ei].To.Less(b) {
-					p.ei++
-				}
-				continue
-			}
-		}
-		if a == p.last {
-			p.done = true
-		} else {
-			p.next = a.Next()
-		}
-		if !taken(a) {
-			return a, true
-		}
-	}
-	return netip.Addr{}, false
+	return addr.NewPool(f.usable, excl)
 }
 
 // Held addresses are keyed by component (IPv4, IPv6, MAC), address and
@@ -950,7 +889,7 @@ func (b *builder) allocateFresh(m *ipam, s *portSpec) {
 			fam.pool = newPool(fam)
 		}
 		w := m.window(n, f)
-		a, ok := fam.pool.take(func(a netip.Addr) bool { return m.isHeld(n, w, ipKey(0, a)) },
+		a, ok := fam.pool.Take(func(a netip.Addr) bool { return m.isHeld(n, w, ipKey(0, a)) },
 			func(a netip.Addr) netip.Addr { return m.nextFree(n, w, f, a) })
 		if !ok {
 			msg := fmt.Sprintf("network %s: no free %s address in %s for port %q", n.key, familyName[f], fam.prefix, s.name)

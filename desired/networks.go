@@ -70,7 +70,7 @@ type family struct {
 	// request; a port that holds it keeps it, as an excluded address.
 	first netip.Addr
 	// pool is created on first dynamic allocation.
-	pool *pool
+	pool *addr.Pool
 }
 
 func newNetwork(key, provider, sw, owner string, subnets []netip.Prefix, exclude []netconf.IPRange, gateways []netip.Addr) *network {
@@ -79,7 +79,7 @@ func newNetwork(key, provider, sw, owner string, subnets []netip.Prefix, exclude
 		f := &n.fam[familyOf(p.Addr())]
 		f.prefix = p
 		f.usable.From, f.usable.To = netconf.Usable(p)
-		f.excl = mergeRanges(exclude, p.Addr().Is4())
+		f.excl = addr.MergeRanges(exclude, p.Addr().Is4())
 	}
 	var gw []string
 	for _, g := range gateways {
@@ -90,10 +90,6 @@ func newNetwork(key, provider, sw, owner string, subnets []netip.Prefix, exclude
 	}
 	n.gateway = strings.Join(gw, ",")
 	return n
-}
-
-func inRange(r netconf.IPRange, a netip.Addr) bool {
-	return r.From.IsValid() && !a.Less(r.From) && !r.To.Less(a)
 }
 
 // excluded reports whether a is in one of f's excluded ranges.
@@ -107,7 +103,7 @@ func (f *family) excluded(a netip.Addr) bool {
 		}
 		return 0
 	})
-	return i < len(f.excl) && inRange(f.excl[i], a)
+	return i < len(f.excl) && addr.InRange(f.excl[i], a)
 }
 
 // reservedByOVN says why a port of ours should not be given a, though it
@@ -146,7 +142,7 @@ func (n *network) unusable(a netip.Addr) string {
 		return fmt.Sprintf("network %s has no %s subnet", n.key, familyName[familyOf(a)])
 	case !f.prefix.Contains(a):
 		return "not in subnet " + f.prefix.String()
-	case !inRange(f.usable, a):
+	case !addr.InRange(f.usable, a):
 		return netconf.Reserved(f.prefix, a)
 	case a == f.gateway:
 		return "is the gateway of network " + n.key
@@ -207,9 +203,9 @@ func (f *family) northdExclude(held []netip.Addr) string {
 	if f.gateway.IsValid() {
 		rs = append(rs, netconf.IPRange{From: f.gateway, To: f.gateway})
 	}
-	rs = mergeRanges(rs, true)
+	rs = addr.MergeRanges(rs, true)
 	if len(held) > 0 {
-		rs = punch(rs, held)
+		rs = addr.Punch(rs, held)
 	}
 	var b strings.Builder
 	for _, r := range rs {
@@ -232,58 +228,6 @@ func (f *family) northdExclude(held []netip.Addr) string {
 		}
 	}
 	return b.String()
-}
-
-// punch returns the merged, sorted ranges rs without the addresses of
-// held, sorted.
-func punch(rs []netconf.IPRange, held []netip.Addr) []netconf.IPRange {
-	var out []netconf.IPRange
-	for _, r := range rs {
-		for _, a := range held {
-			if !inRange(r, a) {
-				continue
-			}
-			if r.From.Less(a) {
-				out = append(out, netconf.IPRange{From: r.From, To: a.Prev()})
-			}
-			if a == r.To {
-				r = netconf.IPRange{} // nothing left
-				break
-			}
-			r.From = a.Next()
-		}
-		if r.From.IsValid() {
-			out = append(out, r)
-		}
-	}
-	return out
-}
-
-// mergeRanges returns the ranges of one family sorted by From, with
-// overlapping and adjacent ranges merged, which is the form pool.take walks.
-func mergeRanges(rs []netconf.IPRange, is4 bool) []netconf.IPRange {
-	var out []netconf.IPRange
-	for _, r := range rs {
-		if r.From.IsValid() && r.To.IsValid() && r.From.Is4() == is4 && r.To.Is4() == is4 && !r.To.Less(r.From) {
-			out = append(out, r)
-		}
-	}
-	slices.SortFunc(out, func(a, b netconf.IPRange) int { return a.From.Compare(b.From) })
-	merged := out[:0]
-	for _, r := range out {
-		if n := len(merged); n > 0 {
-			last := &merged[n-1]
-			// Adjacent ranges merge too: last.To.Next() == r.From.
-			if next := last.To.Next(); !next.IsValid() || !next.Less(r.From) {
-				if last.To.Less(r.To) {
-					last.To = r.To
-				}
-				continue
-			}
-		}
-		merged = append(merged, r)
-	}
-	return merged
 }
 
 // nadRef names a NetworkAttachmentDefinition.

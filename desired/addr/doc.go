@@ -1,6 +1,7 @@
 // Package addr holds the values IPAM works in: MACs, the entry of a
 // Logical_Switch_Port's addresses column, an address as a comparable key,
-// and bit windows that mark which addresses of a subnet are held.
+// address ranges, bit windows that mark which addresses of a subnet are
+// held, and pools that hand out a subnet's free addresses lowest first.
 //
 // It is pure and small: no builder, no Kubernetes objects, no OVSDB. Which
 // port may hold which address, and who gives way when two hold one, is
