@@ -69,7 +69,7 @@ type base struct {
 	// unsettled are the owners every Update rebuilds.
 	unsettled map[string]bool
 	// held indexes the addresses of want's ports.
-	held *heldIndex
+	held *addr.Book
 	// v4 is the IPv4 family of each network on a switch of ours, and
 	// northd counts, per such switch, the ports of want holding each
 	// address northd marks taken (family.northdHeld): exclude_ips leaves
@@ -200,7 +200,7 @@ func newBase(cfg Config) *base {
 		byNamespace: map[string]map[string]bool{}, bySet: map[nsName]map[string]bool{}, nsSwitch: map[string]string{},
 		bySwitch: map[string]map[string]int{}, byOwner: map[string][]string{},
 		switchRefs: map[string]int{}, dhcpRefs: map[string]int{}, northd: map[string]map[netip.Addr]int{},
-		held: newHeldIndex(state.NewPorts(0))}
+		held: addr.NewBook(state.NewPorts(0))}
 }
 
 // rebuildAll is the engine with every owner dirty, over b, which holds
@@ -415,7 +415,7 @@ func (b *base) index() {
 	b.indexed = true
 	b.readLookups(b.lookups)
 	b.lookups = nil
-	b.held = newHeldIndex(b.want.Ports)
+	b.held = addr.NewBook(b.want.Ports)
 	for name, p := range b.want.Ports.All() {
 		b.indexPort(name, p, 1)
 	}
@@ -521,7 +521,7 @@ func (b *base) takeOut(ports state.Ports, owners map[string]bool) (names []strin
 			removed = append(removed, state.EntryOf(p))
 			b.count(p, -1)
 			b.indexPort(name, p, -1)
-			b.held.remove(p)
+			b.held.Remove(p)
 			ports.Delete(name)
 		}
 		delete(b.byOwner, id)
@@ -544,7 +544,7 @@ func (b *base) putIn(ports *state.Ports, r Result, names []string) []string {
 		b.countWith(p, a, 1)
 		if b.indexed {
 			b.indexPort(name, p, 1)
-			b.held.add(p)
+			b.held.Add(p)
 		}
 	}
 	if seq, ok := written(r); ok {
@@ -590,7 +590,7 @@ type scope struct {
 	owners map[string]bool
 	prior  *state.State
 	// held indexes the addresses prior's ports hold.
-	held *heldIndex
+	held *addr.Book
 	// objs looks up what the Build reads beyond its inputs: IP objects by
 	// port name, and for keepStatefulSetPorts whether a StatefulSet's pod
 	// is gone and the set's IP objects.

@@ -76,7 +76,7 @@ type ipam struct {
 	// result hold; list then holds only the NB rows that differ from them
 	// (differ names those, and the result's ports not in the NB), and
 	// resolved the holder IDs given to the index's ports.
-	idx      *heldIndex
+	idx      *addr.Book
 	b        *builder
 	differ   map[string]bool
 	resolved map[string]holderID
@@ -90,11 +90,16 @@ func macKey(sw uint32, m mac) heldKey { return heldKey{addr.MACKey(m), sw} }
 // want addresses (addr.NewWindow): MACs are those derived from its IPv4
 // subnet.
 func newWindow(n *network, comp int, want int) *addr.Window {
-	p := n.fam[ipv4].prefix
+	return addr.NewWindow(n.prefix(comp), comp, want)
+}
+
+// prefix is n's subnet for comp: its IPv6 subnet for IPv6 addresses, its
+// IPv4 subnet for IPv4 addresses and the MACs derived from them.
+func (n *network) prefix(comp int) netip.Prefix {
 	if comp == ipv6 {
-		p = n.fam[ipv6].prefix
+		return n.fam[ipv6].prefix
 	}
-	return addr.NewWindow(p, comp, want)
+	return n.fam[ipv4].prefix
 }
 
 // newIPAM sets up IPAM for a Build. The address book (scope.held) holds
@@ -173,23 +178,10 @@ func (b *builder) holderSwitch(p *state.Port) uint32 {
 	return 0
 }
 
-// eachHeld calls fn with the key, on switch sw, of each address p holds:
-// those its addresses and its dynamic_addresses list, each once.
+// eachHeld calls fn with the key, on switch sw, of each address p holds
+// (addr.EachHeld).
 func eachHeld(p *state.Port, sw uint32, fn func(heldKey)) {
-	var words [8]string
-	list := words[:0]
-	for _, e := range p.Addresses {
-		list = addr.AppendWords(list, e)
-	}
-	list = addr.AppendWords(list, p.DynamicAddresses)
-	for i, word := range list {
-		if slices.Contains(list[:i], word) {
-			continue // a port listing an address twice holds it once
-		}
-		if k, ok := addr.WordKey(word); ok {
-			fn(heldKey{k, sw})
-		}
-	}
+	addr.EachHeld(p, func(k addr.Key) { fn(heldKey{k, sw}) })
 }
 
 // reserve holds the addresses of b.reserved on their switches, each as
@@ -210,7 +202,7 @@ func (m *ipam) reserve(b *builder, bySwitch map[uint32][]*addr.Window) {
 		id := holderID(len(m.ports))
 		m.ports = append(m.ports, r.port)
 		eachHeld(r.port, sw, func(k heldKey) {
-			if taken[k.Key] || len(m.idx.by[k.Key]) > 0 {
+			if taken[k.Key] || len(m.idx.Holders(k.Key)) > 0 {
 				return
 			}
 			taken[k.Key] = true
@@ -269,12 +261,12 @@ func (m *ipam) findDuplicates() [][]held {
 		}
 	}
 	groups := map[addr.Key][]held{}
-	for k := range m.idx.dups {
+	for k := range m.idx.Dups() {
 		groups[k] = nil
 	}
-	book := len(m.idx.by) > 0
+	book := m.idx.Len() > 0
 	for _, e := range m.list {
-		if cand[hash(e.k.Key)] || book && len(m.idx.by[e.k.Key]) > 0 {
+		if cand[hash(e.k.Key)] || book && len(m.idx.Holders(e.k.Key)) > 0 {
 			groups[e.k.Key] = append(groups[e.k.Key], e)
 		}
 	}
@@ -436,7 +428,7 @@ func (m *ipam) holdersOf(k heldKey, sw uint32) []holderID {
 // claims) where it covers an address, and the book's. Every address it
 // passes over isHeld finds held.
 func (m *ipam) nextFree(n *network, w *addr.Window, comp int, a netip.Addr) netip.Addr {
-	book := m.idx.windowOf(n, comp)
+	book := m.idx.Window(n.sw, n.prefix(comp), comp)
 	for a.IsValid() {
 		b := a
 		if w.Covers(a) {
@@ -475,12 +467,12 @@ func (m *ipam) isHeld(n *network, w *addr.Window, k heldKey) bool {
 		}
 	}
 	if int(k.Comp) != compMAC {
-		if held, known := m.idx.windowOf(n, int(k.Comp)).Held(k.Key); known {
+		if held, known := m.idx.Window(n.sw, n.prefix(int(k.Comp)), int(k.Comp)).Held(k.Key); known {
 			return held
 		}
 	}
-	for _, h := range m.idx.by[k.Key] {
-		if h.sw == n.sw {
+	for _, h := range m.idx.Holders(k.Key) {
+		if h.Switch == n.sw {
 			return true
 		}
 	}

@@ -8,105 +8,8 @@ import (
 	"github.com/ovn-sync/ovn-sync/state"
 )
 
-// heldIndex is the address book: by address, the ports of the last result
-// that hold it. Incremental keeps it up to date as it splices each result
-// in, so a Build of a few owners costs those owners and the NB rows that
-// differ from the last result, not the cluster. A Build of every owner
-// starts from an empty book.
-type heldIndex struct {
-	by map[addr.Key][]heldBy
-	// dups are the addresses two ports hold on one switch.
-	dups map[addr.Key]bool
-	// windows mark, per switch and family, the addresses held at the low
-	// end of its subnet, where fresh addresses are handed out: made on the
-	// first need (windowOf) and kept up to date from then on.
-	windows map[windowKey]*addr.Window
-}
-
-type windowKey struct {
-	sw   string
-	comp int
-}
-
-// heldBy is a port holding an address on its switch.
-type heldBy struct{ sw, name string }
-
-func newHeldIndex(ports state.Ports) *heldIndex {
-	x := &heldIndex{by: make(map[addr.Key][]heldBy, 2*ports.Len()), dups: map[addr.Key]bool{}}
-	for _, p := range ports.All() {
-		x.add(p)
-	}
-	return x
-}
-
-func (x *heldIndex) add(p *state.Port) {
-	eachHeld(p, 0, func(hk heldKey) {
-		k := hk.Key
-		hs := x.by[k]
-		for _, h := range hs {
-			if h.sw == p.Switch {
-				x.dups[k] = true
-			}
-		}
-		x.by[k] = append(hs, heldBy{p.Switch, p.Name})
-		if w := x.windows[windowKey{p.Switch, int(k.Comp)}]; w != nil {
-			w.Set(k)
-		}
-	})
-}
-
-// windowOf returns the window of n's switch for comp (an IP family), made
-// from the index on the first call.
-func (x *heldIndex) windowOf(n *network, comp int) *addr.Window {
-	wk := windowKey{n.sw, comp}
-	if w, ok := x.windows[wk]; ok {
-		return w
-	}
-	if x.windows == nil {
-		x.windows = map[windowKey]*addr.Window{}
-	}
-	w := newWindow(n, comp, len(x.by))
-	for k, hs := range x.by {
-		if int(k.Comp) == comp && slices.ContainsFunc(hs, func(h heldBy) bool { return h.sw == n.sw }) {
-			w.Set(k)
-		}
-	}
-	x.windows[wk] = w
-	return w
-}
-
-func (x *heldIndex) remove(p *state.Port) {
-	eachHeld(p, 0, func(hk heldKey) {
-		k := hk.Key
-		hs := x.by[k]
-		i := slices.Index(hs, heldBy{p.Switch, p.Name})
-		if i < 0 {
-			return
-		}
-		hs = slices.Delete(hs, i, i+1)
-		if w := x.windows[windowKey{p.Switch, int(k.Comp)}]; w != nil &&
-			!slices.ContainsFunc(hs, func(h heldBy) bool { return h.sw == p.Switch }) {
-			w.Clear(k)
-		}
-		if len(hs) == 0 {
-			delete(x.by, k)
-			delete(x.dups, k)
-			return
-		}
-		x.by[k] = hs
-		if x.dups[k] {
-			dup := false
-			for i := range hs {
-				for j := range i {
-					dup = dup || hs[i].sw == hs[j].sw
-				}
-			}
-			if !dup {
-				delete(x.dups, k)
-			}
-		}
-	})
-}
+// How a Build of some owners reads the address book (addr.Book, the
+// engine's, of the last result's ports) beside the NB rows it lists.
 
 // resolve returns the holder ID of the book's port called name: the NB's
 // row when it is the same, else the last result's.
@@ -130,15 +33,15 @@ func (m *ipam) resolve(name string) holderID {
 // shows until that result is applied, and a rebuilt owner's spec holds on
 // to what the last result gave it (resolve), not to the NB's row.
 func (m *ipam) indexed(k addr.Key, sw uint32) []held {
-	hs := m.idx.by[k]
+	hs := m.idx.Holders(k)
 	if len(hs) == 0 {
 		return nil
 	}
 	var out []held
 	for _, h := range hs {
-		id := m.b.switchID(h.sw)
+		id := m.b.switchID(h.Switch)
 		if sw == 0 || id == sw {
-			out = append(out, held{heldKey{k, id}, m.resolve(h.name)})
+			out = append(out, held{heldKey{k, id}, m.resolve(h.Name)})
 		}
 	}
 	slices.SortFunc(out, func(x, y held) int { return strings.Compare(m.ports[x.id].Name, m.ports[y.id].Name) })

@@ -1,0 +1,102 @@
+package addr
+
+import (
+	"fmt"
+	"net/netip"
+	"slices"
+	"strings"
+	"testing"
+
+	"pgregory.net/rapid"
+
+	"github.com/ovn-sync/ovn-sync/state"
+)
+
+// TestBookKeptUpToDate: a book kept up to date through ports added and
+// removed in any order says what a book made from the ports left says —
+// who holds each address, which are held twice on one switch, and what
+// its windows mark.
+func TestBookKeptUpToDate(t *testing.T) {
+	subnet := netip.MustParsePrefix("10.16.0.0/24")
+	rapid.Check(t, func(t *rapid.T) {
+		ports := state.NewPorts(0)
+		kept := NewBook(ports)
+		for i := range rapid.IntRange(1, 60).Draw(t, "steps") {
+			name := fmt.Sprintf("p%d", rapid.IntRange(0, 9).Draw(t, "port"))
+			if old := ports.Get(name); old != nil && rapid.Bool().Draw(t, "remove") {
+				kept.Remove(old)
+				ports.Delete(name)
+			} else {
+				if old != nil {
+					kept.Remove(old)
+				}
+				ip := fmt.Sprintf("10.16.0.%d", rapid.IntRange(1, 6).Draw(t, "ip"))
+				entry := FromIPv4(netip.MustParseAddr(ip)).String() + " " + ip
+				if rapid.Bool().Draw(t, "twice") {
+					entry += " " + ip // an address listed twice is held once
+				}
+				p := &state.Port{Name: name, Switch: rapid.SampledFrom([]string{"", "a", "b"}).Draw(t, "switch"), Addresses: []string{entry}}
+				ports.Set(name, p)
+				kept.Add(p)
+			}
+			if i == 3 { // windows made part way are kept up to date too
+				kept.Window("a", subnet, CompIPv4)
+			}
+		}
+		fresh := NewBook(ports)
+		if got, want := describe(kept, subnet), describe(fresh, subnet); got != want {
+			t.Fatalf("kept up to date:\n%s\nmade from the ports left:\n%s", got, want)
+		}
+	})
+}
+
+// describe lists what a book says of the addresses of subnet and their
+// MACs, on switch "a" for its window.
+func describe(x *Book, subnet netip.Prefix) string {
+	var b strings.Builder
+	w := x.Window("a", subnet, CompIPv4)
+	for i := 1; i <= 6; i++ {
+		a := netip.MustParseAddr(fmt.Sprintf("10.16.0.%d", i))
+		for _, k := range []Key{IPKey(a), MACKey(FromIPv4(a))} {
+			hs := slices.Clone(x.Holders(k))
+			slices.SortFunc(hs, func(p, q Holder) int { return strings.Compare(p.Switch+"/"+p.Name, q.Switch+"/"+q.Name) })
+			fmt.Fprintf(&b, "%v: %v", k, hs)
+			if slices.Contains(slices.Collect(x.Dups()), k) {
+				b.WriteString(" twice")
+			}
+			if k.Comp == CompIPv4 {
+				held, _ := w.Held(k)
+				fmt.Fprintf(&b, " window %v", held)
+			}
+			b.WriteString("\n")
+		}
+	}
+	return b.String()
+}
+
+func TestBook(t *testing.T) {
+	p := func(name, sw, addrs, dynamic string) *state.Port {
+		return &state.Port{Name: name, Switch: sw, Addresses: []string{addrs}, DynamicAddresses: dynamic}
+	}
+	ports := state.PortsOf(map[string]*state.Port{
+		"a": p("a", "sw1", "0a:58:0a:10:00:05 10.16.0.5", ""),
+		"b": p("b", "sw2", "0a:58:0a:10:00:05 10.16.0.5", ""), // another switch: not twice
+		"c": p("c", "sw1", "router 10.16.0.5", ""),            // the same switch: twice
+		"d": p("d", "", "dynamic", "0a:00:00:00:00:07 10.16.0.7"),
+	})
+	x := NewBook(ports)
+	k5 := IPKey(netip.MustParseAddr("10.16.0.5"))
+	if got := len(x.Holders(k5)); got != 3 {
+		t.Errorf("10.16.0.5 has %d holders, want 3", got)
+	}
+	if dups := slices.Collect(x.Dups()); len(dups) != 1 || dups[0] != k5 {
+		t.Errorf("Dups = %v, want 10.16.0.5 alone", dups)
+	}
+	if hs := x.Holders(IPKey(netip.MustParseAddr("10.16.0.7"))); len(hs) != 1 || hs[0] != (Holder{"", "d"}) {
+		t.Errorf("dynamic_addresses' 10.16.0.7 held by %v, want d", hs)
+	}
+	x.Remove(ports.Get("c"))
+	if dups := slices.Collect(x.Dups()); len(dups) != 0 {
+		t.Errorf("Dups after c went = %v, want none", dups)
+	}
+}
