@@ -538,16 +538,17 @@ func (b *builder) allocate() {
 	if len(b.pending) == 0 {
 		return
 	}
-	slices.SortFunc(b.pending, func(x, y *portSpec) int {
-		return cmp2(x.claimRank(), y.claimRank(), comparePriority(x, y))
-	})
-	for _, s := range b.pending {
-		if s.state == specBuild && s.need&claimBits != 0 {
-			b.claim(m, s)
+	// Claims by rank (claimRank), oldest owner first within a rank; then
+	// fresh addresses, oldest owner first, whatever else they claimed.
+	// A claim changes no other spec, so one sort serves both.
+	slices.SortFunc(b.pending, comparePriority)
+	for rank := range 2 {
+		for _, s := range b.pending {
+			if s.state == specBuild && s.need&claimBits != 0 && s.claimRank() == rank {
+				b.claim(m, s)
+			}
 		}
 	}
-	// Fresh addresses go oldest owner first, whatever else they claimed.
-	slices.SortFunc(b.pending, comparePriority)
 	for _, s := range b.pending {
 		if s.state != specBuild || s.need&(claimBits<<numComps) == 0 {
 			continue
