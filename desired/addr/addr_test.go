@@ -2,50 +2,19 @@ package addr
 
 import (
 	"errors"
-	"go/ast"
-	"go/build"
-	"go/parser"
-	"go/token"
 	"net/netip"
-	"path/filepath"
 	"strings"
 	"testing"
 
 	"pgregory.net/rapid"
+
+	"github.com/ovn-sync/ovn-sync/internal/puretest"
 )
 
 // TestPure keeps addr pure (STYLE rule 1): the standard library, netconf
-// and state only, none of the standard packages that do I/O, share memory between
-// goroutines or read the clock, and no go statement.
+// and state only, no I/O, no goroutines, no clock.
 func TestPure(t *testing.T) {
-	pkg, err := build.ImportDir(".", 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, imp := range pkg.Imports {
-		first, _, _ := strings.Cut(imp, "/")
-		switch {
-		case imp == "github.com/ovn-sync/ovn-sync/desired/netconf", imp == "github.com/ovn-sync/ovn-sync/state":
-		case strings.Contains(first, "."):
-			t.Errorf("addr imports %q; it may import only the standard library, desired/netconf and state", imp)
-		case first == "os" || first == "io" || first == "syscall" || first == "sync" || first == "time" ||
-			imp == "net/http" || strings.HasPrefix(imp, "math/rand"):
-			t.Errorf("addr imports %q: it does no I/O, starts no goroutines and reads no clock", imp)
-		}
-	}
-	fset := token.NewFileSet()
-	for _, name := range pkg.GoFiles {
-		f, err := parser.ParseFile(fset, filepath.Join(pkg.Dir, name), nil, 0)
-		if err != nil {
-			t.Fatal(err)
-		}
-		ast.Inspect(f, func(n ast.Node) bool {
-			if g, ok := n.(*ast.GoStmt); ok {
-				t.Errorf("%s: a go statement: addr starts no goroutines", fset.Position(g.Pos()))
-			}
-			return true
-		})
-	}
+	puretest.Check(t, "github.com/ovn-sync/ovn-sync/desired/netconf", "github.com/ovn-sync/ovn-sync/state")
 }
 
 func TestParseMAC(t *testing.T) {
