@@ -632,10 +632,9 @@ func (b *builder) keeps(p *state.Port, c int, a netip.Addr, x mac) bool {
 // ours that lets go of the address, and every one that keeps it beside a
 // port that is not ours, gets an AddressConflict Problem naming the other.
 func (b *builder) settle(m *ipam, g []held) {
-	k := g[0].k
-	c := int(k.Comp)
-	a, x := k.Addr()
-	what := compName[c] + " " + addrText(c, a, x)
+	d := heldTwice{c: int(g[0].k.Comp)}
+	d.a, d.x = g[0].k.Addr()
+	d.what = compName[d.c] + " " + addrText(d.c, d.a, d.x)
 	var foreigns []*state.Port
 	bySwitch := map[uint32][]*state.Port{}
 	var sws []uint32
@@ -655,99 +654,121 @@ func (b *builder) settle(m *ipam, g []held) {
 		bySwitch[e.k.sw] = append(bySwitch[e.k.sw], p)
 	}
 	slices.Sort(sws)
-	var foreign *state.Port // the first not ours, by name, if any
-	foreignText := describeForeign(foreigns)
+	d.foreignText = describeForeign(foreigns)
 	if len(foreigns) > 0 {
-		foreign = foreigns[0]
+		d.foreign = foreigns[0]
 	}
 	for _, sw := range sws {
-		ps := bySwitch[sw]
-		if foreign == nil && len(ps) < 2 {
-			continue
-		}
-		// Contenders: ours that would keep the address; leavers: ours whose
-		// request or record names another; the rest are deleted or removed.
-		var frozen, contenders, leavers []*portSpec
-		for _, p := range ps {
-			s := b.specOf(p)
-			switch {
-			case s == nil || s.state == specDropped || s.kept() && s.lost != 0:
-				// Deleted by this pass, or removed: it lost another address.
-			case s.kept():
-				frozen = append(frozen, s)
-			case s.state == specBuild && b.keeps(p, c, a, x):
-				contenders = append(contenders, s)
-			case s.state == specBuild && s.need&claimBit(c) != 0 && s.lost&claimBit(c) == 0:
-				leavers = append(leavers, s)
-			}
-		}
-		slices.SortFunc(frozen, comparePriority)
-		slices.SortFunc(contenders, func(x, y *portSpec) int {
-			return cmp2(int(x.src[c]), int(y.src[c]), comparePriority(x, y))
-		})
-		// keeper is ours that keeps the address, if any; winner says who
-		// holds it for the Problems of those that let go of it.
-		var keeper *portSpec
-		winner := foreignText
-		switch {
-		case len(frozen) > 0:
-			if foreign == nil {
-				winner = fmt.Sprintf("port %q (%s)", frozen[0].name, frozen[0].o.id)
-			}
-		case len(contenders) > 0 && (foreign == nil || contenders[0].holdsAgainstForeign(c, a, x)):
-			keeper, contenders = contenders[0], contenders[1:]
-			winner = fmt.Sprintf("port %q (%s)", keeper.name, keeper.o.id)
-		}
-		if keeper != nil && foreign != nil {
-			b.ownerProblem(keeper.o, "AddressConflict", fmt.Sprintf("port %q holds %s, also held by %s: kept, as %s; the other port is never written by ovn-sync",
-				keeper.name, what, foreignText, keeper.whyHolds(c, a, x)))
-		}
-		for _, s := range contenders {
-			s.lost |= claimBit(c)
-			if s.src[c] == SourceRequest || s.src[c] == SourceRecord {
-				s.state = specFailed
-				b.ownerProblem(s.o, "AddressConflict", fmt.Sprintf("%s %q: also held by %s; port %q is removed until the conflict ends",
-					s.field(c), addrText(c, a, x), winner, s.name))
-				continue
-			}
-			b.ownerProblem(s.o, "AddressConflict", fmt.Sprintf("port %q held %s, also held by %s: given a new %s",
-				s.name, what, winner, compName[c]))
-			if c == compMAC {
-				s.mac = 0
-			} else {
-				s.ip[c] = netip.Addr{}
-			}
-			if s.need == 0 {
-				b.pending = append(b.pending, s)
-			}
-			s.need |= dynBit(c)
-			s.src[c] = SourceAllocated
-		}
-		// Those whose request or record names another address go back to
-		// it; the address was held twice all the same, and is reported.
-		// They let go of this one: should their own fail later (claim),
-		// the port is removed, not kept on the address held twice.
-		for _, s := range leavers {
-			s.lost |= claimBit(c)
-			by := winner
-			if by == "" {
-				// Nobody keeps it: every holder goes back to its own.
-				i := slices.IndexFunc(ps, func(p *state.Port) bool { return p.Name != s.name })
-				by = fmt.Sprintf("port %q (%s)", ps[i].Name, ps[i].Owner)
-			}
-			ta, tx := s.target(c)
-			b.ownerProblem(s.o, "AddressConflict", fmt.Sprintf("port %q held %s, also held by %s: back on its %s %s (%s)",
-				s.name, what, by, s.src[c], addrText(c, ta, tx), s.field(c)))
-		}
-		// Ours kept as they are cannot give the address up: the duplicate
-		// stays, and is reported.
-		for i, s := range frozen {
-			if foreign != nil || i > 0 {
-				b.ownerProblem(s.o, "AddressConflict", fmt.Sprintf("port %q holds %s, also held by %s; it is kept as it is (see the owner's other problems)",
-					s.name, what, winner))
-			}
+		if ps := bySwitch[sw]; d.foreign != nil || len(ps) > 1 {
+			b.settleOn(d, ps)
 		}
 	}
+}
+
+// heldTwice is an address settle decides on: component c, a or x, and the
+// ports not ours that hold it (foreign, the first by name, if any).
+type heldTwice struct {
+	c           int
+	a           netip.Addr
+	x           mac
+	what        string // "IPv4 address 10.16.0.5"
+	foreign     *state.Port
+	foreignText string // describeForeign of them
+}
+
+// settleOn settles d among ps, ours on one switch.
+func (b *builder) settleOn(d heldTwice, ps []*state.Port) {
+	c, a, x := d.c, d.a, d.x
+	// Contenders: ours that would keep the address; leavers: ours whose
+	// request or record names another; the rest are deleted or removed.
+	var frozen, contenders, leavers []*portSpec
+	for _, p := range ps {
+		s := b.specOf(p)
+		switch {
+		case s == nil || s.state == specDropped || s.kept() && s.lost != 0:
+			// Deleted by this pass, or removed: it lost another address.
+		case s.kept():
+			frozen = append(frozen, s)
+		case s.state == specBuild && b.keeps(p, c, a, x):
+			contenders = append(contenders, s)
+		case s.state == specBuild && s.need&claimBit(c) != 0 && s.lost&claimBit(c) == 0:
+			leavers = append(leavers, s)
+		}
+	}
+	slices.SortFunc(frozen, comparePriority)
+	slices.SortFunc(contenders, func(x, y *portSpec) int {
+		return cmp2(int(x.src[c]), int(y.src[c]), comparePriority(x, y))
+	})
+	// keeper is ours that keeps the address, if any; winner says who
+	// holds it for the Problems of those that let go of it.
+	var keeper *portSpec
+	winner := d.foreignText
+	switch {
+	case len(frozen) > 0:
+		if d.foreign == nil {
+			winner = fmt.Sprintf("port %q (%s)", frozen[0].name, frozen[0].o.id)
+		}
+	case len(contenders) > 0 && (d.foreign == nil || contenders[0].holdsAgainstForeign(c, a, x)):
+		keeper, contenders = contenders[0], contenders[1:]
+		winner = fmt.Sprintf("port %q (%s)", keeper.name, keeper.o.id)
+	}
+	if keeper != nil && d.foreign != nil {
+		b.ownerProblem(keeper.o, "AddressConflict", fmt.Sprintf("port %q holds %s, also held by %s: kept, as %s; the other port is never written by ovn-sync",
+			keeper.name, d.what, d.foreignText, keeper.whyHolds(c, a, x)))
+	}
+	for _, s := range contenders {
+		b.giveUp(d, s, winner)
+	}
+	// Those whose request or record names another address go back to
+	// it; the address was held twice all the same, and is reported.
+	// They let go of this one: should their own fail later (claim),
+	// the port is removed, not kept on the address held twice.
+	for _, s := range leavers {
+		s.lost |= claimBit(c)
+		by := winner
+		if by == "" {
+			// Nobody keeps it: every holder goes back to its own.
+			i := slices.IndexFunc(ps, func(p *state.Port) bool { return p.Name != s.name })
+			by = fmt.Sprintf("port %q (%s)", ps[i].Name, ps[i].Owner)
+		}
+		ta, tx := s.target(c)
+		b.ownerProblem(s.o, "AddressConflict", fmt.Sprintf("port %q held %s, also held by %s: back on its %s %s (%s)",
+			s.name, d.what, by, s.src[c], addrText(c, ta, tx), s.field(c)))
+	}
+	// Ours kept as they are cannot give the address up: the duplicate
+	// stays, and is reported.
+	for i, s := range frozen {
+		if d.foreign != nil || i > 0 {
+			b.ownerProblem(s.o, "AddressConflict", fmt.Sprintf("port %q holds %s, also held by %s; it is kept as it is (see the owner's other problems)",
+				s.name, d.what, winner))
+		}
+	}
+}
+
+// giveUp makes s, a port of ours that would keep d's address, let go of it
+// to winner: a port that asked for it by request or record fails (and is
+// removed until the conflict ends); one that only held it gets a fresh one.
+func (b *builder) giveUp(d heldTwice, s *portSpec, winner string) {
+	c := d.c
+	s.lost |= claimBit(c)
+	if s.src[c] == SourceRequest || s.src[c] == SourceRecord {
+		s.state = specFailed
+		b.ownerProblem(s.o, "AddressConflict", fmt.Sprintf("%s %q: also held by %s; port %q is removed until the conflict ends",
+			s.field(c), addrText(c, d.a, d.x), winner, s.name))
+		return
+	}
+	b.ownerProblem(s.o, "AddressConflict", fmt.Sprintf("port %q held %s, also held by %s: given a new %s",
+		s.name, d.what, winner, compName[c]))
+	if c == compMAC {
+		s.mac = 0
+	} else {
+		s.ip[c] = netip.Addr{}
+	}
+	if s.need == 0 {
+		b.pending = append(b.pending, s)
+	}
+	s.need |= dynBit(c)
+	s.src[c] = SourceAllocated
 }
 
 // holdsAgainstForeign reports whether s keeps the address component c
