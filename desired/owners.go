@@ -335,42 +335,13 @@ func (b *builder) addOwner(o *owner, atts []attachment, ann map[string]string) [
 	guessed := false
 	for i := range atts {
 		at := &atts[i]
-		var n *network
-		known := true
-		provider := providerDefault
 		choice := networkChoice{isDefault: at.isDefault, provider: providerDefault}
-		var e nadEntry
-		if !at.isDefault {
-			provider = at.ref.name + "." + at.ref.ns + providerSuffix
-			var found bool
-			e, found = b.nads[at.ref]
-			b.lookups = append(b.lookups, lookup{kindNAD, nsName(at.ref), o.id})
-			if e.provider != "" {
-				provider = e.provider
-			} else if !found || e.state == nadInvalid {
-				// The NAD's provider is unknown, so are its ports' names.
-				guessed = true
-			}
-			switch {
-			case !found:
-				b.ownerProblem(o, "UnknownNetworkAttachmentDefinition",
-					fmt.Sprintf("network %q: NetworkAttachmentDefinition not found", at.ref.String()))
-				known = false
-			case e.state == nadInvalid:
-				b.ownerProblem(o, "UnknownNetworkAttachmentDefinition",
-					fmt.Sprintf("network %q: NetworkAttachmentDefinition %s (see its own problem)", at.ref.String(), e.why))
-				known = false
-				if e.unmanaged {
-					b.unmanagedClaim(o, at, e)
-				}
-			case e.state == nadUnmanaged:
-				continue
-			case e.bySubnet:
-				choice.provider = e.provider
-			default:
-				n = e.net
-			}
+		an := b.attachmentNetwork(o, at, &choice)
+		guessed = guessed || an.guessed
+		if an.unmanaged {
+			continue
 		}
+		n, known, provider, e := an.n, an.known, an.provider, an.e
 		name := o.base
 		suffix, legacy := ifaceSuffix(atts, i)
 		// A port named as before kube-ovn's names were followed keeps its
@@ -431,6 +402,61 @@ func (b *builder) addOwner(o *owner, atts []attachment, ann map[string]string) [
 	}
 	b.names = names
 	return names
+}
+
+// attachmentNet is what an attachment's NAD says of its network.
+type attachmentNet struct {
+	e nadEntry
+	// provider names the attachment's ports and annotations (before an
+	// interface suffix); n is its network when the NAD fixes one (nil
+	// when a Subnet is chosen per port, or unknown: known false).
+	provider string
+	n        *network
+	known    bool
+	// unmanaged is set for a NAD whose network is not ovn-sync's: no
+	// port. guessed is set when the NAD's provider is unknown, so are its
+	// ports' names.
+	unmanaged, guessed bool
+}
+
+// attachmentNetwork reads at's NAD (none for the default network),
+// recording the lookup for o and a Problem when the NAD is missing or
+// invalid. A kube-ovn NAD without subnets sets choice's provider: its
+// network is one of that provider's Subnets.
+func (b *builder) attachmentNetwork(o *owner, at *attachment, choice *networkChoice) attachmentNet {
+	an := attachmentNet{provider: providerDefault, known: true}
+	if at.isDefault {
+		return an
+	}
+	an.provider = at.ref.name + "." + at.ref.ns + providerSuffix
+	e, found := b.nads[at.ref]
+	an.e = e
+	b.lookups = append(b.lookups, lookup{kindNAD, nsName(at.ref), o.id})
+	if e.provider != "" {
+		an.provider = e.provider
+	} else if !found || e.state == nadInvalid {
+		an.guessed = true
+	}
+	switch {
+	case !found:
+		b.ownerProblem(o, "UnknownNetworkAttachmentDefinition",
+			fmt.Sprintf("network %q: NetworkAttachmentDefinition not found", at.ref.String()))
+		an.known = false
+	case e.state == nadInvalid:
+		b.ownerProblem(o, "UnknownNetworkAttachmentDefinition",
+			fmt.Sprintf("network %q: NetworkAttachmentDefinition %s (see its own problem)", at.ref.String(), e.why))
+		an.known = false
+		if e.unmanaged {
+			b.unmanagedClaim(o, at, e)
+		}
+	case e.state == nadUnmanaged:
+		an.unmanaged = true
+	case e.bySubnet:
+		choice.provider = e.provider
+	default:
+		an.n = e.net
+	}
+	return an
 }
 
 // ifaceSuffix returns the interface name that suffixes the provider of
