@@ -593,60 +593,11 @@ func (b *builder) resolve() {
 		} else if s.have != nil {
 			h = addr.ParseLSP(s.have.Addresses)
 		}
-		if s.tmpl != nil {
-			s.startRequests(h)
-		}
-		s.takeClaim(h)
-		n := s.net
-		noIPAM := n.noIPAM()
-		for f := range n.fam {
-			if !n.fam[f].prefix.IsValid() && !noIPAM {
-				continue
-			}
-			held := h.IP[f]
-			if held.IsValid() && n.unusable(held) != "" {
-				if n.fam[f].prefix.Contains(held) {
-					b.ownerProblem(s.o, "AddressConflict", fmt.Sprintf("port %q held %s, which %s: given a new address",
-						s.name, held, n.unusable(held)))
-				}
-				held = netip.Addr{}
-			}
-			switch {
-			case s.req.ip[f].IsValid():
-				s.ip[f], s.src[f] = s.req.ip[f], SourceRequest
-			case s.rec.ip[f].IsValid():
-				s.ip[f], s.src[f] = s.rec.ip[f], SourceRecord
-			case held.IsValid():
-				s.ip[f], s.src[f] = held, SourceSticky
-			case noIPAM:
-				continue // nothing to allocate: a MAC only, or what is asked
-			default:
-				s.need |= dynBit(f)
-				s.src[f] = SourceAllocated
-				continue
-			}
-			if s.ip[f] != held {
-				s.need |= claimBit(f)
-			}
-		}
-		switch {
-		case s.req.mac.Valid():
-			s.mac, s.src[compMAC] = s.req.mac, SourceRequest
-		case s.rec.mac.Valid():
-			s.mac, s.src[compMAC] = s.rec.mac, SourceRecord
-		case h.MAC.Valid():
-			s.mac, s.src[compMAC] = h.MAC, SourceSticky
-		default:
-			s.need |= dynBit(compMAC)
-			s.src[compMAC] = SourceAllocated
-		}
-		if s.mac.Valid() && s.mac != h.MAC {
-			s.need |= claimBit(compMAC)
-		}
+		b.chooseAddresses(s, h)
 		// A port whose addresses were held on another switch (in the NB,
 		// or in the last result, which the NB may not show yet) keeps
 		// them here only where nobody else holds them (allocate).
-		if s.have != nil && s.have.Switch != n.sw || last != nil && last.Switch != n.sw {
+		if sw := s.net.sw; s.have != nil && s.have.Switch != sw || last != nil && last.Switch != sw {
 			b.moved = append(b.moved, s)
 		}
 		if s.need != 0 {
@@ -655,6 +606,63 @@ func (b *builder) resolve() {
 	}
 	b.limitPorts()
 	b.allocate()
+}
+
+// chooseAddresses decides, for each component of s, where its address
+// comes from — its request, its record, what it holds (h), or a fresh one
+// — and sets s.need: claimBit where it must claim an address it does not
+// hold, dynBit where IPAM must hand one out.
+func (b *builder) chooseAddresses(s *portSpec, h addr.LSP) {
+	if s.tmpl != nil {
+		s.startRequests(h)
+	}
+	s.takeClaim(h)
+	n := s.net
+	noIPAM := n.noIPAM()
+	for f := range n.fam {
+		if !n.fam[f].prefix.IsValid() && !noIPAM {
+			continue
+		}
+		held := h.IP[f]
+		if held.IsValid() && n.unusable(held) != "" {
+			if n.fam[f].prefix.Contains(held) {
+				b.ownerProblem(s.o, "AddressConflict", fmt.Sprintf("port %q held %s, which %s: given a new address",
+					s.name, held, n.unusable(held)))
+			}
+			held = netip.Addr{}
+		}
+		switch {
+		case s.req.ip[f].IsValid():
+			s.ip[f], s.src[f] = s.req.ip[f], SourceRequest
+		case s.rec.ip[f].IsValid():
+			s.ip[f], s.src[f] = s.rec.ip[f], SourceRecord
+		case held.IsValid():
+			s.ip[f], s.src[f] = held, SourceSticky
+		case noIPAM:
+			continue // nothing to allocate: a MAC only, or what is asked
+		default:
+			s.need |= dynBit(f)
+			s.src[f] = SourceAllocated
+			continue
+		}
+		if s.ip[f] != held {
+			s.need |= claimBit(f)
+		}
+	}
+	switch {
+	case s.req.mac.Valid():
+		s.mac, s.src[compMAC] = s.req.mac, SourceRequest
+	case s.rec.mac.Valid():
+		s.mac, s.src[compMAC] = s.rec.mac, SourceRecord
+	case h.MAC.Valid():
+		s.mac, s.src[compMAC] = h.MAC, SourceSticky
+	default:
+		s.need |= dynBit(compMAC)
+		s.src[compMAC] = SourceAllocated
+	}
+	if s.mac.Valid() && s.mac != h.MAC {
+		s.need |= claimBit(compMAC)
+	}
 }
 
 // lastPort returns the last result's port of s's name and owner, if it has
