@@ -367,10 +367,9 @@ const (
 
 // portSpec is one port an owner wants, before and after IPAM.
 type portSpec struct {
-	o     *owner
-	name  string
-	net   *network
-	state specState
+	o    *owner
+	name string
+	net  *network
 	// have is our port of the same name and owner in have, if any.
 	have *state.Port
 	// provider names the port's network in annotations.
@@ -383,25 +382,29 @@ type portSpec struct {
 	req, rec, tmpl *requested
 	ip             [2]netip.Addr
 	mac            mac
-	src            [numComps]Source
-	need           uint8
+
+	// The small fields together, so that they pack into one word.
+	state specState
+	src   [numComps]Source
+	need  uint8
+	// lost has claimBit(c) set for each component whose address the spec
+	// held in have and another port keeps.
+	lost uint8
+	// written is set by finish when port is in want.
+	written bool
+
 	// claim is the IPAMClaim the port reads, nil when none (claims.go).
 	// fail is, for a spec that could not take its addresses, the
 	// IPsAllocated reason a claim reports, failWhy the message.
 	claim         *claimUse
 	fail, failWhy string
-	// lost has claimBit(c) set for each component whose address the spec
-	// held in have and another port keeps.
-	lost uint8
 
 	// adopt is the vendor whose port of this name s takes over in place
 	// ("" when none): have is then that port, made ours (adoptPort).
 	adopt string
 
 	// port is what finish writes; want.Ports points at it from add on.
-	// written is set by finish when port is in want.
-	port    *state.Port
-	written bool
+	port *state.Port
 	// row is have's port of this name, whoever's, when add registered
 	// the spec.
 	row *state.Port
