@@ -147,10 +147,8 @@ type builder struct {
 	// v4 is the IPv4 family of each network on a switch of ours, by switch.
 	v4  map[string]*family
 	buf []byte
-	// cfg is the Build's config. haveOurs and haveForeign count have's
-	// ports on each switch, once asked (haveCounts).
-	cfg                   *Config
-	haveOurs, haveForeign map[string]int
+	// cfg is the Build's config.
+	cfg *Config
 	// rowName and row are haveRow's last answer.
 	rowName string
 	row     *state.Port

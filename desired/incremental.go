@@ -207,8 +207,11 @@ func newBase(cfg Config) *base {
 // nothing: the others' ports on each switch are counted from have, every
 // row of have is read by IPAM, and the result spliced into b is b's.
 func (b *base) rebuildAll(in Inputs, cfg Config, have state.State) Result {
-	b.foreign = foreignPorts(have)
-	r := buildOwners(in, cfg, have, b.scope(nil, nil))
+	ours, foreign := countPorts(have)
+	b.foreign = foreign
+	sc := b.scope(nil, nil)
+	sc.haveOurs = ours
+	r := buildOwners(in, cfg, have, sc)
 	return b.splice(r, nil)
 }
 
@@ -218,15 +221,22 @@ func (b *base) scope(owners map[string]bool, objs Objects) *scope {
 	return &scope{all: owners == nil, owners: owners, prior: &b.want, held: b.held, objs: objs, refs: b.switchRefs, foreign: b.foreign}
 }
 
-// foreignPorts counts, on each switch, the ports in have that are not ours.
-func foreignPorts(have state.State) map[string]int {
-	n := map[string]int{}
+// countPorts counts the ports of have on each switch, in one walk: ours
+// by the switch they name, and others' that kube-ovn placed there
+// (external_ids:ls). A port of someone else's without that key cannot be
+// placed, and is not counted.
+func countPorts(have state.State) (ours, foreign map[string]int) {
+	ours, foreign = map[string]int{}, map[string]int{}
 	for _, p := range have.Ports.All() {
-		if p != nil && !p.Owned() && p.VendorSwitch != "" {
-			n[p.VendorSwitch]++
+		switch {
+		case p == nil:
+		case p.Owned():
+			ours[p.Switch]++
+		case p.VendorSwitch != "":
+			foreign[p.VendorSwitch]++
 		}
 	}
-	return n
+	return ours, foreign
 }
 
 // relate records how in's KubeVirt objects, Namespaces and IP objects
@@ -600,8 +610,10 @@ type scope struct {
 	ownersStarted bool
 	why           Why
 	// refs counts the last result's ports on each switch, foreign the
-	// others' ports the last full Build counted there (limitPorts).
-	refs, foreign map[string]int
+	// others' ports the last full Build counted there (limitPorts). In a
+	// Build of every owner, haveOurs counts have's ports of ours on each
+	// switch, counted with foreign (haveCounts).
+	refs, foreign, haveOurs map[string]int
 }
 
 // rebuilds reports whether the Build rebuilds the owner whose id is id.

@@ -22,23 +22,15 @@ func (c *Config) portLimit() int {
 	return MaxSwitchPorts
 }
 
-// haveCounts counts the ports of have on each switch, once per Build:
-// ours by the switch they name, and others' that kube-ovn placed there
-// (external_ids:ls). A port of someone else's without that key cannot be
-// placed, and is not counted.
+// haveCounts counts the ports of have on each switch (countPorts), as a
+// Build of every owner's scope has them: counted when have was walked for
+// the others' ports. A port this Build adopts is counted among the others'
+// there; adoption keeps its switch, so each switch's total is the same.
 func (b *builder) haveCounts() (ours, foreign map[string]int) {
-	if b.haveOurs == nil {
-		b.haveOurs, b.haveForeign = map[string]int{}, map[string]int{}
-		for _, p := range b.have.Ports.All() {
-			switch {
-			case p.Owned():
-				b.haveOurs[p.Switch]++
-			case p.VendorSwitch != "":
-				b.haveForeign[p.VendorSwitch]++
-			}
-		}
+	if b.scope.haveOurs == nil {
+		b.scope.haveOurs, b.scope.foreign = countPorts(b.have)
 	}
-	return b.haveOurs, b.haveForeign
+	return b.scope.haveOurs, b.scope.foreign
 }
 
 // switchPorts is Result.SwitchPorts: on each switch, the ports of want
