@@ -95,8 +95,8 @@ func TestParseLSP(t *testing.T) {
 			t.Errorf("ParseLSP(%q) = %s, want %s", c.in, got, c.want)
 		}
 	}
-	if got := AppendWords(nil, " a  b c "); strings.Join(got, ",") != "a,b,c" {
-		t.Errorf("AppendWords = %q", got)
+	if got := appendWords(nil, " a  b c "); strings.Join(got, ",") != "a,b,c" {
+		t.Errorf("appendWords = %q", got)
 	}
 }
 

@@ -46,9 +46,9 @@ func EachHeld(p *state.Port, fn func(Key)) {
 	var words [8]string
 	list := words[:0]
 	for _, e := range p.Addresses {
-		list = AppendWords(list, e)
+		list = appendWords(list, e)
 	}
-	list = AppendWords(list, p.DynamicAddresses)
+	list = appendWords(list, p.DynamicAddresses)
 	for i, word := range list {
 		if slices.Contains(list[:i], word) {
 			continue // a port listing an address twice holds it once

@@ -22,9 +22,10 @@ func ParseLSP(entries []string) LSP {
 	if len(entries) == 0 {
 		return r
 	}
-	EachWord(entries[0], func(w string) {
+	var words [8]string
+	for _, w := range appendWords(words[:0], entries[0]) {
 		r.add(w)
-	})
+	}
 	return r
 }
 
@@ -45,23 +46,8 @@ func (r *LSP) add(w string) {
 	}
 }
 
-// EachWord calls f for each space-separated word of s without allocating.
-func EachWord(s string, f func(string)) {
-	for len(s) > 0 {
-		i := strings.IndexByte(s, ' ')
-		if i < 0 {
-			f(s)
-			return
-		}
-		if i > 0 {
-			f(s[:i])
-		}
-		s = s[i+1:]
-	}
-}
-
-// AppendWords appends the space-separated words of s.
-func AppendWords(ws []string, s string) []string {
+// appendWords appends the space-separated words of s.
+func appendWords(ws []string, s string) []string {
 	for len(s) > 0 {
 		i := strings.IndexByte(s, ' ')
 		if i < 0 {
