@@ -11,6 +11,7 @@ import (
 	kubevirtv1 "kubevirt.io/api/core/v1"
 
 	kubeovnv1 "github.com/ovn-sync/ovn-sync/apis/kubeovn/v1"
+	"github.com/ovn-sync/ovn-sync/desired/addr"
 	"github.com/ovn-sync/ovn-sync/state"
 )
 
@@ -124,7 +125,53 @@ func BenchmarkBuild(b *testing.B) {
 				b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/float64(n), "ns/owner")
 			})
 		}
+		b.Run(fmt.Sprintf("floor/owners=%d", n), func(b *testing.B) {
+			setup(b)
+			if want, _ := steadyFloor(in, have); want.Len() != n {
+				b.Fatalf("the floor wrote %d ports for %d owners", want.Len(), n)
+			}
+			b.ReportAllocs()
+			b.ResetTimer()
+			for range b.N {
+				steadyFloor(in, have)
+			}
+			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/float64(n), "ns/owner")
+		})
 	}
+}
+
+// steadyFloor is the least a steady Build of in over have must do, and no
+// more: name each owner's port, find its row in have by that name, write
+// the port (the row's values) into a new set of ports, and read every
+// row's addresses (addresses held twice are found among all of them).
+// BenchmarkBuild's floor beside steady is what the rest of a Build costs.
+func steadyFloor(in Inputs, have state.State) (state.Ports, int) {
+	want := state.NewPorts(have.Ports.Len())
+	var ports arena[state.Port]
+	one := func(kind, ns, name string) {
+		base := name + "." + ns
+		hp := have.Ports.Get(base)
+		if hp == nil {
+			return
+		}
+		p := ports.alloc()
+		*p = state.Port{Name: base, Switch: hp.Switch, Addresses: hp.Addresses, PortSecurity: hp.PortSecurity,
+			Owner: kind + "/" + ns + "/" + name, Network: hp.Network, RequestedChassis: hp.RequestedChassis}
+		want.Set(base, p)
+	}
+	for _, p := range in.Pods {
+		if !isLauncher(p) {
+			one(kindPod, p.Namespace, p.Name)
+		}
+	}
+	for _, vm := range in.VirtualMachines {
+		one(kindVirtualMachine, vm.Namespace, vm.Name)
+	}
+	held := make([]addr.Key, 0, 2*have.Ports.Len())
+	for _, p := range have.Ports.All() {
+		addr.EachHeld(p, func(k addr.Key) { held = append(held, k) })
+	}
+	return want, len(held)
 }
 
 // BenchmarkIncremental measures one event at n owners, side by side: a
