@@ -36,13 +36,14 @@ func MACKey(m MAC) Key { return Key{CompMAC, 0, uint64(m)} }
 // WordKey is the key of one word of an LSP addresses entry: a MAC or an
 // IP; false for anything else ("dynamic", "router", "unknown").
 func WordKey(word string) (Key, bool) {
-	if x, ok := ColonMAC(word); ok {
-		return MACKey(x), true
+	switch m, a, ok := readWord(word); {
+	case !ok:
+		return Key{}, false
+	case m.Valid():
+		return MACKey(m), true
+	default:
+		return IPKey(a), true
 	}
-	if a, err := netip.ParseAddr(word); err == nil {
-		return IPKey(a.Unmap()), true
-	}
-	return Key{}, false
 }
 
 // Addr returns the address k is the key of: an IP, or a MAC.

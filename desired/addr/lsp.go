@@ -30,20 +30,27 @@ func ParseLSP(entries []string) LSP {
 }
 
 func (r *LSP) add(w string) {
-	if m, ok := ColonMAC(w); ok {
+	m, a, ok := readWord(w)
+	switch {
+	case !ok:
+	case m.Valid():
 		if !r.MAC.Valid() {
 			r.MAC = m
 		}
-		return
+	case !r.IP[netconf.FamilyOf(a)].IsValid():
+		r.IP[netconf.FamilyOf(a)] = a
+	}
+}
+
+// readWord reads one word of an addresses entry: a MAC (m) or an IP
+// address (a, an IPv4-mapped one as IPv4); false for anything else
+// ("dynamic", "router", "unknown").
+func readWord(w string) (m MAC, a netip.Addr, ok bool) {
+	if m, ok := ColonMAC(w); ok {
+		return m, netip.Addr{}, true
 	}
 	a, err := netip.ParseAddr(w)
-	if err != nil {
-		return
-	}
-	a = a.Unmap()
-	if f := netconf.FamilyOf(a); !r.IP[f].IsValid() {
-		r.IP[f] = a
-	}
+	return 0, a.Unmap(), err == nil
 }
 
 // appendWords appends the space-separated words of s.
