@@ -207,18 +207,17 @@ func newBase(cfg Config) *base {
 // nothing: the others' ports on each switch are counted from have, every
 // row of have is read by IPAM, and the result spliced into b is b's.
 func (b *base) rebuildAll(in Inputs, cfg Config, have state.State) Result {
-	ours, foreign := countPorts(have)
-	b.foreign = foreign
-	sc := b.scope(nil, nil)
-	sc.haveOurs = ours
+	sc := &scope{all: true, prior: &b.want, held: b.held, refs: b.switchRefs}
+	sc.haveOurs, sc.foreign = countPorts(have)
+	b.foreign = sc.foreign
 	r := buildOwners(in, cfg, have, sc)
 	return b.splice(r, nil)
 }
 
-// scope returns the scope of a Build of owners (every owner when nil) over
-// b, looking up objects in objs.
+// scope returns the scope of a Build of owners over b, looking up objects
+// in objs.
 func (b *base) scope(owners map[string]bool, objs Objects) *scope {
-	return &scope{all: owners == nil, owners: owners, prior: &b.want, held: b.held, objs: objs, refs: b.switchRefs, foreign: b.foreign}
+	return &scope{owners: owners, prior: &b.want, held: b.held, objs: objs, refs: b.switchRefs, foreign: b.foreign}
 }
 
 // countPorts counts the ports of have on each switch, in one walk: ours
@@ -611,8 +610,8 @@ type scope struct {
 	why           Why
 	// refs counts the last result's ports on each switch, foreign the
 	// others' ports the last full Build counted there (limitPorts). In a
-	// Build of every owner, haveOurs counts have's ports of ours on each
-	// switch, counted with foreign (haveCounts).
+	// Build of every owner, haveOurs and foreign count have's ports on
+	// each switch (countPorts), walked once as rebuildAll makes the scope.
 	refs, foreign, haveOurs map[string]int
 }
 

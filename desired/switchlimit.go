@@ -22,17 +22,6 @@ func (c *Config) portLimit() int {
 	return MaxSwitchPorts
 }
 
-// haveCounts counts the ports of have on each switch (countPorts), as a
-// Build of every owner's scope has them: counted when have was walked for
-// the others' ports. A port this Build adopts is counted among the others'
-// there; adoption keeps its switch, so each switch's total is the same.
-func (b *builder) haveCounts() (ours, foreign map[string]int) {
-	if b.scope.haveOurs == nil {
-		b.scope.haveOurs, b.scope.foreign = countPorts(b.have)
-	}
-	return b.scope.haveOurs, b.scope.foreign
-}
-
 // switchPorts is Result.SwitchPorts: on each switch, the ports of want
 // (refs) and those of others counted there (foreign).
 func switchPorts(refs, foreign map[string]int) map[string]int {
@@ -68,11 +57,11 @@ func (b *builder) newOnSwitch(s *portSpec) bool {
 // the limit; if ports of ours leave the switch in this pass, Result.Again
 // asks for a pass once they have.
 //
-// A full Build counts the switch's ports in have (haveCounts). An
-// incremental one counts the last result's ports and the others' ports
-// the last full Build counted (scope.refs, scope.foreign), and gives up where the
-// switch would pass the limit: which owners get its last ports is for a
-// full Build to decide.
+// A full Build counts the switch's ports in have (scope.haveOurs,
+// scope.foreign). An incremental one counts the last result's ports and
+// the others' ports the last full Build counted (scope.refs,
+// scope.foreign), and gives up where the switch would pass the limit:
+// which owners get its last ports is for a full Build to decide.
 func (b *builder) limitPorts() {
 	limit := b.cfg.portLimit()
 	// Fewer ports in all than one switch can hold: none can be full.
@@ -98,7 +87,10 @@ func (b *builder) limitPorts() {
 	if len(fresh) == 0 {
 		return
 	}
-	occupied := switchPorts(b.haveCounts())
+	// have's ports on each switch, as the scope counted them: a port this
+	// Build adopts is counted among the others'; adoption keeps its
+	// switch, so each switch's total is the same.
+	occupied := switchPorts(b.scope.haveOurs, b.scope.foreign)
 	// Only the switches the new ports would take past the limit choose.
 	fresh = slices.DeleteFunc(fresh, func(s *portSpec) bool {
 		return occupied[s.net.sw]+adds[s.net.sw] <= limit
