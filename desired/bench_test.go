@@ -221,7 +221,7 @@ func BenchmarkIncremental(b *testing.B) {
 					ev = objs
 				}
 				r, why := x.Update(ev, added, cfg, have)
-				if why != "" {
+				if why.Gave() {
 					b.Fatal(why)
 				}
 				b.StopTimer()

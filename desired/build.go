@@ -239,7 +239,7 @@ func (b *builder) problemFor(o *owner, kind, ns, name, reason, msg string) {
 	if o != nil {
 		id = o.id
 	} else if b.scope.ownersStarted {
-		b.scope.abort(why(ReasonUnowned, "a problem of no owner while reading owners: "+reason))
+		b.scope.abort(Why{ReasonUnowned, "a problem of no owner while reading owners: " + reason})
 	}
 	b.problems = append(b.problems, Problem{Kind: kind, Namespace: ns, Name: name, Reason: reason, Message: msg})
 	b.problemOwners = append(b.problemOwners, id)

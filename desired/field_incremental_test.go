@@ -63,8 +63,8 @@ func TestIncrementalFieldManifests(t *testing.T) {
 			in.Subnets, in.Namespaces, in.StatefulSets, in.IPs = all.Subnets, all.Namespaces, all.StatefulSets, all.IPs
 			want := Build(in, cfg, have)
 			r, why := x.Update(ObjectsOf(in), changed, cfg, have)
-			if why != "" {
-				whys[why.Reason()]++
+			if why.Gave() {
+				whys[why.Reason]++
 				fulls++
 				r = x.Full(in, cfg, have)
 			} else {

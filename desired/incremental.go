@@ -372,45 +372,45 @@ func (x *Engine) Update(objs Objects, changed []state.ObjectRef, cfg Config, hav
 	b := x.b
 	switch {
 	case b == nil:
-		return Result{}, why(ReasonNoBase, "no earlier result")
+		return Result{}, Why{ReasonNoBase, "no earlier result"}
 	case !reflect.DeepEqual(cfg, b.cfg):
 		x.Reset()
-		return Result{}, why(ReasonConfig, "the config changed")
+		return Result{}, Why{ReasonConfig, "the config changed"}
 	case b.again:
 		x.Reset()
-		return Result{}, why(ReasonAgain, "the last result waits for an address")
+		return Result{}, Why{ReasonAgain, "the last result waits for an address"}
 	}
 	b.index()
 	sel, w := b.rebuildOf(objs, changed)
-	if w != "" {
+	if w.Gave() {
 		x.Reset()
 		return Result{}, w
 	}
 	sc := b.scope(sel.owners, objs)
 	r = buildOwners(sel.in, cfg, have, sc)
-	if sc.why == "" {
-		if w := b.checkNADs(r, sc.owners); w != "" {
+	if !sc.why.Gave() {
+		if w := b.checkNADs(r, sc.owners); w.Gave() {
 			sc.abort(w)
-		} else if w := b.checkSubnets(r, sc.owners); w != "" {
+		} else if w := b.checkSubnets(r, sc.owners); w.Gave() {
 			sc.abort(w)
 		}
 	}
-	if sc.why == "" {
+	if !sc.why.Gave() {
 		for _, p := range r.Want.Ports.All() {
 			if !sc.owners[p.Owner] {
-				sc.abort(why(ReasonPortHeld, "a port of "+p.Owner+", which was not rebuilt"))
+				sc.abort(Why{ReasonPortHeld, "a port of " + p.Owner + ", which was not rebuilt"})
 				break
 			}
 		}
 	}
-	if u := objs.Unreadable(); u != "" && sc.why == "" {
-		sc.abort(why(ReasonUnreadable, "an object could not be read: "+u))
+	if u := objs.Unreadable(); u != "" && !sc.why.Gave() {
+		sc.abort(Why{ReasonUnreadable, "an object could not be read: " + u})
 	}
-	if sc.why != "" {
+	if sc.why.Gave() {
 		x.Reset()
 		return Result{}, sc.why
 	}
-	return b.splice(r, sc.owners), ""
+	return b.splice(r, sc.owners), Why{}
 }
 
 // index indexes the owners of b's result, and what their ports hold (the
@@ -621,7 +621,7 @@ func (sc *scope) rebuilds(id string) bool { return sc.all || sc.owners[id] }
 // abort gives up a Build of some owners: w says what it could not do
 // around the others. A Build of every owner has none around it.
 func (sc *scope) abort(w Why) {
-	if sc.why == "" && !sc.all {
+	if !sc.why.Gave() && !sc.all {
 		sc.why = w
 	}
 }
@@ -635,7 +635,7 @@ func (sc *scope) outside(name string, hp *state.Port, o *owner) bool {
 	}
 	for _, p := range [2]*state.Port{hp, sc.prior.Ports.Get(name)} {
 		if p != nil && p.Owned() && p.Owner != o.id && !sc.rebuilds(p.Owner) {
-			sc.abort(why(ReasonPortHeld, "port "+name+" is wanted by "+o.id+" and held by "+p.Owner))
+			sc.abort(Why{ReasonPortHeld, "port " + name + " is wanted by " + o.id + " and held by " + p.Owner})
 			return true
 		}
 	}

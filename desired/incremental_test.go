@@ -587,11 +587,11 @@ func TestIncrementalMatchesBuild(t *testing.T) {
 				note := Note{Version: uint64(step), Ports: []string{"noted"}}
 				x.Note(note)
 				r, why = x.Update(ObjectsOf(in), changed, c.cfg, have)
-				if why == "" {
+				if !why.Gave() {
 					checkSpliced(t, step, last, r, note)
 				}
-				if why != "" {
-					whys[why.Reason()]++
+				if why.Gave() {
+					whys[why.Reason]++
 					fulls++
 					r = x.Full(in, c.cfg, have)
 				} else {
@@ -724,7 +724,7 @@ func TestIncrementalLauncherSeenBeforeNamed(t *testing.T) {
 		t.Helper()
 		in := c.inputs()
 		r, why := x.Update(ObjectsOf(in), changed, cfg, have)
-		if why != "" {
+		if why.Gave() {
 			t.Fatalf("%s: Update gave up: %s", what, why)
 		}
 		if d := Mismatch(r, Build(in, cfg, have)); d != "" {
@@ -775,7 +775,7 @@ func TestIncrementalKeepsAddressOverLaggingNB(t *testing.T) {
 		web.Labels = map[string]string{"step": fmt.Sprint(i)}
 		ref := c.put(web)
 		r, why := x.Update(ObjectsOf(c.inputs()), []state.ObjectRef{ref}, cfg, lagging)
-		if why != "" {
+		if why.Gave() {
 			t.Fatalf("Update gave up: %s", why)
 		}
 		for _, err := range invariants(lagging, r) {
@@ -813,7 +813,7 @@ func TestIncrementalNameReusedForAnotherVM(t *testing.T) {
 				t.Helper()
 				in := c.inputs()
 				r, why := x.Update(ObjectsOf(in), changed, cfg, have)
-				if why != "" {
+				if why.Gave() {
 					t.Fatalf("%s: Update gave up: %s", what, why)
 				}
 				if d := Mismatch(r, Build(in, cfg, have)); d != "" && !late {
@@ -879,7 +879,7 @@ func TestIncrementalLauncherStoredMidUpdate(t *testing.T) {
 	update := func(objs Objects, changed ...state.ObjectRef) Result {
 		t.Helper()
 		r, why := x.Update(objs, changed, cfg, have)
-		if why != "" {
+		if why.Gave() {
 			t.Fatalf("Update gave up: %s", why)
 		}
 		have = applied(have, r.Want)
@@ -962,7 +962,7 @@ func TestIncrementalClaimOverLaggingNB(t *testing.T) {
 	update := func(changed state.ObjectRef) Result {
 		t.Helper()
 		r, why := x.Update(ObjectsOf(c.inputs()), []state.ObjectRef{changed}, cfg, have)
-		if why != "" {
+		if why.Gave() {
 			t.Fatalf("Update gave up: %s", why)
 		}
 		for _, err := range invariants(have, r) {
@@ -1023,7 +1023,7 @@ func TestIncrementalKeepsWhatFullKeeps(t *testing.T) {
 			in.Pods = append(in.Pods, p)
 		}
 		var why Why
-		if last, why = x.Update(ObjectsOf(in), changed, cfg, have); why != "" {
+		if last, why = x.Update(ObjectsOf(in), changed, cfg, have); why.Gave() {
 			t.Fatalf("pass %d gave up: %s", i, why)
 		}
 		have = nbOf(last.Want)
@@ -1123,7 +1123,7 @@ func TestIncrementalReaddressOverLaggingNB(t *testing.T) {
 	q.Spec.Template.ObjectMeta.Annotations = map[string]string{DefaultIPAnnotation: moved}
 	ref := c.put(q)
 	r2, why := x.Update(ObjectsOf(c.inputs()), []state.ObjectRef{ref}, cfg, lagging)
-	if why != "" {
+	if why.Gave() {
 		t.Fatalf("Update gave up: %s", why)
 	}
 	check("vm6 asks for vm3's new address", r2, lagging)
@@ -1132,14 +1132,14 @@ func TestIncrementalReaddressOverLaggingNB(t *testing.T) {
 	}
 	// The cache shows the first pass, not the second.
 	r3, why := x.Update(ObjectsOf(c.inputs()), nil, cfg, applied(have, r1.Want))
-	if why != "" {
+	if why.Gave() {
 		t.Fatalf("Update gave up: %s", why)
 	}
 	check("the NB shows the first pass only", r3, applied(have, r1.Want))
 	// Caught up: the incremental state is a full Build's.
 	nb := applied(applied(have, r1.Want), r3.Want)
 	r4, why := x.Update(ObjectsOf(c.inputs()), nil, cfg, nb)
-	if why != "" {
+	if why.Gave() {
 		t.Fatalf("Update gave up: %s", why)
 	}
 	if d := Mismatch(r4, Build(c.inputs(), cfg, nb)); d != "" {
@@ -1187,7 +1187,7 @@ func TestIncrementalNoAddressFromRowLastPassDeletes(t *testing.T) {
 	c.put(db)
 	for i, nb := range []state.State{have, applied(have, removed)} {
 		r, why := x.Update(ObjectsOf(c.inputs()), []state.ObjectRef{ref}, cfg, nb)
-		if why != "" {
+		if why.Gave() {
 			t.Fatalf("pass %d: Update gave up: %s", i, why)
 		}
 		for _, err := range invariants(nb, r) {
@@ -1241,7 +1241,7 @@ func TestSubnetWriteOfNothingReadRebuildsNobody(t *testing.T) {
 		c.edit(&s.Spec)
 		in.Subnets = []*kubeovnv1.Subnet{&s}
 		r, why := x.Update(ObjectsOf(in), changed, cfg, have)
-		if why != "" {
+		if why.Gave() {
 			t.Fatalf("%s: Update gave up: %s", c.what, why)
 		}
 		if len(r.rebuilt) != c.rebuilt {
@@ -1273,7 +1273,7 @@ func TestIncrementalAdoptsInPlace(t *testing.T) {
 	r = x.Full(in, cfg, have)
 	in.Pods = append(in.Pods, pod("default", "web", nil))
 	r, why := x.Update(ObjectsOf(in), []state.ObjectRef{{Kind: kindPod, Namespace: "default", Name: "web"}}, cfg, have)
-	if why != "" {
+	if why.Gave() {
 		t.Fatalf("Update gave up: %s", why)
 	}
 	full := Build(in, cfg, have)

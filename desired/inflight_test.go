@@ -48,7 +48,7 @@ func TestIncrementalInFlight(t *testing.T) {
 			moved := s.moved
 			s.at, s.moved = nil, false
 			in := s.inputs()
-			if why != "" {
+			if why.Gave() {
 				r = x.Full(in, c.cfg, have)
 			} else {
 				updates++

@@ -641,7 +641,7 @@ func (b *builder) settle(m *ipam, g []held) {
 	for _, e := range g {
 		p := m.ports[e.id]
 		if p.Owned() && !b.scope.rebuilds(p.Owner) {
-			b.scope.abort(why(ReasonPortHeld, "an address held twice by a port of "+p.Owner))
+			b.scope.abort(Why{ReasonPortHeld, "an address held twice by a port of " + p.Owner})
 			return
 		}
 		if e.k.sw == 0 {

@@ -12,9 +12,14 @@ import (
 	"github.com/ovn-sync/ovn-sync/state"
 )
 
-// Why says why Engine.Update gave up and the caller must build in
-// full: "" when it did not, else one of the Reasons, ": " and what it was.
-type Why string
+// Why says why Engine.Update gave up and the caller must build in full;
+// the zero Why, that it did not.
+type Why struct {
+	// Reason is one of the Reasons below: a metric's label.
+	Reason string
+	// Detail says what it was, for the log.
+	Detail string
+}
 
 // Reasons a Why gives, a small fixed set (a metric's label). The caller of
 // Update adds its own: a first pass, a resync, ...
@@ -32,12 +37,15 @@ const (
 	ReasonSwitchFull = "switch-full"     // a switch would hold more ports than OVN binds
 )
 
-func why(reason, detail string) Why { return Why(reason + ": " + detail) }
+// Gave reports whether w says Update gave up.
+func (w Why) Gave() bool { return w.Reason != "" }
 
-// Reason is the reason w starts with, "" for no Why.
-func (w Why) Reason() string {
-	r, _, _ := strings.Cut(string(w), ": ")
-	return r
+// String is "<reason>: <detail>", "" for the zero Why.
+func (w Why) String() string {
+	if w.Reason == "" {
+		return ""
+	}
+	return w.Reason + ": " + w.Detail
 }
 
 // Kinds of the objects every Build reads whole, as ObjectRef names them.
@@ -119,12 +127,12 @@ func (b *base) podScope(_ Objects, c state.ObjectRef, sel *touched) Why {
 	k := nsName{c.Namespace, c.Name}
 	sel.pods[k] = true
 	sel.changedPods = append(sel.changedPods, k)
-	return ""
+	return Why{}
 }
 
 func (b *base) vmScope(_ Objects, c state.ObjectRef, sel *touched) Why {
 	sel.groups[nsName{c.Namespace, c.Name}] = true
-	return ""
+	return Why{}
 }
 
 func (b *base) vmiScope(objs Objects, c state.ObjectRef, sel *touched) Why {
@@ -140,7 +148,7 @@ func (b *base) vmiScope(objs Objects, c state.ObjectRef, sel *touched) Why {
 			sel.groups[nsName{k.ns, vm}] = true
 		}
 	}
-	return ""
+	return Why{}
 }
 
 func (b *base) migrationScope(objs Objects, c state.ObjectRef, sel *touched) Why {
@@ -152,7 +160,7 @@ func (b *base) migrationScope(objs Objects, c state.ObjectRef, sel *touched) Why
 		b.migVMI.add(k, m.Spec.VMIName)
 		sel.groups[nsName{k.ns, m.Spec.VMIName}] = true
 	}
-	return ""
+	return Why{}
 }
 
 // namespaceScope: of a Namespace, Build reads its
@@ -171,7 +179,7 @@ func (b *base) namespaceScope(objs Objects, c state.ObjectRef, sel *touched) Why
 		}
 	}
 	if cur == b.nsSwitch[c.Name] {
-		return ""
+		return Why{}
 	}
 	if cur == "" {
 		delete(b.nsSwitch, c.Name)
@@ -181,7 +189,7 @@ func (b *base) namespaceScope(objs Objects, c state.ObjectRef, sel *touched) Why
 	for id := range b.byNamespace[c.Name] {
 		sel.owner(id)
 	}
-	return ""
+	return Why{}
 }
 
 // statefulSetScope: a StatefulSet's replicas, ordinals and deletion decide
@@ -194,7 +202,7 @@ func (b *base) statefulSetScope(_ Objects, c state.ObjectRef, sel *touched) Why 
 	for id := range b.bySet[nsName{c.Namespace, c.Name}] {
 		sel.owner(id)
 	}
-	return ""
+	return Why{}
 }
 
 // ipScope: an IP object is read by the Build of the port it is named
@@ -214,7 +222,7 @@ func (b *base) ipScope(objs Objects, c state.ObjectRef, sel *touched) Why {
 	if p := b.want.Ports.Get(c.Name); p != nil && p.Owner != "" {
 		sel.owner(p.Owner)
 	}
-	return ""
+	return Why{}
 }
 
 // indexOwner adds id, an owner of a port of want, to the owners by
@@ -268,9 +276,9 @@ func (b *base) rebuildOf(objs Objects, changed []state.ObjectRef) (rebuild, Why)
 	for _, c := range changed {
 		scope, ok := scopes[c.Kind]
 		if !ok {
-			return rebuild{}, why(ReasonUnscoped, "a "+c.Kind+" changed ("+c.String()+")")
+			return rebuild{}, Why{ReasonUnscoped, "a " + c.Kind + " changed (" + c.String() + ")"}
 		}
-		if w := scope(b, objs, c, sel); w != "" {
+		if w := scope(b, objs, c, sel); w.Gave() {
 			return rebuild{}, w
 		}
 	}
@@ -288,10 +296,10 @@ func (b *base) rebuildOf(objs Objects, changed []state.ObjectRef) (rebuild, Why)
 		r.owners[kindVirtualMachineInst+"/"+k.ns+"/"+k.name] = true
 	}
 	if len(r.owners) > max(64, len(b.byOwner)/4) {
-		return rebuild{}, why(ReasonTooMany, "a quarter of the owners changed")
+		return rebuild{}, Why{ReasonTooMany, "a quarter of the owners changed"}
 	}
 	r.in = b.lookUp(objs, sel, looked)
-	return r, ""
+	return r, Why{}
 }
 
 // joinChangedPods adds to sel's groups, for each changed pod, the group of
@@ -408,7 +416,7 @@ func (b *base) claimScope(_ Objects, c state.ObjectRef, sel *touched) Why {
 	for _, id := range b.readers[state.KindIPAMClaim].take(nsName{c.Namespace, c.Name}) {
 		sel.owner(id)
 	}
-	return ""
+	return Why{}
 }
 
 // nadScope selects the owners that looked up NAD c and those with ports
@@ -421,7 +429,7 @@ func (b *base) nadScope(_ Objects, c state.ObjectRef, sel *touched) Why {
 	ref := nadRef{c.Namespace, c.Name}
 	old := b.nads[ref]
 	if old.bySubnet {
-		return why(ReasonNAD, "a kube-ovn NAD whose network is a Subnet of its provider changed ("+c.String()+")")
+		return Why{ReasonNAD, "a kube-ovn NAD whose network is a Subnet of its provider changed (" + c.String() + ")"}
 	}
 	for _, id := range b.readers[kindNAD].take(nsName(ref)) {
 		sel.owner(id)
@@ -429,7 +437,7 @@ func (b *base) nadScope(_ Objects, c state.ObjectRef, sel *touched) Why {
 	if old.sw != "" {
 		sel.ownersOn(b.bySwitch[old.sw])
 	}
-	return ""
+	return Why{}
 }
 
 // checkNADs returns why r, built for owners, cannot be spliced: a NAD is
@@ -447,22 +455,22 @@ func (b *base) checkNADs(r Result, owners map[string]bool) Why {
 		what := "NetworkAttachmentDefinition " + ref.String()
 		switch {
 		case old.bySubnet || cur.bySubnet:
-			return why(ReasonNAD, what+" is a kube-ovn NAD whose network is a Subnet of its provider")
+			return Why{ReasonNAD, what + " is a kube-ovn NAD whose network is a Subnet of its provider"}
 		case old.cc != cur.cc:
-			return why(ReasonNAD, what+": its IPAMClaims config changed")
+			return Why{ReasonNAD, what + ": its IPAMClaims config changed"}
 		}
 		for _, id := range b.readers[kindNAD][nsName(ref)] {
 			if !owners[id] {
-				return why(ReasonNAD, what+" changed, and "+id+", which uses it, was not rebuilt")
+				return Why{ReasonNAD, what + " changed, and " + id + ", which uses it, was not rebuilt"}
 			}
 		}
 		for _, sw := range []string{old.sw, cur.sw} {
 			if id := b.notRebuiltOn(sw, owners); id != "" {
-				return why(ReasonNAD, what+" changed, and "+id+", with a port on switch "+sw+", was not rebuilt")
+				return Why{ReasonNAD, what + " changed, and " + id + ", with a port on switch " + sw + ", was not rebuilt"}
 			}
 		}
 	}
-	return ""
+	return Why{}
 }
 
 // notRebuiltOn returns an owner with a port on switch sw that is not in
@@ -489,12 +497,12 @@ func (b *base) subnetScope(objs Objects, c state.ObjectRef, sel *touched) Why {
 	if old, had := b.subnets[c.Name]; had {
 		for _, s := range objs.Networks().Subnets {
 			if s != nil && s.Name == c.Name && netconf.SubnetProvider(s) == old.provider && recordedSpec(s) == old.spec {
-				return ""
+				return Why{}
 			}
 		}
 	}
 	sel.ownersOn(b.bySwitch[c.Name])
-	return ""
+	return Why{}
 }
 
 // checkSubnets returns why r, built for owners, cannot be spliced: a Subnet
@@ -511,15 +519,15 @@ func (b *base) checkSubnets(r Result, owners map[string]bool) Why {
 		case old == cur:
 			continue
 		case !had || !has || old.state != cur.state || old.provider != cur.provider || old.isDef || cur.isDef:
-			return why(ReasonSubnet, "Subnet "+name+" came, went, turned valid or invalid, changed provider or is the default network")
+			return Why{ReasonSubnet, "Subnet " + name + " came, went, turned valid or invalid, changed provider or is the default network"}
 		case old.spec == cur.spec:
 			continue // spec.namespaces or spec.default: new ports only
 		}
 		if id := b.notRebuiltOn(name, owners); id != "" {
-			return why(ReasonSubnet, "Subnet "+name+" changed, and "+id+", with a port on it, was not rebuilt")
+			return Why{ReasonSubnet, "Subnet " + name + " changed, and " + id + ", with a port on it, was not rebuilt"}
 		}
 	}
-	return ""
+	return Why{}
 }
 
 // readLookups records which owners looked up which objects (a Result's

@@ -79,7 +79,7 @@ func (b *builder) limitPorts() {
 	if !b.scope.all {
 		for sw, n := range adds {
 			if b.scope.refs[sw]+b.scope.foreign[sw]+n > limit {
-				b.scope.abort(why(ReasonSwitchFull, fmt.Sprintf("switch %s would hold more than %d ports", sw, limit)))
+				b.scope.abort(Why{ReasonSwitchFull, fmt.Sprintf("switch %s would hold more than %d ports", sw, limit)})
 			}
 		}
 		return

@@ -2,8 +2,6 @@ package reconcile
 
 import (
 	"context"
-	"errors"
-	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -11,9 +9,7 @@ import (
 
 	"github.com/go-logr/logr"
 
-	"github.com/ovn-sync/ovn-sync/apply"
 	"github.com/ovn-sync/ovn-sync/desired"
-	"github.com/ovn-sync/ovn-sync/diff"
 	"github.com/ovn-sync/ovn-sync/observed"
 	"github.com/ovn-sync/ovn-sync/sources"
 	"github.com/ovn-sync/ovn-sync/state"
@@ -75,40 +71,6 @@ type LoopOptions struct {
 	FullPasses, VerifyIncremental bool
 }
 
-// trigger is why a pass runs; several coalesce into one pass.
-type trigger uint8
-
-const (
-	trigStartup   trigger = 1 << iota // first pass after the caches synced (or the lease was won)
-	trigKube                          // an informer event
-	trigDrift                         // someone else changed one of our NB rows
-	trigReconnect                     // the NB connection came back
-	trigResync                        // Resync elapsed
-	trigRecheck                       // our own NB change came while a pass computed
-)
-
-// kind is "full" for a pass that nothing in particular triggered (startup,
-// reconnect, resync), else "change".
-func (t trigger) kind() string {
-	if t&(trigStartup|trigReconnect|trigResync) != 0 {
-		return "full"
-	}
-	return "change"
-}
-
-func (t trigger) String() string {
-	var parts []string
-	for _, x := range []struct {
-		t trigger
-		s string
-	}{{trigStartup, "startup"}, {trigKube, "kubernetes"}, {trigDrift, "nb-drift"}, {trigReconnect, "reconnect"}, {trigResync, "resync"}, {trigRecheck, "recheck"}} {
-		if t&x.t != 0 {
-			parts = append(parts, x.s)
-		}
-	}
-	return strings.Join(parts, "+")
-}
-
 // Loop is run mode: a full pass once everything has synced, then a pass per
 // coalesced batch of changes (Kubernetes objects, or our NB rows changed by
 // someone else), a full pass every Resync and after every NB reconnect. A
@@ -122,15 +84,16 @@ type Loop struct {
 	m    *Metrics
 	log  logr.Logger
 
-	nbUp        atomic.Bool
-	drift       chan struct{}
-	reconnected chan struct{}
+	nbUp atomic.Bool
+	// asked holds the triggers asked for (ask) and not yet taken (poll);
+	// wake holds a notification that one was.
+	asked atomic.Uint32
+	wake  chan struct{}
 	// own counts NB events that left a row of ours as want had it when
 	// they came. One that comes while a pass computes was judged against
 	// the want before it: the pass may have read the NB before that event
 	// (the cache's events trail it), so another pass follows (recheck).
-	own     atomic.Uint64
-	recheck chan struct{}
+	own atomic.Uint64
 
 	// want is what the last pass sent to the NB, nil while not leading;
 	// prevWant what the one before sent. NB events that leave our rows as
@@ -162,9 +125,7 @@ type Loop struct {
 func NewLoop(src Sources, nb WatchedNB, opts LoopOptions) *Loop {
 	l := &Loop{
 		src: src, nb: nb, opts: opts, m: opts.Metrics, log: opts.Log,
-		drift:       make(chan struct{}, 1),
-		reconnected: make(chan struct{}, 1),
-		recheck:     make(chan struct{}, 1),
+		wake: make(chan struct{}, 1),
 	}
 	if l.m == nil {
 		l.m = NewMetrics()
@@ -176,7 +137,7 @@ func NewLoop(src Sources, nb WatchedNB, opts LoopOptions) *Loop {
 		return l.want, l.prevWant
 	}, func(table string) {
 		l.m.driftEvents.WithLabelValues(table).Inc()
-		notify(l.drift)
+		l.ask(trigDrift)
 	}, func() { l.own.Add(1) })
 	return l
 }
@@ -191,13 +152,6 @@ func (l *Loop) setWant(w *state.State) {
 		return
 	}
 	l.want, l.prevWant = w, l.want
-}
-
-func notify(c chan struct{}) {
-	select {
-	case c <- struct{}{}:
-	default:
-	}
 }
 
 // Watch follows the NB connection and keeps the sync metrics until ctx is
@@ -230,7 +184,7 @@ func (l *Loop) Watch(ctx context.Context) {
 			l.log.Info("NB reconnected: full pass", "endpoint", endpoint)
 			l.nbUp.Store(true)
 			l.m.nbReconnects.Inc()
-			notify(l.reconnected)
+			l.ask(trigReconnect)
 		}
 	})
 }
@@ -290,8 +244,9 @@ func (l *Loop) Lead(ctx context.Context, stop <-chan struct{}) {
 	if !l.waitSynced(ctx, stop) {
 		return
 	}
-	resync := time.NewTicker(l.opts.Resync)
-	defer resync.Stop()
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	go l.tick(ctx, l.opts.Resync)
 	pending := trigStartup
 	var retry <-chan time.Time
 	var started time.Time
@@ -307,6 +262,12 @@ func (l *Loop) Lead(ctx context.Context, stop <-chan struct{}) {
 			}
 			t := pending
 			pending = 0
+			if t&trigResync != 0 {
+				// Kinds not installed at start may be now.
+				if err := l.src.Discover(ctx); err != nil {
+					l.log.Error(err, "discovery of custom resources failed")
+				}
+			}
 			started = time.Now()
 			if err := l.pass(ctx, t); err != nil {
 				if ctx.Err() != nil {
@@ -318,38 +279,25 @@ func (l *Loop) Lead(ctx context.Context, stop <-chan struct{}) {
 			} else {
 				failures = 0
 			}
-			came := l.coalesce(ctx, stop, 0)
+			came := l.poll()
 			pending |= came
 			burst = came != 0 && l.lastRead >= BurstChanges
 			if came != 0 && retry == nil {
 				continue // the next pass, without waiting for another change
 			}
 		}
-		select {
-		case <-ctx.Done():
+		t, fired := l.next(ctx, stop, retry)
+		if ctx.Err() != nil || closed(stop) {
 			return
-		case <-stop:
-			return
-		case <-l.src.Changes():
-			pending |= trigKube
-		case <-l.drift:
-			pending |= trigDrift
-		case <-l.recheck:
-			pending |= trigRecheck
-		case <-l.reconnected:
-			pending |= trigReconnect
-		case <-resync.C:
-			pending |= trigResync
-			if err := l.src.Discover(ctx); err != nil {
-				l.log.Error(err, "discovery of custom resources failed")
-			}
-		case <-retry:
+		}
+		if fired {
 			retry = nil
 		}
+		pending |= t
 	}
 }
 
-// reading is what a pass read from Kubernetes.
+// reading is what a pass read from Kubernetes, and how it builds.
 type reading struct {
 	// snap is what Report and Publish see: a pass that looked objects up
 	// and listed none (objs set, listed not) holds no Inputs.
@@ -359,24 +307,27 @@ type reading struct {
 	listed     bool
 	// all is set when the source could not say what changed.
 	all bool
+	// builder builds the pass's desired state (see read).
+	builder Builder
 }
 
-// read takes what changed and sets how a pass of trigger t builds. With
+// read takes what changed and says how a pass of trigger t builds. With
 // LoopOptions.FullPasses every pass lists every store and rebuilds every
-// owner. Otherwise a pass for Kubernetes
-// changes or a recheck alone rebuilds the owners they touch; the first
-// pass, one after the NB changed under us (drift) and one after a
-// reconnect build in full, as the NB may hold anything, and so does one
-// whose source could not say what changed; any other (a resync) builds in
-// full and checks what the incremental state would have been (SelfCheck).
+// owner (All). Otherwise a pass for Kubernetes changes or a recheck alone
+// rebuilds the owners they touch (Changes, or Verify with
+// LoopOptions.VerifyIncremental); the first pass, one after the NB changed
+// under us (drift) and one after a reconnect build in full (Engine), as
+// the NB may hold anything, and so does one whose source could not say
+// what changed; any other (a resync) builds in full and checks what the
+// incremental state would have been (SelfCheck).
 //
 // A pass that is to rebuild what changed and is not checked looks the
 // objects up (sources.Changes) and lists every store only if it builds in
-// full after all (Options.List). Every other pass lists first; a checked
-// one (self-check, verification) then gives Update a lookup over that
+// full after all. Every other pass lists first; a checked one
+// (self-check, verification) then gives Update a lookup over that
 // listing, so that what it compares with a full Build are the same
 // objects, not two reads of stores that may have moved in between.
-func (l *Loop) read(opts *Options, t trigger) *reading {
+func (l *Loop) read(t trigger) *reading {
 	// Every change told so far is in the take below: a signal of one still
 	// queued would only make an empty pass after this one, or, coming while
 	// it ran, hold the next for --coalesce as if changes kept coming.
@@ -389,191 +340,51 @@ func (l *Loop) read(opts *Options, t trigger) *reading {
 		l.noteRead(snap.Changed, snap.AllChanged)
 		// No engine: every pass is a Build of every owner, and no update
 		// follows to need the engine's indexes.
-		return &reading{snap: &snap, unreadable: snap.Unreadable, listed: true}
+		return &reading{snap: &snap, unreadable: snap.Unreadable, listed: true, builder: All(snap.Inputs)}
 	}
-	opts.Engine = &l.inc
-	opts.Verify = l.opts.VerifyIncremental
 	changeOnly := t&^trigRecheck == trigKube || t == trigRecheck
-	if changeOnly && !opts.Verify {
-		ch := l.src.TakeChanges()
-		l.noteRead(ch.Changed, ch.AllChanged)
-		if ch.AllChanged {
-			snap := l.src.Inputs() // taken already
-			return &reading{snap: &snap, unreadable: snap.Unreadable, listed: true, all: true}
-		}
-		r := &reading{snap: &sources.Snapshot{Version: ch.Version, Changed: ch.Changed}, unreadable: ch.Unreadable, objs: ch.Objects}
-		opts.Changed, opts.Objects = &ch.Changed, ch.Objects
-		opts.List = func() (desired.Inputs, bool) {
-			all := l.src.Inputs()
-			r.snap.Inputs, r.snap.Unreadable, r.listed = all.Inputs, all.Unreadable, true
-			l.logUnreadable(all.Unreadable)
-			return all.Inputs, len(all.Unreadable) > 0
-		}
-		return r
+	if changeOnly && !l.opts.VerifyIncremental {
+		return l.readChanges()
 	}
 	snap := l.src.Take()
 	l.noteRead(snap.Changed, snap.AllChanged)
 	r := &reading{snap: &snap, unreadable: snap.Unreadable, listed: true, all: snap.AllChanged}
-	if snap.AllChanged {
-		return r
-	}
-	changed := snap.Changed
+	full := Engine{X: &l.inc, List: Listed(snap.Inputs)}
+	ch := Changes{Engine: full, Changed: snap.Changed, Objects: desired.ObjectsOf(snap.Inputs)}
 	switch {
+	case snap.AllChanged || t&(trigStartup|trigDrift|trigReconnect) != 0:
+		r.builder = full
 	case changeOnly:
-		opts.Changed = &changed
-	case t&(trigStartup|trigDrift|trigReconnect) == 0:
-		opts.Changed, opts.SelfCheck = &changed, true
+		r.builder = Verify{ch}
+	default:
+		r.builder = SelfCheck{ch}
 	}
 	return r
 }
 
-// fullReason says, from a small fixed set, why a pass of trigger t built
-// in full: what Update gave up on (desired.Reasons), else what the pass
-// was for (startup, reconnect, drift, resync), that the source could not
-// say what changed (all-changed), or that a verification found the
-// incremental result wrong (mismatch).
-func fullReason(t trigger, rd *reading, out *Outcome) string {
-	switch {
-	case out.Checked && out.Mismatch != "" && !out.Behind && t&trigResync == 0:
-		return "mismatch"
-	case out.Full != "":
-		return out.Full.Reason()
-	case t&trigStartup != 0:
-		return "startup"
-	case t&trigReconnect != 0:
-		return "reconnect"
-	case t&trigDrift != 0:
-		return "drift"
-	case rd.all:
-		return "all-changed"
-	case t&trigResync != 0:
-		return "resync"
+// readChanges takes what changed with lookups of the objects, listing
+// every store only for a build in full.
+func (l *Loop) readChanges() *reading {
+	ch := l.src.TakeChanges()
+	l.noteRead(ch.Changed, ch.AllChanged)
+	if ch.AllChanged {
+		snap := l.src.Inputs() // taken already
+		return &reading{snap: &snap, unreadable: snap.Unreadable, listed: true, all: true,
+			builder: Engine{X: &l.inc, List: Listed(snap.Inputs)}}
 	}
-	return "other"
-}
-
-// BurstChanges is how many changed objects make a pass's reading a burst:
-// if more come while it runs, the next pass starts LoopOptions.Coalesce
-// after it started, not at once.
-const BurstChanges = 64
-
-// noteRead records how many changed objects the pass read (every one when
-// the source could not tell which).
-func (l *Loop) noteRead(changed []state.ObjectRef, all bool) {
-	l.lastRead = len(changed)
-	if all {
-		l.lastRead = BurstChanges
-	}
-}
-
-func (l *Loop) logUnreadable(us []sources.Unreadable) {
-	for _, u := range us {
-		l.log.Info("object unreadable: deletes withheld", "object", u.String())
-	}
-}
-
-// named holds the objects problems name, looked up in objs: what Report
-// needs of a pass that listed nothing.
-func named(problems []desired.Problem, objs desired.Objects) desired.Inputs {
-	var in desired.Inputs
-	nets := objs.Networks()
-	seen := map[desired.Problem]bool{}
-	for _, p := range problems {
-		k := desired.Problem{Kind: p.Kind, Namespace: p.Namespace, Name: p.Name}
-		if seen[k] {
-			continue
+	r := &reading{snap: &sources.Snapshot{Version: ch.Version, Changed: ch.Changed}, unreadable: ch.Unreadable, objs: ch.Objects}
+	// Listed once, on the first build in full: a computation again in
+	// the same pass reads the same listing.
+	list := func() (desired.Inputs, bool) {
+		if !r.listed {
+			all := l.src.Inputs()
+			r.snap.Inputs, r.snap.Unreadable, r.listed = all.Inputs, all.Unreadable, true
+			l.logUnreadable(all.Unreadable)
 		}
-		seen[k] = true
-		switch p.Kind {
-		case state.KindPod:
-			if o := objs.Pod(p.Namespace, p.Name); o != nil {
-				in.Pods = append(in.Pods, o)
-			}
-		case state.KindVirtualMachine:
-			if o := objs.VirtualMachine(p.Namespace, p.Name); o != nil {
-				in.VirtualMachines = append(in.VirtualMachines, o)
-			}
-		case state.KindVirtualMachineInstance:
-			if o := objs.VirtualMachineInstance(p.Namespace, p.Name); o != nil {
-				in.VirtualMachineInstances = append(in.VirtualMachineInstances, o)
-			}
-		case state.KindVirtualMachineInstanceMigration:
-			if o := objs.Migration(p.Namespace, p.Name); o != nil {
-				in.Migrations = append(in.Migrations, o)
-			}
-		case state.KindIP:
-			if o := objs.IP(p.Name); o != nil {
-				in.IPs = append(in.IPs, o)
-			}
-		}
+		return r.snap.Inputs, len(r.snap.Unreadable) > 0
 	}
-	in.NetworkAttachmentDefinitions, in.Subnets, in.IPAMClaims = nets.NetworkAttachmentDefinitions, nets.Subnets, nets.IPAMClaims
-	return in
-}
-
-func closed(c <-chan struct{}) bool {
-	select {
-	case <-c:
-		return true
-	default:
-		return false
-	}
-}
-
-// retryDelay is the pause after the n-th failed pass in a row: 200ms
-// doubling, at most 30s and at most the resync period.
-func retryDelay(n int, resync time.Duration) time.Duration {
-	d := 200 * time.Millisecond << min(n-1, 8)
-	return min(d, 30*time.Second, resync)
-}
-
-// coalesce returns the triggers that came: those already waiting, and when
-// d is positive those that come within d, so that a burst of events makes
-// one pass.
-func (l *Loop) coalesce(ctx context.Context, stop <-chan struct{}, d time.Duration) trigger {
-	var t trigger
-	var timeout <-chan time.Time // nil, and never ready, when not waiting
-	if d > 0 {
-		timer := time.NewTimer(d)
-		defer timer.Stop()
-		timeout = timer.C
-	}
-	for {
-		select {
-		case <-l.src.Changes():
-			t |= trigKube
-			continue
-		case <-l.drift:
-			t |= trigDrift
-			continue
-		case <-l.recheck:
-			t |= trigRecheck
-			continue
-		case <-l.reconnected:
-			t |= trigReconnect
-			continue
-		default:
-		}
-		if timeout == nil {
-			return t
-		}
-		select {
-		case <-ctx.Done():
-			return t
-		case <-stop:
-			return t
-		case <-timeout:
-			return t
-		case <-l.src.Changes():
-			t |= trigKube
-		case <-l.drift:
-			t |= trigDrift
-		case <-l.recheck:
-			t |= trigRecheck
-		case <-l.reconnected:
-			t |= trigReconnect
-		}
-	}
+	r.builder = Changes{Engine: Engine{X: &l.inc, List: list}, Changed: ch.Changed, Objects: ch.Objects}
+	return r
 }
 
 // waitSynced blocks until every informer and the NB cache are synced,
@@ -610,197 +421,4 @@ func (l *Loop) waitSynced(ctx context.Context, stop <-chan struct{}) bool {
 	}
 	l.log.Info("caches synced", "after", time.Since(start).Round(time.Millisecond).String())
 	return true
-}
-
-// pass is one reconciliation: read the informers (every object, or the
-// changed ones looked up: see read) and the NB cache, build, diff, apply
-// (recomputing on ErrStale), then report problems and, once it succeeded,
-// publish addresses. Deletes are withheld unless every source has synced
-// and every object could be read.
-func (l *Loop) pass(ctx context.Context, t trigger) error {
-	start := time.Now()
-	rd, out, err := l.run(ctx, t)
-	build := l.countBuild(t, rd, &out)
-	applied := out.Plan
-	for _, p := range out.Earlier {
-		applied.Changes = append(slices.Clone(p.Changes), applied.Changes...)
-	}
-	l.m.observeApply(applied, out.Applied)
-	l.m.planSize.Observe(float64(len(out.Plan.Changes)))
-	l.m.withheld.Set(float64(out.Plan.Withheld))
-	l.m.problems.Reset()
-	for _, p := range out.Result.Problems {
-		l.m.problems.WithLabelValues(p.Reason).Inc()
-	}
-	if l.opts.Report != nil {
-		l.opts.Report(out, *rd.snap)
-	}
-	for _, n := range out.Result.Notices {
-		l.log.V(1).Info("pending change", "object", n.Kind+"/"+n.Namespace+"/"+n.Name, "reason", n.Reason, "message", n.Message)
-	}
-	inUse := false
-	if err != nil && errors.Is(err, apply.ErrSwitchInUse) {
-		// Everything else was done; the switch waits for its foreign ports.
-		l.log.Info("switch not deleted", "reason", err.Error())
-		err, inUse = nil, true
-	}
-	dur := time.Since(start)
-	l.m.passDuration.WithLabelValues(t.kind()).Observe(dur.Seconds())
-	if out.Attempts > 0 {
-		l.m.observePhases(out.Timings)
-	}
-	if err != nil {
-		return l.failed(ctx, t, err, dur)
-	}
-	l.succeeded(t, &out, applied, inUse)
-	counts := out.Plan.Counts()
-	kv := []any{"trigger", t.String(), "build", build, "add", counts.Add, "change", counts.Change, "destroy", counts.Destroy,
-		"withheld", out.Plan.Withheld, "transactions", len(out.Applied.Txns), "problems", len(out.Result.Problems), "duration", dur.String()}
-	if out.Plan.Empty() && len(out.Earlier) == 0 {
-		l.log.V(1).Info("pass: no changes", kv...)
-	} else {
-		l.log.Info("pass", kv...)
-	}
-	if l.opts.Publish != nil {
-		l.opts.Publish(ctx, out, *rd.snap)
-	}
-	return nil
-}
-
-// run reads what the pass of trigger t builds from and runs it: build,
-// diff, apply. A pass that looked objects up and listed none holds, for
-// Report, the objects its problems name.
-func (l *Loop) run(ctx context.Context, t trigger) (*reading, Outcome, error) {
-	opts := l.opts.Pass
-	rd := l.read(&opts, t)
-	synced, _ := l.Synced()
-	synced = synced && len(rd.unreadable) == 0
-	l.logUnreadable(rd.unreadable)
-	opts.Policy = diff.Policy{WithholdDeletes: !synced}
-	own := l.own.Load()
-	ownAtApply := own
-	opts.BeforeApply = func(w state.State) {
-		l.setWant(&w)
-		ownAtApply = l.own.Load()
-	}
-	out, err := Pass(ctx, l.nb, rd.snap.Inputs, opts)
-	if !rd.listed && l.opts.Report != nil {
-		rd.snap.Inputs = named(out.Result.Problems, rd.objs)
-	}
-	if ownAtApply != own {
-		notify(l.recheck)
-	}
-	switch {
-	case !out.Checked || out.Mismatch == "":
-	case out.Behind:
-		l.log.V(1).Info("incremental desired state behind a deletion it was not told of yet: the full one is used", "difference", out.Mismatch)
-	default:
-		l.m.mismatches.Inc()
-		l.log.Error(errors.New(out.Mismatch), "incremental desired state differs from a full Build: the full one is used", "trigger", t.String())
-	}
-	return rd, out, err
-}
-
-// countBuild counts how out was built (ovn_sync_builds_total) and returns
-// it as the pass log says it: "incremental", or "full: <reason>".
-func (l *Loop) countBuild(t trigger, rd *reading, out *Outcome) string {
-	if out.Incremental {
-		l.m.builds.WithLabelValues("incremental", "change").Inc()
-		return "incremental"
-	}
-	reason := fullReason(t, rd, out)
-	if l.opts.FullPasses {
-		reason = "full-passes"
-	}
-	if out.Full != "" {
-		l.log.V(1).Info("full build", "reason", reason, "why", string(out.Full))
-	}
-	l.m.builds.WithLabelValues("full", reason).Inc()
-	return "full: " + reason
-}
-
-// failed records a pass of trigger t that failed with err after dur: what
-// the NB holds is not known, so the next pass builds in full.
-func (l *Loop) failed(ctx context.Context, t trigger, err error, dur time.Duration) error {
-	l.inc.Reset()
-	result := "error"
-	switch {
-	case errors.Is(err, diff.ErrMassDelete):
-		result = "refused"
-	case errors.Is(err, apply.ErrStale):
-		result = "stale"
-	}
-	l.m.passes.WithLabelValues(t.kind(), result).Inc()
-	l.mu.Lock()
-	l.lastErr, l.passed = err, false
-	l.mu.Unlock()
-	if ctx.Err() == nil {
-		l.log.Error(err, "pass failed", "trigger", t.String(), "duration", dur.String())
-	}
-	return err
-}
-
-// succeeded records a pass of trigger t that succeeded: out, having
-// applied applied (every attempt's changes); inUse says a switch of ours
-// was left for the foreign ports still on it.
-func (l *Loop) succeeded(t trigger, out *Outcome, applied diff.Plan, inUse bool) {
-	res := out.Applied
-	l.m.driftRepairs.Add(float64(min(repairs(l.lastWant, l.left, out.Result.Want, applied), res.Created+res.Updated+res.Deleted)))
-	l.lastWant = &out.Result.Want
-	switch {
-	case out.Plan.Withheld > 0 || inUse:
-		l.left = true
-	case !out.Scoped:
-		l.left = false
-	}
-	l.m.passes.WithLabelValues(t.kind(), "success").Inc()
-	l.m.ownedPorts.Set(float64(out.Result.Want.OwnedPorts()))
-	l.m.setSwitchPorts(out.Result.SwitchPorts)
-	l.m.lastSuccess.SetToCurrentTime()
-	l.mu.Lock()
-	l.passed, l.lastErr = true, nil
-	l.mu.Unlock()
-}
-
-// repairs counts the changes of plan, carried out by a pass that
-// succeeded and wanted want, that put back what someone else changed in
-// the NB: each writes a row as the last pass that succeeded wanted it too
-// (last), so no Kubernetes change asked for it and the NB held it
-// otherwise, or deletes a row of ours that pass neither wanted nor, left
-// unset, may have left. It goes by the rows, not by what triggered the
-// pass: drift seen while a pass runs is repaired by the next along with
-// the Kubernetes changes that came meanwhile, or by a pass for a
-// Kubernetes change that read the NB after it. With no last pass (the
-// first since the lease was won) nothing is known to have drifted.
-func repairs(last *state.State, left bool, want state.State, plan diff.Plan) int {
-	if last == nil {
-		return 0
-	}
-	n := 0
-	for i := range plan.Changes {
-		c := &plan.Changes[i]
-		var before, now bool // in last, in want
-		var same bool        // as last and want have it
-		switch c.Kind {
-		case diff.KindPort:
-			a, w := last.Ports.Get(c.Name), want.Ports.Get(c.Name)
-			before, now = a != nil, w != nil
-			same = before && now && a.Equal(w)
-		case diff.KindSwitch:
-			a, w := last.Switches[c.Name], want.Switches[c.Name]
-			before, now = a != nil, w != nil
-			same = before && now && a.Equal(w)
-		case diff.KindDHCP:
-			a, w := last.DHCP[c.Name], want.DHCP[c.Name]
-			before, now = a != nil, w != nil
-			same = before && now && a.Equal(w)
-		}
-		switch {
-		case c.Action == diff.Delete && !before && !now && !left:
-			n++
-		case c.Action != diff.Delete && same:
-			n++
-		}
-	}
-	return n
 }

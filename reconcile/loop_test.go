@@ -244,7 +244,7 @@ func waitConvergedTo(t *testing.T, tr *looptest.Runner, s *nbtest.Server, name, 
 func waitConverged(t *testing.T, tr *looptest.Runner) {
 	t.Helper()
 	looptest.WaitFor(t, 15*time.Second, "converged", func() error {
-		out := reconcile.Compute(tr.NB, tr.Src.Inputs().Inputs, reconcile.Options{Config: tr.Config})
+		out := reconcile.Compute(tr.NB, reconcile.All(tr.Src.Inputs().Inputs), reconcile.Options{Config: tr.Config})
 		if !out.Plan.Empty() {
 			return fmt.Errorf("plan not empty:\n%s", out.Plan)
 		}

@@ -46,31 +46,6 @@ type Options struct {
 	AllowMassDelete   bool
 	// Apply tunes the transactions.
 	Apply apply.Options
-	// Engine, when set, keeps the desired state between passes. With
-	// Changed set, the pass rebuilds only the owners those objects touch
-	// (desired.Engine.Update), rebuilding every owner when it cannot;
-	// without, it rebuilds every owner (Engine.Full). Only a
-	// pass's first computation is incremental: one computed again (after
-	// apply.ErrStale or Result.Again) builds in full. An incremental
-	// computation over an NB that is a PortLog diffs only the ports of the
-	// owners rebuilt, those the last plan named and those whose rows
-	// changed since it was computed (diff.ComputePorts); anything else
-	// diffs every port.
-	Engine  *desired.Engine
-	Changed *[]state.ObjectRef
-	// Objects is where Update looks up the objects it reads; without, a
-	// lookup over in (desired.ObjectsOf). List, when set, lists every
-	// object for a computation that builds in full after all (an Update
-	// that gave up, a computation again), which then reads that, not in;
-	// withhold says an object could not be read: deletes are withheld.
-	Objects desired.Objects
-	List    func() (in desired.Inputs, withhold bool)
-	// SelfCheck, on a full pass, first computes what Incremental would
-	// have given for Changed and reports in Outcome.Mismatch how it
-	// differs from the full Build. Verify does the same on an incremental
-	// pass (a full Build beside it: for tests), and diffs every port beside
-	// a diff of some (a difference is a Mismatch too).
-	SelfCheck, Verify bool
 	// BeforeApply, when set, sees every desired state right before its plan
 	// is sent (run mode records it to tell its own NB changes from someone
 	// else's).
@@ -106,7 +81,7 @@ type Outcome struct {
 	// Incremental is set when the first computation rebuilt only the
 	// owners a change touched; Full says, when it was meant to and did
 	// not, why. Scoped is set when its plan was computed over the ports
-	// that may have changed alone (see Options.Incremental).
+	// that may have changed alone (see Outcome.diff).
 	Incremental bool
 	Full        desired.Why
 	Scoped      bool
@@ -143,37 +118,28 @@ func (o *Outcome) Pending() bool {
 
 // Compute observes the NB and builds and diffs once: the plan a pass would
 // apply. Nothing is written.
-func Compute(nb NB, in desired.Inputs, opts Options) Outcome {
+func Compute(nb NB, b Builder, opts Options) Outcome {
 	var out Outcome
-	out.compute(nb, &in, &opts)
+	out.compute(nb, b, &opts)
 	return out
 }
 
-// list makes *in every object, once, when opts.List is set (see
-// Options.List).
-func (opts *Options) list(in *desired.Inputs) {
-	if opts.List == nil {
-		return
-	}
-	var withhold bool
-	*in, withhold = opts.List()
-	opts.List = nil
-	opts.Policy.WithholdDeletes = opts.Policy.WithholdDeletes || withhold
-}
-
-func (out *Outcome) compute(nb NB, inp *desired.Inputs, opts *Options) state.State {
+// compute observes the NB, builds through b (Build the first time, Full
+// when computing again) and diffs.
+func (out *Outcome) compute(nb NB, b Builder, opts *Options) state.State {
 	t0 := time.Now()
 	have, haveVersion := nb.StateVersion()
 	t1 := time.Now()
-	switch {
-	case opts.Engine != nil:
-		out.build(opts.Engine, inp, have, opts)
-	default:
-		opts.list(inp)
-		out.Result = desired.Build(*inp, opts.Config, have)
+	var built Built
+	if out.Attempts == 0 {
+		built = b.Build(have, opts.Config)
+	} else {
+		built = b.Full(have, opts.Config)
 	}
+	out.set(built)
+	opts.Policy.WithholdDeletes = opts.Policy.WithholdDeletes || built.Withhold
 	t2 := time.Now()
-	out.diff(nb, have, haveVersion, opts)
+	out.diff(nb, b, have, haveVersion, opts.Policy, built.VerifyDiff)
 	out.Owned = have.OwnedPorts()
 	t3 := time.Now()
 	out.Timings.Observe, out.Timings.Build, out.Timings.Diff = t1.Sub(t0), t2.Sub(t1), t3.Sub(t2)
@@ -181,16 +147,22 @@ func (out *Outcome) compute(nb NB, inp *desired.Inputs, opts *Options) state.Sta
 	return have
 }
 
+// set records what built says in out.
+func (out *Outcome) set(built Built) {
+	out.Result, out.Incremental, out.Full = built.Result, built.Incremental, built.Full
+	out.Checked, out.Mismatch, out.Behind = built.Checked, built.Mismatch, built.Behind
+}
+
 // diff computes out.Plan for out.Result: over the ports that may have
 // changed when the result is incremental and the NB tells which of its
 // ports changed since the last plan, else over every port. The plan is
 // noted for the next.
-func (out *Outcome) diff(nb NB, have state.State, version uint64, opts *Options) {
+func (out *Outcome) diff(nb NB, b Builder, have state.State, version uint64, policy diff.Policy, verify bool) {
 	want := out.Result.Want
 	if ports, ok := out.scope(nb, version); ok {
-		out.Plan, out.Scoped = diff.ComputePorts(want, have, opts.Policy, ports), true
-		if opts.Verify {
-			full := diff.Compute(want, have, opts.Policy)
+		out.Plan, out.Scoped = diff.ComputePorts(want, have, policy, ports), true
+		if verify {
+			full := diff.Compute(want, have, policy)
 			out.Checked = true
 			if d := planMismatch(out.Plan, full); d != "" {
 				out.Mismatch = strings.TrimPrefix(out.Mismatch+"; "+d, "; ")
@@ -198,14 +170,14 @@ func (out *Outcome) diff(nb NB, have state.State, version uint64, opts *Options)
 			}
 		}
 	} else {
-		out.Plan = diff.Compute(want, have, opts.Policy)
+		out.Plan = diff.Compute(want, have, policy)
 	}
 	// A delete withheld is not named in the plan: after such a plan,
 	// nothing is noted, and the next diffs every port; so it does after a
 	// plan that names more ports than it would look up.
 	p := &out.Plan
-	if x := opts.Engine; x != nil && p.Withheld == 0 && len(p.Changes)+len(p.Notices) <= maxScope(want) {
-		x.Note(desired.Note{Version: version, Ports: p.PortNames()})
+	if p.Withheld == 0 && len(p.Changes)+len(p.Notices) <= maxScope(want) {
+		b.Note(desired.Note{Version: version, Ports: p.PortNames()})
 	}
 }
 
@@ -261,77 +233,20 @@ func planMismatch(scoped, full diff.Plan) string {
 		scoped.Notices, scoped.Withheld, full.Notices, full.Withheld)
 }
 
-// build computes out.Result through x (see Options.Incremental).
-func (out *Outcome) build(x *desired.Engine, in *desired.Inputs, have state.State, opts *Options) {
-	full := func() desired.Result {
-		opts.list(in)
-		return x.Full(*in, opts.Config, have)
-	}
-	// A check against a full Build holds only while the NB shows the last
-	// result applied: an incremental result trusts it for the owners it
-	// does not rebuild, and a cache that lags may not show it yet. Asked
-	// before Update, which moves the last result on.
-	if out.Attempts > 0 || opts.Changed == nil || opts.SelfCheck && !shows(x, have) {
-		out.Result = full()
-		return
-	}
-	check := opts.SelfCheck || opts.Verify && shows(x, have)
-	objs := opts.Objects
-	if objs == nil {
-		opts.list(in)
-		objs = desired.ObjectsOf(*in)
-	}
-	inc, why := x.Update(objs, *opts.Changed, opts.Config, have)
-	if why != "" {
-		if !opts.SelfCheck {
-			out.Full = why
-		}
-		out.Result = full()
-		return
-	}
-	if !opts.SelfCheck {
-		out.Result, out.Incremental = inc, true
-	}
-	if !check {
-		return
-	}
-	var ref desired.Result
-	if opts.SelfCheck {
-		ref = full()
-		out.Result = ref
-	} else {
-		opts.list(in)
-		ref = desired.Build(*in, opts.Config, have)
-	}
-	out.Checked = true
-	if out.Mismatch = desired.Mismatch(inc, ref); out.Mismatch != "" {
-		out.Behind = desired.Behind(inc, ref)
-		if out.Incremental {
-			out.Result, out.Incremental = full(), false
-		}
-	}
-}
-
-// shows reports whether the NB shows the last result x holds as applied.
-func shows(x *desired.Engine, have state.State) bool {
-	last, ok := x.Want()
-	return ok && diff.Compute(last, have, diff.Policy{}).Empty()
-}
-
 // Pass computes and applies. A transaction that fails because the NB
 // changed under it is not replayed: the pass is computed again from the
 // refreshed cache, with a pause for the cache to catch up, up to
 // opts.Retries times. So is a pass after which Build said an address frees
 // up (Result.Again). The mass-delete guard refuses a plan with an error
 // wrapping diff.ErrMassDelete before anything is sent.
-func Pass(ctx context.Context, nb NB, in desired.Inputs, opts Options) (Outcome, error) {
+func Pass(ctx context.Context, nb NB, b Builder, opts Options) (Outcome, error) {
 	retries := opts.Retries
 	if retries <= 0 {
 		retries = DefaultRetries
 	}
 	var out Outcome
 	for attempt := 0; ; attempt++ {
-		have := out.compute(nb, &in, &opts)
+		have := out.compute(nb, b, &opts)
 		if !opts.AllowMassDelete {
 			if err := out.Plan.CheckDeletes(have, opts.MaxDeleteFraction); err != nil {
 				return out, err

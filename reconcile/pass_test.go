@@ -91,12 +91,12 @@ func TestPassAgain(t *testing.T) {
 	nb := embeddedNB(t)
 	ctx := context.Background()
 	opts := Options{Config: config(t), MaxDeleteFraction: 1}
-	if _, err := Pass(ctx, nb, manifests(t, oldPod), opts); err != nil {
+	if _, err := Pass(ctx, nb, All(manifests(t, oldPod)), opts); err != nil {
 		t.Fatal(err)
 	}
 	waitPort(t, nb, "old.default", "0a:58:0a:10:00:02 10.16.0.2")
 
-	out, err := Pass(ctx, nb, manifests(t, stoppedVM), opts)
+	out, err := Pass(ctx, nb, All(manifests(t, stoppedVM)), opts)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -107,7 +107,7 @@ func TestPassAgain(t *testing.T) {
 	if p := nb.State().Ports.Get("old.default"); p != nil {
 		t.Errorf("old.default still in the NB: %+v", p)
 	}
-	if c := Compute(nb, manifests(t, stoppedVM), opts); !c.Plan.Empty() || c.Result.Again {
+	if c := Compute(nb, All(manifests(t, stoppedVM)), opts); !c.Plan.Empty() || c.Result.Again {
 		t.Errorf("after the pass: plan %s, again %v; want nothing to do", c.Plan, c.Result.Again)
 	}
 }
@@ -148,7 +148,7 @@ spec: {config: '{"type":"ovn-k8s-cni-overlay","topology":"layer2","subnets":"192
 			"\n  namespace: tenant\n" + ann + "spec: {nodeName: node-1, containers: [{name: c, image: busybox}]}\nstatus: {phase: Running}\n")
 	}
 	in := manifests(t, all.String())
-	if _, err := Pass(ctx, nb, in, opts); err != nil {
+	if _, err := Pass(ctx, nb, All(in), opts); err != nil {
 		t.Fatal(err)
 	}
 	// The NAD loses its subnets' worth of users: all 25 attachments go.
@@ -156,7 +156,7 @@ spec: {config: '{"type":"ovn-k8s-cni-overlay","topology":"layer2","subnets":"192
 		delete(p.Annotations, "k8s.v1.cni.cncf.io/networks")
 	}
 	waitOwned(t, nb, 55)
-	_, err := Pass(ctx, nb, in, opts)
+	_, err := Pass(ctx, nb, All(in), opts)
 	if err == nil || !strings.Contains(err.Error(), `of network "tenant/blue"`) {
 		t.Errorf("Pass deleting 25 of 25 ports of tenant/blue = %v, want refused", err)
 	}
@@ -414,7 +414,7 @@ status: {phase: Running}
 func TestExplain(t *testing.T) {
 	nb := embeddedNB(t)
 	in := manifests(t, vmWithLauncher)
-	out := Compute(nb, in, Options{Config: config(t)})
+	out := Compute(nb, All(in), Options{Config: config(t)})
 	for _, q := range []string{"vm/tenant/db", "VirtualMachine/tenant/db", "pod/tenant/virt-launcher-db-x", "db.tenant.blue.tenant.ovn"} {
 		e, err := Explain(out, q)
 		if err != nil {

@@ -29,7 +29,7 @@ spec: {nodeName: node-1, containers: [{name: c, image: busybox}]}
 `)
 	r := desired.Build(in, config(t), state.New(0))
 	out := Outcome{Result: r}
-	out.Plan = Compute(embeddedNB(t), in, Options{Config: config(t)}).Plan
+	out.Plan = Compute(embeddedNB(t), All(in), Options{Config: config(t)}).Plan
 	var b bytes.Buffer
 	if err := out.WriteJSON(&b); err != nil {
 		t.Fatal(err)

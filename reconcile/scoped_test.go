@@ -21,7 +21,7 @@ func TestPassScopedDiff(t *testing.T) {
 	nb := embeddedNB(t)
 	ctx := context.Background()
 	var x desired.Engine
-	opts := Options{Config: config(t), MaxDeleteFraction: 1, Engine: &x, Verify: true}
+	opts := Options{Config: config(t), MaxDeleteFraction: 1}
 	pods := func(names ...string) desired.Inputs {
 		var b strings.Builder
 		for _, n := range names {
@@ -32,15 +32,15 @@ func TestPassScopedDiff(t *testing.T) {
 	}
 	pass := func(in desired.Inputs, changed ...string) Outcome {
 		t.Helper()
-		o := opts
+		var b Builder = Engine{X: &x, List: Listed(in)}
 		if changed != nil {
 			refs := make([]state.ObjectRef, len(changed))
 			for i, n := range changed {
 				refs[i] = state.ObjectRef{Kind: "Pod", Namespace: "default", Name: n}
 			}
-			o.Changed = &refs
+			b = Verify{Changes{Engine: b.(Engine), Changed: refs, Objects: desired.ObjectsOf(in)}}
 		}
-		out, err := Pass(ctx, nb, in, o)
+		out, err := Pass(ctx, nb, b, opts)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -81,7 +81,7 @@ func cmdExplain(args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	defer stop()
-	e, err := reconcile.Explain(reconcile.Compute(nb, in, nf.options(cfg)), pos[0])
+	e, err := reconcile.Explain(reconcile.Compute(nb, reconcile.All(in), nf.options(cfg)), pos[0])
 	if err != nil {
 		return err
 	}

@@ -488,7 +488,7 @@ func checkConverged(t *testing.T, n faultNB, fc faultCluster, before map[string]
 	if err := portsConverged(nb, fc, before); err != nil {
 		t.Fatalf("NB after the faults:\n%v", err)
 	}
-	if plan := reconcile.Compute(nb, fc.in, reconcile.Options{Config: bench.Config()}).Plan; !plan.Empty() {
+	if plan := reconcile.Compute(nb, reconcile.All(fc.in), reconcile.Options{Config: bench.Config()}).Plan; !plan.Empty() {
 		t.Fatalf("plan after the faults is not empty:\n%s", faultTail(plan.String(), 2000))
 	}
 }

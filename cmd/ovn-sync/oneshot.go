@@ -119,11 +119,11 @@ func (n *nbFlags) options(cfg desired.Config) reconcile.Options {
 }
 
 // compute is the pass's plan; nothing is written.
-func (j job) compute() reconcile.Outcome { return reconcile.Compute(j.nb, j.in, j.opts) }
+func (j job) compute() reconcile.Outcome { return reconcile.Compute(j.nb, reconcile.All(j.in), j.opts) }
 
 // apply runs the pass.
 func (j job) apply(ctx context.Context) (reconcile.Outcome, error) {
-	return reconcile.Pass(ctx, j.nb, j.in, j.opts)
+	return reconcile.Pass(ctx, j.nb, reconcile.All(j.in), j.opts)
 }
 
 func printNotes(w io.Writer, notes []sources.Note) {

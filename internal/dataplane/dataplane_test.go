@@ -355,7 +355,7 @@ func checkPortSecurity(t *testing.T, e *Env, nb reconcile.NB, in desired.Inputs,
 			return from.Ping(p.Addr(), to.addrs(0)[n])
 		})
 	}
-	out, err := reconcile.Pass(context.Background(), nb, in, opts)
+	out, err := reconcile.Pass(context.Background(), nb, reconcile.All(in), opts)
 	if err != nil {
 		t.Fatalf("Pass: %v", err)
 	}
@@ -614,7 +614,7 @@ func applyManifest(ctx context.Context, t *testing.T, e *Env, cfg desired.Config
 	t.Cleanup(closeNB)
 	opts := reconcile.Options{Config: cfg, MaxDeleteFraction: 0.5,
 		Apply: apply.Options{MaxOpsPerTxn: apply.DefaultMaxOpsPerTxn, InFlight: apply.DefaultInFlight}}
-	out, err := reconcile.Pass(ctx, nb, in, opts)
+	out, err := reconcile.Pass(ctx, nb, reconcile.All(in), opts)
 	if err != nil {
 		t.Fatalf("Pass: %v", err)
 	}

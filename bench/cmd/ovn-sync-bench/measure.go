@@ -290,7 +290,7 @@ func runPass(ctx context.Context, opts options, nb *observed.NB, src source, cfg
 		defer bar.finish()
 	}
 	start := time.Now()
-	out, err := reconcile.Pass(ctx, target, src.in, reconcile.Options{
+	out, err := reconcile.Pass(ctx, target, reconcile.All(src.in), reconcile.Options{
 		Config: cfg, MaxDeleteFraction: 1,
 		Apply:       apply.Options{MaxOpsPerTxn: opts.maxOps, InFlight: opts.inFlight},
 		BeforeApply: before,
