@@ -101,8 +101,8 @@ func TestCheck(t *testing.T) {
 		{`leader * on (job) group_left (reason, kind) passes_total`, []string{"group_left (reason): passes_total has no label reason"}},
 		{`label_replace(leader, "who", "$1", "pod", "(.*)")`, []string{"label_replace: leader has no label pod"}},
 		{`{__name__="leader"}`, []string{"without a metric name"}},
-		{`frobnicate(leader)`, []string{"unknown function frobnicate"}},
-		{`sum by (kind) (rate(passes_total[5m])`, []string{"want , or )"}},
+		{`frobnicate(leader)`, []string{`unknown function with name "frobnicate"`}},
+		{`sum by (kind) (rate(passes_total[5m])`, []string{"unclosed left parenthesis"}},
 	} {
 		errs := c.Check(tc.expr)
 		if tc.want == nil && len(errs) > 0 {
