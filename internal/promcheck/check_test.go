@@ -89,6 +89,9 @@ func TestCheck(t *testing.T) {
 		{`rate(passes_total[5m:1m]) # a comment`, nil},
 		{`topk(3, sum by (kind) (passes_total))`, nil},
 		{`rpc_seconds{quantile="0.5"}`, nil},
+		{`max_over_time(leader[${__range}] @ start())`, nil},
+		{`label_join(passes_total, "both", "-", "kind", "result")`, nil},
+		{`passes_total / ignoring (result) group_left passes_total`, nil},
 
 		// Broken.
 		{`rate(passes[5m])`, []string{"metric passes is not exported"}},
@@ -101,8 +104,12 @@ func TestCheck(t *testing.T) {
 		{`leader * on (job) group_left (reason, kind) passes_total`, []string{"group_left (reason): passes_total has no label reason"}},
 		{`label_replace(leader, "who", "$1", "pod", "(.*)")`, []string{"label_replace: leader has no label pod"}},
 		{`{__name__="leader"}`, []string{"without a metric name"}},
-		{`frobnicate(leader)`, []string{"unknown function frobnicate"}},
-		{`sum by (kind) (rate(passes_total[5m])`, []string{"want , or )"}},
+		{`quantile(scalar(passes), leader)`, []string{"metric passes is not exported"}},
+		{`label_join(passes_total, "both", "-", "kind", "reason")`, []string{"label_join: passes_total has no label reason"}},
+		{`passes_total / ignoring (reason) leader`, []string{"neither side has label reason"}},
+		{`sort_by_label(leader, "job")`, []string{`function "sort_by_label" is not enabled`}},
+		{`frobnicate(leader)`, []string{`unknown function with name "frobnicate"`}},
+		{`sum by (kind) (rate(passes_total[5m])`, []string{"unclosed left parenthesis"}},
 	} {
 		errs := c.Check(tc.expr)
 		if tc.want == nil && len(errs) > 0 {
@@ -135,6 +142,9 @@ func TestLabels(t *testing.T) {
 		{`problems * on (job, instance) leader`, []string{"instance", "job"}},
 		{`leader > 0`, []string{"instance", "job"}},
 		{`count_values("value", leader)`, []string{"value"}},
+		{`label_replace(leader, "who", "$1", "instance", "(.*)")`, []string{"instance", "job", "who"}},
+		{`sum by (kind) (passes_total) or sum by (reason) (problems)`, []string{"kind", "reason"}},
+		{`passes_total / ignoring (result) passes_total`, []string{"instance", "job", "kind"}},
 		{`time()`, nil},
 	} {
 		got, errs := c.Labels(tc.expr)
