@@ -76,10 +76,6 @@ type builder struct {
 	// is ours (adoptPort).
 	adopt   string
 	adopted bool
-	// ips are kube-ovn's IP objects by name, the port each records; nil
-	// when there are none, and in a Build of some owners, which looks them
-	// up (ipObject).
-	ips map[string]*kubeovnv1.IP
 	// reserved are the addresses of gone StatefulSet pods that only their
 	// IP objects record (keepStatefulSetPorts), in IP object name order.
 	reserved []reservation
@@ -165,26 +161,11 @@ func newBuilder(in Inputs, have state.State, ports int) *builder {
 		specs:       make([]*portSpec, 0, ports),
 		subnetObjs:  in.Subnets,
 	}
-	if len(in.IPs) > 0 {
-		b.ips = make(map[string]*kubeovnv1.IP, len(in.IPs))
-		for _, ip := range in.IPs {
-			// Names are unique in the cluster; of two read from files
-			// (sources refuses those), the first stays.
-			if _, ok := b.ips[ip.Name]; !ok {
-				b.ips[ip.Name] = ip
-			}
-		}
-	}
 	return b
 }
 
 // ipObject is kube-ovn's IP object called name, nil if there is none.
-func (b *builder) ipObject(name string) *kubeovnv1.IP {
-	if b.scope.all {
-		return b.ips[name]
-	}
-	return b.scope.objs.IP(name)
-}
+func (b *builder) ipObject(name string) *kubeovnv1.IP { return b.scope.objs.IP(name) }
 
 // arena hands out values of T from chunks, so that many small values cost
 // few allocations. Pointers stay valid: a chunk is never reallocated. Chunks
@@ -489,9 +470,9 @@ func (b *builder) add(s *portSpec) {
 		"port \""+s.name+"\" is also wanted by "+winner.o.id)
 }
 
-// ownedHave returns our have port called name if o owns it and it stays.
+// ownedHave returns our have port called name if o owns it.
 func (b *builder) ownedHave(o *owner, name string) *state.Port {
-	if hp := b.haveRow(name); hp != nil && hp.Owner == o.id && b.stays(hp) {
+	if hp := b.haveRow(name); hp != nil && hp.Owner == o.id {
 		return hp
 	}
 	return nil
@@ -506,17 +487,6 @@ func (b *builder) haveRow(name string) *state.Port {
 		b.rowName, b.row = name, b.have.Ports.Get(name)
 	}
 	return b.row
-}
-
-// stays reports whether p, a row of ours in have, is not one the last pass
-// deletes: a Build of some owners over a cache that does not show the last
-// pass yet may still see a row of ours the last result does not have (its
-// owner's port evicted or dropped, or moved to another owner). Such a row
-// is no owner's to keep or take addresses from: it holds them only until
-// it is gone, as any row a pass deletes (a claim of them waits for the next
-// pass). A Build of every owner has no last result: every row stays.
-func (b *builder) stays(p *state.Port) bool {
-	return b.scope.all || b.scope.last(p.Name, p.Owner) != nil
 }
 
 // keepPort asks for o's have port called name, on the network of
@@ -550,7 +520,7 @@ func (b *builder) indexHaveOwners() {
 	}
 	b.haveByOwner = map[string][]*state.Port{}
 	for _, p := range b.have.Ports.All() {
-		if p != nil && p.Owned() && b.stays(p) {
+		if p != nil && p.Owned() {
 			b.haveByOwner[p.Owner] = append(b.haveByOwner[p.Owner], p)
 		}
 	}
@@ -577,28 +547,16 @@ func (b *builder) resolve() {
 			}
 			hp = b.adoptPort(s, hp)
 		}
-		// A row this spec adopts is kube-ovn's, not one the last pass
-		// deletes.
-		if hp != nil && hp.Owner == s.o.id && (s.adopt != "" || b.stays(hp)) {
-			s.have = hp
-		}
-		// What the port holds: in an incremental Build, the port the
-		// last result gave this owner, which the NB holds or will once
-		// its cache shows the pass that wrote it (the NB may show no
-		// row yet, or the row as it was before that pass readdressed
-		// it); else the NB's row.
+		// What the port holds is the NB's row.
 		var h addr.LSP
-		last := b.lastPort(s)
-		if last != nil {
-			h = addr.ParseLSP(last.Addresses)
-		} else if s.have != nil {
-			h = addr.ParseLSP(s.have.Addresses)
+		if hp != nil && hp.Owner == s.o.id {
+			s.have = hp
+			h = addr.ParseLSP(hp.Addresses)
 		}
 		b.chooseAddresses(s, h)
-		// A port whose addresses were held on another switch (in the NB,
-		// or in the last result, which the NB may not show yet) keeps
-		// them here only where nobody else holds them (allocate).
-		if sw := s.net.sw; s.have != nil && s.have.Switch != sw || last != nil && last.Switch != sw {
+		// A port whose addresses were held on another switch keeps them
+		// here only where nobody else holds them (allocate).
+		if s.have != nil && s.have.Switch != s.net.sw {
 			b.moved = append(b.moved, s)
 		}
 		if s.need != 0 {
@@ -664,12 +622,6 @@ func (b *builder) chooseAddresses(s *portSpec, h addr.LSP) {
 	if s.mac.Valid() && s.mac != h.MAC {
 		s.need |= claimBit(compMAC)
 	}
-}
-
-// lastPort returns the last result's port of s's name and owner, if it has
-// one (a Build of every owner has no last result).
-func (b *builder) lastPort(s *portSpec) *state.Port {
-	return b.scope.last(s.name, s.o.id)
 }
 
 // startRequests settles, for a VM whose VMI runs, which request holds: the

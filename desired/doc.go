@@ -46,12 +46,12 @@
 //     claimed, oldest owner first; then new ports get the lowest free address
 //     of each subnet. Nothing already held by any port in have is handed out.
 //
-// There is one engine (incremental.go). Incremental keeps the last result
-// and its address book, and rebuilds the owners a change touches
-// (Update); Build is that engine with every owner to rebuild and nothing
-// kept, and Engine.Full is Build that keeps its result for the next
-// Update. The engine's result must equal Build's for the same inputs and
-// NB (see DESIGN.md, "One engine", for where and why it may not).
+// There is one engine (Engine, incremental.go). It keeps the last result
+// and rebuilds the owners a change touches (Update); Build is that engine
+// with every owner to rebuild and nothing kept, and Engine.Full is Build
+// that keeps its result for the next Update. The engine's result must
+// equal Build's for the same inputs and NB, which it takes to show its
+// last result applied (see Engine, and DESIGN.md, "One engine").
 //
 // Bad or conflicting input is returned as Problems, never a panic. Unknown is
 // not absent: a port whose network or request cannot be read is kept exactly

@@ -14,14 +14,14 @@ import (
 )
 
 // Engine is the one engine that builds the desired state. It keeps the
-// last result and its address book, and brings them up to date for the
-// objects that changed, rebuilding only the owners those objects touch: a
-// pod its own ports; a VM, a VMI, a migration or a virt-launcher pod the
-// VM's (or the VMI's, without a VM). Every other owner keeps the ports,
-// problems and notices it had. Full is the same engine with every owner
-// to rebuild and nothing kept (as Build). The result must be what Build
-// gives for the same inputs and NB; full passes check it (see reconcile),
-// and the property test drives it through random events against Build.
+// last result, and brings it up to date for the objects that changed,
+// rebuilding only the owners those objects touch: a pod its own ports; a
+// VM, a VMI, a migration or a virt-launcher pod the VM's (or the VMI's,
+// without a VM). Every other owner keeps the ports, problems and notices
+// it had. Full is the same engine with every owner to rebuild and nothing
+// kept (as Build). The result must be what Build gives for the same inputs
+// and NB; full passes check it (see reconcile), and the property test
+// drives it through random events against Build.
 //
 // Which owners a change of each kind of object touches is declared once
 // (scopes): a Namespace's the owners in it, a StatefulSet's its pods, an
@@ -34,11 +34,15 @@ import (
 // are rebuilt by every Update, as a change elsewhere (an address freed)
 // may settle them.
 //
-// Update trusts that the NB holds, for the owners it does not rebuild,
-// what the last result wanted: the caller applies every result, and builds
-// in full when it could not (a failed pass), when the NB changed under it
-// (drift) or reconnected. Until that apply is seen in the NB cache, their
-// addresses still count as held (the address book).
+// The contract with the NB: Update takes the NB (have) to show the last
+// result applied — every port of it as it has it, and no port of ours it
+// lacks — which run mode's port view makes true of a pass's own writes.
+// What holds an address is an NB row or a port the Build gives it, in a
+// Build of some owners as in one of all (the address book, nbBook, is the
+// NB's rows of ours). Where the NB does not show the last result, the
+// caller builds in full instead: after a pass that failed or whose outcome
+// is unknown, that withheld deletes, or after someone else wrote our rows
+// (drift) or the NB reconnected.
 //
 // The zero Engine holds nothing: the first call must be Full. An
 // Engine is not safe for concurrent use.
@@ -68,8 +72,9 @@ type base struct {
 	again   bool
 	// unsettled are the owners every Update rebuilds.
 	unsettled map[string]bool
-	// held indexes the addresses of want's ports.
-	held *addr.Book
+	// book is who holds what among the NB's rows of ours, brought up to
+	// date with the NB by every Update (nbBook.sync); nil until the first.
+	book *nbBook
 	// v4 is the IPv4 family of each network on a switch of ours, and
 	// northd counts, per such switch, the ports of want holding each
 	// address northd marks taken (family.northdHeld): exclude_ips leaves
@@ -199,15 +204,14 @@ func newBase(cfg Config) *base {
 		readers:     map[string]relations{state.KindIPAMClaim: {}, kindNAD: {}},
 		byNamespace: map[string]map[string]bool{}, bySet: map[nsName]map[string]bool{}, nsSwitch: map[string]string{},
 		bySwitch: map[string]map[string]int{}, byOwner: map[string][]string{},
-		switchRefs: map[string]int{}, dhcpRefs: map[string]int{}, northd: map[string]map[netip.Addr]int{},
-		held: addr.NewBook(state.NewPorts(0))}
+		switchRefs: map[string]int{}, dhcpRefs: map[string]int{}, northd: map[string]map[netip.Addr]int{}}
 }
 
 // rebuildAll is the engine with every owner dirty, over b, which holds
 // nothing: the others' ports on each switch are counted from have, every
 // row of have is read by IPAM, and the result spliced into b is b's.
 func (b *base) rebuildAll(in Inputs, cfg Config, have state.State) Result {
-	sc := &scope{all: true, prior: &b.want, held: b.held, refs: b.switchRefs}
+	sc := &scope{all: true, objs: ObjectsOf(in), refs: b.switchRefs}
 	sc.haveOurs, sc.foreign = countPorts(have)
 	b.foreign = sc.foreign
 	r := buildOwners(in, cfg, have, sc)
@@ -217,7 +221,10 @@ func (b *base) rebuildAll(in Inputs, cfg Config, have state.State) Result {
 // scope returns the scope of a Build of owners over b, looking up objects
 // in objs.
 func (b *base) scope(owners map[string]bool, objs Objects) *scope {
-	return &scope{owners: owners, prior: &b.want, held: b.held, objs: objs, refs: b.switchRefs, foreign: b.foreign}
+	if b.book == nil {
+		b.book = newNBBook()
+	}
+	return &scope{owners: owners, book: b.book, objs: objs, refs: b.switchRefs, foreign: b.foreign}
 }
 
 // countPorts counts the ports of have on each switch, in one walk: ours
@@ -424,7 +431,6 @@ func (b *base) index() {
 	b.indexed = true
 	b.readLookups(b.lookups)
 	b.lookups = nil
-	b.held = addr.NewBook(b.want.Ports)
 	for name, p := range b.want.Ports.All() {
 		b.indexPort(name, p, 1)
 	}
@@ -530,7 +536,6 @@ func (b *base) takeOut(ports state.Ports, owners map[string]bool) (names []strin
 			removed = append(removed, state.EntryOf(p))
 			b.count(p, -1)
 			b.indexPort(name, p, -1)
-			b.held.Remove(p)
 			ports.Delete(name)
 		}
 		delete(b.byOwner, id)
@@ -553,7 +558,6 @@ func (b *base) putIn(ports *state.Ports, r Result, names []string) []string {
 		b.countWith(p, a, 1)
 		if b.indexed {
 			b.indexPort(name, p, 1)
-			b.held.Add(p)
 		}
 	}
 	if seq, ok := written(r); ok {
@@ -589,20 +593,20 @@ func (b *base) spliceProblems(r Result, owners map[string]bool) ([]ownedProblem,
 	return raw, notices
 }
 
-// scope is an incremental Build's view of the owners it does not rebuild:
-// their ports are those of prior, the last result, and hold their
-// addresses.
+// scope is which owners a Build rebuilds. The others keep the ports the
+// last result gave them, which the NB holds (see Engine).
 type scope struct {
 	// all is set for a Build of every owner (owners is nil): the last
 	// result holds nothing, and nothing is left to splice around.
 	all    bool
 	owners map[string]bool
-	prior  *state.State
-	// held indexes the addresses prior's ports hold.
-	held *addr.Book
-	// objs looks up what the Build reads beyond its inputs: IP objects by
-	// port name, and for keepStatefulSetPorts whether a StatefulSet's pod
-	// is gone and the set's IP objects.
+	// book is the engine's address book of the NB's rows of ours, nil in
+	// a Build of every owner, which lists every row.
+	book *nbBook
+	// objs looks up what the Build reads beyond the owners' own objects:
+	// IP objects by port name, and for keepStatefulSetPorts whether a
+	// StatefulSet's pod is gone and the set's IP objects (ObjectsOf its
+	// inputs, for a Build of every owner).
 	objs Objects
 	// ownersStarted is set once the networks are built: a problem of no
 	// owner after that could not be told apart.
@@ -627,31 +631,14 @@ func (sc *scope) abort(w Why) {
 }
 
 // outside reports (and gives up) when the port called name, wanted by o,
-// is held in the NB or in the last result by an owner not rebuilt: who
+// is held by an owner not rebuilt (hp, the NB's row of that name): who
 // gets the name is for a full Build to decide.
 func (sc *scope) outside(name string, hp *state.Port, o *owner) bool {
-	if sc.all {
+	if sc.all || hp == nil || !hp.Owned() || hp.Owner == o.id || sc.rebuilds(hp.Owner) {
 		return false
 	}
-	for _, p := range [2]*state.Port{hp, sc.prior.Ports.Get(name)} {
-		if p != nil && p.Owned() && p.Owner != o.id && !sc.rebuilds(p.Owner) {
-			sc.abort(Why{ReasonPortHeld, "port " + name + " is wanted by " + o.id + " and held by " + p.Owner})
-			return true
-		}
-	}
-	return false
-}
-
-// keeps reports whether p, a port in the NB of an owner not rebuilt, keeps
-// its addresses: it does if the last result has it.
-func (sc *scope) keeps(p *state.Port) bool { return sc.last(p.Name, p.Owner) != nil }
-
-// last returns the last result's port called name if owner holds it.
-func (sc *scope) last(name, owner string) *state.Port {
-	if q := sc.prior.Ports.Get(name); q != nil && q.Owner == owner {
-		return q
-	}
-	return nil
+	sc.abort(Why{ReasonPortHeld, "port " + name + " is wanted by " + o.id + " and held by " + hp.Owner})
+	return true
 }
 
 // Mismatch compares an incremental result with a full Build of the same

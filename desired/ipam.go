@@ -72,13 +72,11 @@ type ipam struct {
 	windows []*addr.Window
 	byNet   map[netComp]*addr.Window
 
-	// idx, in an incremental Build, holds what the ports of the last
-	// result hold; list then holds only the NB rows that differ from them
-	// (differ names those, and the result's ports not in the NB), and
-	// resolved the holder IDs given to the index's ports.
-	idx      *addr.Book
+	// book, in a Build of some owners, holds the NB's rows of ours
+	// (nbBook); list then holds only the others. resolved are the holder
+	// IDs given to the book's rows.
+	book     *addr.Book
 	b        *builder
-	differ   map[string]bool
 	resolved map[string]holderID
 }
 
@@ -102,23 +100,22 @@ func (n *network) prefix(comp int) netip.Prefix {
 	return n.fam[ipv4].prefix
 }
 
-// newIPAM sets up IPAM for a Build. The address book (scope.held) holds
-// what the last result's ports hold; the NB rows that are not what it says
-// — ports that are not ours, rows not applied yet or changed under us, and
-// in a Build of every owner, whose book is empty, every row — are listed,
-// with the dynamic_addresses OVN assigned. The windows of the networks
-// that allocate in this pass mark what the list holds; the book keeps
-// windows of its own.
+// newIPAM sets up IPAM for a Build. What holds an address is an NB row,
+// or a port this pass gives it. A Build of every owner lists every row,
+// with the dynamic_addresses OVN assigned; a Build of some reads the
+// engine's book (nbBook) for the rows of ours and lists the others. The
+// windows of the networks that allocate in this pass mark what the list
+// holds; the book keeps windows of its own.
 func (b *builder) newIPAM() *ipam {
 	sc := b.scope
-	m := &ipam{idx: sc.held, b: b, resolved: map[string]holderID{}, differ: map[string]bool{}, byNet: map[netComp]*addr.Window{}}
+	m := &ipam{b: b, resolved: map[string]holderID{}, byNet: map[netComp]*addr.Window{}}
 	list := func(p *state.Port) {
 		id := holderID(len(m.ports))
 		m.ports = append(m.ports, p)
 		eachHeld(p, b.holderSwitch(p), func(k heldKey) { m.list = append(m.list, held{k, id}) })
 	}
-	if sc.prior.Ports.Len() == 0 {
-		// Nothing in the book: every row is listed, as it comes.
+	if sc.book == nil {
+		m.book = addr.NewBook(state.NewPorts(0))
 		n := b.have.Ports.Len()
 		m.ports = make([]*state.Port, 0, n)
 		// Room for an IPv4 address and a MAC per port, and the claims.
@@ -129,14 +126,8 @@ func (b *builder) newIPAM() *ipam {
 			}
 		}
 	} else {
-		// The rows whose name the book has are marked (differ): the book
-		// holds the result's addresses for them, the list the NB's.
-		eachDiffering(b.have.PortIndex(), sc.prior.Index, func(e *state.Entry) {
-			m.differ[e.Port.Name] = true
-			list(e.Port)
-		}, func(e *state.Entry) {
-			m.differ[e.Port.Name] = true // not in the NB (yet): the book holds it
-		})
+		sc.book.sync(b.have, list)
+		m.book = sc.book.book
 	}
 	bySwitch := map[uint32][]*addr.Window{}
 	for _, s := range b.pending {
@@ -202,7 +193,7 @@ func (m *ipam) reserve(b *builder, bySwitch map[uint32][]*addr.Window) {
 		id := holderID(len(m.ports))
 		m.ports = append(m.ports, r.port)
 		eachHeld(r.port, sw, func(k heldKey) {
-			if taken[k.Key] || len(m.idx.Holders(k.Key)) > 0 {
+			if taken[k.Key] || len(m.book.Holders(k.Key)) > 0 {
 				return
 			}
 			taken[k.Key] = true
@@ -261,23 +252,18 @@ func (m *ipam) findDuplicates() [][]held {
 		}
 	}
 	groups := map[addr.Key][]held{}
-	for k := range m.idx.Dups() {
+	for k := range m.book.Dups() {
 		groups[k] = nil
 	}
-	book := m.idx.Len() > 0
+	book := m.book.Len() > 0
 	for _, e := range m.list {
-		if cand[hash(e.k.Key)] || book && len(m.idx.Holders(e.k.Key)) > 0 {
+		if cand[hash(e.k.Key)] || book && len(m.book.Holders(e.k.Key)) > 0 {
 			groups[e.k.Key] = append(groups[e.k.Key], e)
 		}
 	}
 	var out [][]held
 	for k, g := range groups {
-		for _, e := range m.indexed(k, 0) {
-			if !m.listed(e) {
-				g = append(g, e)
-			}
-		}
-		if g = m.oncePerPort(g); conflicting(g) {
+		if g = append(g, m.booked(k, 0)...); conflicting(g) {
 			out = append(out, g)
 		}
 	}
@@ -410,7 +396,7 @@ func (m *ipam) holdersOf(k heldKey, sw uint32) []holderID {
 		// The book's ports on the switch too, unless a claim of this pass
 		// overrides them.
 		if s != 0 && !(len(ids) == 1 && ids[0] < 0) {
-			for _, e := range m.indexed(k.Key, s) {
+			for _, e := range m.booked(k.Key, s) {
 				ids = append(ids, e.id)
 			}
 		}
@@ -428,7 +414,7 @@ func (m *ipam) holdersOf(k heldKey, sw uint32) []holderID {
 // claims) where it covers an address, and the book's. Every address it
 // passes over isHeld finds held.
 func (m *ipam) nextFree(n *network, w *addr.Window, comp int, a netip.Addr) netip.Addr {
-	book := m.idx.Window(n.sw, n.prefix(comp), comp)
+	book := m.book.Window(n.sw, n.prefix(comp), comp)
 	for a.IsValid() {
 		b := a
 		if w.Covers(a) {
@@ -467,11 +453,11 @@ func (m *ipam) isHeld(n *network, w *addr.Window, k heldKey) bool {
 		}
 	}
 	if int(k.Comp) != compMAC {
-		if held, known := m.idx.Window(n.sw, n.prefix(int(k.Comp)), int(k.Comp)).Held(k.Key); known {
+		if held, known := m.book.Window(n.sw, n.prefix(int(k.Comp)), int(k.Comp)).Held(k.Key); known {
 			return held
 		}
 	}
-	for _, h := range m.idx.Holders(k.Key) {
+	for _, h := range m.book.Holders(k.Key) {
 		if h.Switch == n.sw {
 			return true
 		}
@@ -587,14 +573,12 @@ func (s *portSpec) key(c int, a netip.Addr, x mac) heldKey {
 }
 
 // specOf returns the spec whose port in have is p, if any: nil for a port
-// no owner wants any more (this pass deletes it) and for one not ours. In
-// an incremental Build, the last result's port of a rebuilt owner is its
-// spec's too: the spec holds on from there (resolve).
+// no owner wants any more (this pass deletes it) and for one not ours.
 func (b *builder) specOf(p *state.Port) *portSpec {
 	if !p.Owned() {
 		return nil
 	}
-	if s := b.specNamed(p.Name); s != nil && (s.have == p || b.lastPort(s) == p) {
+	if s := b.specNamed(p.Name); s != nil && s.have == p {
 		return s
 	}
 	return nil
@@ -611,7 +595,7 @@ func (b *builder) keeps(p *state.Port, c int, a netip.Addr, x mac) bool {
 	switch {
 	case s == nil && !b.scope.rebuilds(p.Owner):
 		// A port of an owner this Build leaves as it was.
-		return b.scope.keeps(p)
+		return true
 	case s == nil:
 		return false // deleted by this pass
 	case s.kept():

@@ -84,101 +84,112 @@ func StatefulSetPod(name string) (set string, ordinal int, ok bool) {
 	return name[:i], ord, true
 }
 
-// ObjectsOf returns an Objects over in, indexed once: the lookups of a
-// full Build's own inputs (a self-check, a verification, tests). Where in
-// holds two objects of one key, the first is looked up.
-func ObjectsOf(in Inputs) Objects {
-	x := &inputObjects{
-		in:         in,
-		pods:       make(map[nsName]*corev1.Pod, len(in.Pods)),
-		vms:        make(map[nsName]*kubevirtv1.VirtualMachine, len(in.VirtualMachines)),
-		vmis:       make(map[nsName]*kubevirtv1.VirtualMachineInstance, len(in.VirtualMachineInstances)),
-		migrations: make(map[nsName]*kubevirtv1.VirtualMachineInstanceMigration, len(in.Migrations)),
-		ips:        make(map[string]*kubeovnv1.IP, len(in.IPs)),
-		ownedVMIs:  map[nsName][]*kubevirtv1.VirtualMachineInstance{},
-		launchers:  map[nsName][]*corev1.Pod{},
-		vmiMigs:    map[nsName][]*kubevirtv1.VirtualMachineInstanceMigration{},
-		setIPs:     map[nsName][]*kubeovnv1.IP{},
-	}
-	for _, p := range in.Pods {
-		if p == nil {
-			continue
-		}
-		if k := (nsName{p.Namespace, p.Name}); x.pods[k] == nil {
-			x.pods[k] = p
-			if vmi, ok := LauncherOf(p); ok {
-				x.launchers[nsName{p.Namespace, vmi}] = append(x.launchers[nsName{p.Namespace, vmi}], p)
-			}
-		}
-	}
-	for _, vm := range in.VirtualMachines {
-		if k := (nsName{vm.Namespace, vm.Name}); vm != nil && x.vms[k] == nil {
-			x.vms[k] = vm
-		}
-	}
-	for _, vmi := range in.VirtualMachineInstances {
-		if vmi == nil {
-			continue
-		}
-		if k := (nsName{vmi.Namespace, vmi.Name}); x.vmis[k] == nil {
-			x.vmis[k] = vmi
-			if vm := OwnerVM(vmi); vm != "" {
-				x.ownedVMIs[nsName{vmi.Namespace, vm}] = append(x.ownedVMIs[nsName{vmi.Namespace, vm}], vmi)
-			}
-		}
-	}
-	for _, m := range in.Migrations {
-		if m == nil {
-			continue
-		}
-		if k := (nsName{m.Namespace, m.Name}); x.migrations[k] == nil {
-			x.migrations[k] = m
-			x.vmiMigs[nsName{m.Namespace, m.Spec.VMIName}] = append(x.vmiMigs[nsName{m.Namespace, m.Spec.VMIName}], m)
-		}
-	}
-	for _, ip := range in.IPs {
-		if ip != nil && x.ips[ip.Name] == nil {
-			x.ips[ip.Name] = ip
-			if set, _, ok := StatefulSetPod(ip.Spec.PodName); ok {
-				x.setIPs[nsName{ip.Spec.Namespace, set}] = append(x.setIPs[nsName{ip.Spec.Namespace, set}], ip)
-			}
-		}
-	}
-	return x
-}
+// ObjectsOf returns an Objects over in: the lookups of a Build of every
+// owner, of a self-check or a verification, and of tests. Each kind is
+// indexed on its first lookup, so a Build that asks nothing of a kind
+// costs nothing for it. Where in holds two objects of one key, the first
+// is looked up.
+func ObjectsOf(in Inputs) Objects { return &inputObjects{in: in} }
 
 type inputObjects struct {
 	in         Inputs
 	pods       map[nsName]*corev1.Pod
+	launchers  map[nsName][]*corev1.Pod
 	vms        map[nsName]*kubevirtv1.VirtualMachine
 	vmis       map[nsName]*kubevirtv1.VirtualMachineInstance
-	migrations map[nsName]*kubevirtv1.VirtualMachineInstanceMigration
-	ips        map[string]*kubeovnv1.IP
 	ownedVMIs  map[nsName][]*kubevirtv1.VirtualMachineInstance
-	launchers  map[nsName][]*corev1.Pod
+	migrations map[nsName]*kubevirtv1.VirtualMachineInstanceMigration
 	vmiMigs    map[nsName][]*kubevirtv1.VirtualMachineInstanceMigration
+	ips        map[string]*kubeovnv1.IP
 	setIPs     map[nsName][]*kubeovnv1.IP
 }
 
-func (x *inputObjects) Pod(ns, name string) *corev1.Pod { return x.pods[nsName{ns, name}] }
+// index returns m, indexing objs into it (and into by, by the key key
+// names, when key is set) on the first call: first of a key wins.
+func index[T any, K comparable](m *map[K]*T, objs []*T, id func(*T) K, by *map[nsName][]*T, key func(*T) (nsName, bool)) map[K]*T {
+	if *m != nil {
+		return *m
+	}
+	*m = make(map[K]*T, len(objs))
+	if by != nil {
+		*by = map[nsName][]*T{}
+	}
+	for _, o := range objs {
+		if o == nil {
+			continue
+		}
+		if k := id(o); (*m)[k] == nil {
+			(*m)[k] = o
+			if by == nil {
+				continue
+			}
+			if g, ok := key(o); ok {
+				(*by)[g] = append((*by)[g], o)
+			}
+		}
+	}
+	return *m
+}
+
+func (x *inputObjects) podIndex() map[nsName]*corev1.Pod {
+	return index(&x.pods, x.in.Pods, func(p *corev1.Pod) nsName { return nsName{p.Namespace, p.Name} }, &x.launchers,
+		func(p *corev1.Pod) (nsName, bool) {
+			vmi, ok := LauncherOf(p)
+			return nsName{p.Namespace, vmi}, ok
+		})
+}
+
+func (x *inputObjects) vmiIndex() map[nsName]*kubevirtv1.VirtualMachineInstance {
+	return index(&x.vmis, x.in.VirtualMachineInstances,
+		func(v *kubevirtv1.VirtualMachineInstance) nsName { return nsName{v.Namespace, v.Name} }, &x.ownedVMIs,
+		func(v *kubevirtv1.VirtualMachineInstance) (nsName, bool) {
+			vm := OwnerVM(v)
+			return nsName{v.Namespace, vm}, vm != ""
+		})
+}
+
+func (x *inputObjects) migrationIndex() map[nsName]*kubevirtv1.VirtualMachineInstanceMigration {
+	return index(&x.migrations, x.in.Migrations,
+		func(m *kubevirtv1.VirtualMachineInstanceMigration) nsName { return nsName{m.Namespace, m.Name} }, &x.vmiMigs,
+		func(m *kubevirtv1.VirtualMachineInstanceMigration) (nsName, bool) {
+			return nsName{m.Namespace, m.Spec.VMIName}, true
+		})
+}
+
+func (x *inputObjects) ipIndex() map[string]*kubeovnv1.IP {
+	return index(&x.ips, x.in.IPs, func(ip *kubeovnv1.IP) string { return ip.Name }, &x.setIPs,
+		func(ip *kubeovnv1.IP) (nsName, bool) {
+			set, _, ok := StatefulSetPod(ip.Spec.PodName)
+			return nsName{ip.Spec.Namespace, set}, ok
+		})
+}
+
+func (x *inputObjects) Pod(ns, name string) *corev1.Pod { return x.podIndex()[nsName{ns, name}] }
 func (x *inputObjects) VirtualMachine(ns, name string) *kubevirtv1.VirtualMachine {
-	return x.vms[nsName{ns, name}]
+	return index(&x.vms, x.in.VirtualMachines, func(v *kubevirtv1.VirtualMachine) nsName { return nsName{v.Namespace, v.Name} },
+		nil, nil)[nsName{ns, name}]
 }
 func (x *inputObjects) VirtualMachineInstance(ns, name string) *kubevirtv1.VirtualMachineInstance {
-	return x.vmis[nsName{ns, name}]
+	return x.vmiIndex()[nsName{ns, name}]
 }
 func (x *inputObjects) Migration(ns, name string) *kubevirtv1.VirtualMachineInstanceMigration {
-	return x.migrations[nsName{ns, name}]
+	return x.migrationIndex()[nsName{ns, name}]
 }
 func (x *inputObjects) OwnedVMIs(ns, vm string) []*kubevirtv1.VirtualMachineInstance {
+	x.vmiIndex()
 	return x.ownedVMIs[nsName{ns, vm}]
 }
-func (x *inputObjects) Launchers(ns, vmi string) []*corev1.Pod { return x.launchers[nsName{ns, vmi}] }
+func (x *inputObjects) Launchers(ns, vmi string) []*corev1.Pod {
+	x.podIndex()
+	return x.launchers[nsName{ns, vmi}]
+}
 func (x *inputObjects) Migrations(ns, vmi string) []*kubevirtv1.VirtualMachineInstanceMigration {
+	x.migrationIndex()
 	return x.vmiMigs[nsName{ns, vmi}]
 }
-func (x *inputObjects) IP(name string) *kubeovnv1.IP { return x.ips[name] }
+func (x *inputObjects) IP(name string) *kubeovnv1.IP { return x.ipIndex()[name] }
 func (x *inputObjects) StatefulSetIPs(ns, set string) []*kubeovnv1.IP {
+	x.ipIndex()
 	return x.setIPs[nsName{ns, set}]
 }
 func (x *inputObjects) Networks() Inputs {

@@ -30,7 +30,7 @@ import (
 // out to another port, so the pod that comes back claims them from that
 // record.
 //
-// A Build of some owners looks up what it asks: the pods asked about, and the IP
+// It looks up what it asks (scope.objs): the pods asked about, and the IP
 // objects of each StatefulSet's pods (Objects.StatefulSetIPs).
 func (b *builder) keepStatefulSetPorts(in Inputs) {
 	sets := map[nsName]*appsv1.StatefulSet{}
@@ -40,21 +40,10 @@ func (b *builder) keepStatefulSetPorts(in Inputs) {
 		}
 	}
 	sc := b.scope
-	if len(sets) == 0 || b.have.Ports.Len() == 0 && len(b.ips) == 0 && sc.all {
+	if len(sets) == 0 {
 		return
 	}
-	var present func(ns, name string) bool
-	if !sc.all {
-		present = func(ns, name string) bool { return live(sc.objs.Pod(ns, name)) }
-	} else {
-		pods := map[nsName]bool{}
-		for _, p := range in.Pods {
-			if live(p) {
-				pods[nsName{p.Namespace, p.Name}] = true
-			}
-		}
-		present = func(ns, name string) bool { return pods[nsName{ns, name}] }
-	}
+	present := func(ns, name string) bool { return live(sc.objs.Pod(ns, name)) }
 	// kept reports whether ns/name is a gone pod of a StatefulSet, at an
 	// ordinal within its replicas.
 	kept := func(ns, name string) bool {
@@ -72,37 +61,17 @@ func (b *builder) keepStatefulSetPorts(in Inputs) {
 		}
 		return ord >= start && ord < start+replicas
 	}
-	if b.have.Ports.Len() > 0 {
-		// The owners to keep ports of: every owner in have, or those
-		// rebuilt.
-		var ids []string
-		if sc.all {
-			b.indexHaveOwners()
-			ids = slices.Collect(maps.Keys(b.haveByOwner))
-		} else {
-			for id := range sc.owners {
-				if strings.HasPrefix(id, kindPod+"/") {
-					ids = append(ids, id)
-				}
-			}
-		}
-		slices.Sort(ids)
-		for _, id := range ids {
-			kind, rest, _ := strings.Cut(id, "/")
-			ns, name, _ := strings.Cut(rest, "/")
-			if kind == kindPod && kept(ns, name) {
-				b.keepOwnerPorts(b.newOwner(kindPod, ns, name, time.Time{}), nil)
-			}
+	for _, id := range b.rebuiltPods() {
+		kind, rest, _ := strings.Cut(id, "/")
+		ns, name, _ := strings.Cut(rest, "/")
+		if kind == kindPod && kept(ns, name) {
+			b.keepOwnerPorts(b.newOwner(kindPod, ns, name, time.Time{}), nil)
 		}
 	}
 	// The IP objects of gone pods whose ports are not in the NB.
 	var ips []*kubeovnv1.IP
-	if sc.all {
-		ips = slices.Collect(maps.Values(b.ips))
-	} else {
-		for k := range sets {
-			ips = append(ips, sc.objs.StatefulSetIPs(k.ns, k.name)...)
-		}
+	for k := range sets {
+		ips = append(ips, sc.objs.StatefulSetIPs(k.ns, k.name)...)
 	}
 	names := make([]string, 0, len(ips))
 	for _, ip := range ips {
@@ -114,6 +83,25 @@ func (b *builder) keepStatefulSetPorts(in Inputs) {
 	for _, name := range names {
 		b.reserveIPObject(b.ipObject(name))
 	}
+}
+
+// rebuiltPods lists, sorted, the ids of the pod owners this Build rebuilds
+// that may have ports in have: for a Build of every owner, each owner of a
+// port of ours there.
+func (b *builder) rebuiltPods() []string {
+	var ids []string
+	if b.scope.all {
+		b.indexHaveOwners()
+		ids = slices.Collect(maps.Keys(b.haveByOwner))
+	} else {
+		for id := range b.scope.owners {
+			if strings.HasPrefix(id, kindPod+"/") {
+				ids = append(ids, id)
+			}
+		}
+	}
+	slices.Sort(ids)
+	return ids
 }
 
 // live reports whether p is a pod that may have a port: it exists, is not

@@ -36,17 +36,9 @@ func switchPorts(refs, foreign map[string]int) map[string]int {
 }
 
 // newOnSwitch reports whether s's port would be a port its switch does not
-// hold yet: one that is built and has no port of its own on that switch, in
-// have or (in an incremental Build) in the last result.
+// hold yet: one that is built and has no port of its own on that switch.
 func (b *builder) newOnSwitch(s *portSpec) bool {
-	if s.state != specBuild {
-		return false
-	}
-	if s.have != nil && s.have.Switch == s.net.sw {
-		return false
-	}
-	q := b.lastPort(s)
-	return q == nil || q.Switch != s.net.sw
+	return s.state == specBuild && (s.have == nil || s.have.Switch != s.net.sw)
 }
 
 // limitPorts holds every switch to what OVN binds (the config's
@@ -65,7 +57,7 @@ func (b *builder) newOnSwitch(s *portSpec) bool {
 func (b *builder) limitPorts() {
 	limit := b.cfg.portLimit()
 	// Fewer ports in all than one switch can hold: none can be full.
-	if b.have.Ports.Len()+len(b.specs) <= limit && b.scope.prior.Ports.Len()+len(b.specs) <= limit {
+	if b.have.Ports.Len()+len(b.specs) <= limit {
 		return
 	}
 	var fresh []*portSpec

@@ -136,11 +136,13 @@ func TestSwitchFullIncrementalGivesUp(t *testing.T) {
 	r := x.Full(Inputs{Pods: pods[:2]}, cfg, state.State{})
 	have := r.Want.Clone()
 	objs := ObjectsOf(Inputs{Pods: pods[:3]})
-	if _, why := x.Update(objs, []state.ObjectRef{{Kind: state.KindPod, Namespace: "ns", Name: "p2"}}, cfg, have); why.Gave() {
+	r, why := x.Update(objs, []state.ObjectRef{{Kind: state.KindPod, Namespace: "ns", Name: "p2"}}, cfg, have)
+	if why.Gave() {
 		t.Fatalf("Update of the third port gave up: %s", why)
 	}
+	have = r.Want.Clone()
 	objs = ObjectsOf(Inputs{Pods: pods})
-	_, why := x.Update(objs, []state.ObjectRef{{Kind: state.KindPod, Namespace: "ns", Name: "p3"}}, cfg, have)
+	_, why = x.Update(objs, []state.ObjectRef{{Kind: state.KindPod, Namespace: "ns", Name: "p3"}}, cfg, have)
 	if !strings.Contains(why.String(), "ovn-default") || why.Reason != ReasonSwitchFull {
 		t.Errorf("Update of the fourth port: why = %q, want it to give up naming the switch", why)
 	}

@@ -352,12 +352,20 @@ func TestLoopWithholdsDeletes(t *testing.T) {
 		}
 		return nil
 	})
+	// The NB keeps a row the result deletes: the engine's result is not
+	// what the NB shows, so the next pass for a change builds in full.
+	full := f.metric("ovn_sync_builds_total", "kind", "full", "reason", desired.ReasonNoBase)
+	f.src.set(func(pods map[string]*corev1.Pod) { addPods(pods, 4, 5) })
+	f.waitPorts(t, 5)
+	if n := f.metric("ovn_sync_builds_total", "kind", "full", "reason", desired.ReasonNoBase); n != full+1 {
+		t.Errorf("full builds for no earlier result: %v after a pass withheld a delete, %v before; want one more", n, full)
+	}
 	f.src.setSynced(sources.KindVirtualMachine, true)
 	f.src.set(func(map[string]*corev1.Pod) {})
-	f.waitPorts(t, 3)
+	f.waitPorts(t, 4)
 	// The pass sets the gauge after it counted its repairs.
 	looptest.WaitFor(t, 5*time.Second, "the delete's pass ended", func() error {
-		if n := f.metric("ovn_sync_owned_ports"); n != 3 {
+		if n := f.metric("ovn_sync_owned_ports"); n != 4 {
 			return fmt.Errorf("owned ports %v", n)
 		}
 		return nil

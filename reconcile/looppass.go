@@ -224,6 +224,12 @@ func (l *Loop) succeeded(t trigger, out *Outcome, applied diff.Plan, inUse bool)
 	case !out.Scoped:
 		l.left = false
 	}
+	if out.Plan.Withheld > 0 {
+		// The NB keeps rows of ours the result deletes: the engine's
+		// result is not what the NB shows (see desired.Engine), so the
+		// next pass builds in full.
+		l.inc.Reset()
+	}
 	l.m.passes.WithLabelValues(t.kind(), "success").Inc()
 	l.m.ownedPorts.Set(float64(out.Result.Want.OwnedPorts()))
 	l.m.setSwitchPorts(out.Result.SwitchPorts)
