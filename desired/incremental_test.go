@@ -1083,7 +1083,7 @@ func TestIncrementalReaddressOverLaggingNB(t *testing.T) {
 	c := &cluster{cfg: cfg, objects: map[state.ObjectRef]any{}}
 	older := metav1.NewTime(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
 	// Stopped VMs (no VMI) without records: a port that is not ours
-	// given their address takes it from them (README, Addresses).
+	// given their address takes it from them (docs/addresses.md).
 	c.put(runningVM("vm3", older))
 	vm := runningVM("vm6", metav1.NewTime(older.Add(time.Hour)))
 	c.put(vm)
