@@ -257,7 +257,7 @@ func invariants(have state.State, r Result) []error {
 }
 
 // keptAgainst reports whether our port ours keeps w beside the port that
-// is not ours called foreign, as README's rules allow: it held w already
+// is not ours called foreign, as the rules of docs/addresses.md allow: it held w already
 // in have (it is not given w), and an AddressConflict Problem names both.
 func keptAgainst(have state.State, r Result, ours, foreign, w string) bool {
 	hp := have.Ports.Get(ours)

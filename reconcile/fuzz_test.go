@@ -196,8 +196,8 @@ func edit(s state.State, data []byte) state.State {
 
 // heldTwice names an address held by two ports of ours on one switch, or
 // by one of ours and one that is not, where neither is kept as it is. One
-// of ours keeps an address beside a port that is not ours only as README
-// allows (its owner runs or has a record of it), with an AddressConflict
+// of ours keeps an address beside a port that is not ours only as
+// docs/addresses.md allows (its owner runs or has a record of it), with an AddressConflict
 // Problem naming both.
 func heldTwice(s state.State, kept map[string]bool, problems []desired.Problem) string {
 	reported := func(a, b string) bool {

@@ -13,7 +13,7 @@ import (
 )
 
 // Metrics are run mode's Prometheus metrics, all prefixed ovn_sync_. The
-// README lists them. The loop keeps most of them; what it does not see
+// docs/run-mode.md lists them. The loop keeps most of them; what it does not see
 // (informer events, publications, problem events, the lease) is counted
 // through the methods below.
 type Metrics struct {

@@ -12,7 +12,7 @@ import (
 
 // The address-integrity cases, each against a real ovsdb-server through the
 // ovn-sync binary: what used to lose, duplicate or silently change an
-// address, and what must happen instead (README "Addresses").
+// address, and what must happen instead (docs/addresses.md).
 
 const addrConfig = `defaultNetwork:
   logicalSwitch: ovn-default

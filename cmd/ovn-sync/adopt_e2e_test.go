@@ -22,7 +22,7 @@ import (
 	"github.com/ovn-sync/ovn-sync/state"
 )
 
-// Adoption from kube-ovn (README "Coming from kube-ovn"): a cluster built
+// Adoption from kube-ovn (docs/kube-ovn.md, "Coming from kube-ovn"): a cluster built
 // from kube-ovn's documented objects and the NB rows kube-ovn wrote for it.
 //
 // The objects: the Subnets kube-ovn-controller creates at install

@@ -21,7 +21,7 @@ type fileConfig struct {
 		// (ovn.kubernetes.io/gateway).
 		Gateway string `json:"gateway"`
 		// DHCP turns on native DHCP on the default network, with
-		// DHCPv4Options and DHCPv6Options over the defaults (README).
+		// DHCPv4Options and DHCPv6Options over the defaults (docs/addresses.md, "Native DHCP").
 		DHCP          *bool  `json:"dhcp"`
 		DHCPv4Options string `json:"dhcpV4Options"`
 		DHCPv6Options string `json:"dhcpV6Options"`
@@ -50,11 +50,11 @@ type networkFlags struct {
 }
 
 func (n *networkFlags) register(fs *flag.FlagSet) {
-	fs.StringVar(&n.configFile, "config", "", "config `file` (YAML; see README)")
+	fs.StringVar(&n.configFile, "config", "", "config `file` (YAML; see docs/cli.md)")
 	fs.StringVar(&n.sw, "default-switch", defaultSwitch, "logical switch of the default network")
 	fs.StringVar(&n.subnets, "default-subnets", defaultSubnets, "comma-separated CIDRs of the default network (one IPv4, one IPv6)")
 	fs.StringVar(&n.exclude, "default-exclude-ips", defaultExclude, "comma-separated addresses or ranges (a..b) never allocated on the default network")
-	fs.StringVar(&n.adopt, "adopt", "", "adopt in place the ports this `vendor` made under the names ovn-sync would give them: kube-ovn (see README, Coming from kube-ovn)")
+	fs.StringVar(&n.adopt, "adopt", "", "adopt in place the ports this `vendor` made under the names ovn-sync would give them: kube-ovn (see docs/kube-ovn.md, Coming from kube-ovn)")
 	fs.BoolVar(&n.dhcp, "default-dhcp", false, "native DHCP on the default network: one DHCP_Options row per subnet family, which its ports refer to")
 	fs.StringVar(&n.dhcpV4, "default-dhcp-v4-options", "", "DHCPv4 options of the default network over the defaults, kube-ovn's syntax (\"lease_time=600,dns_server={10.96.0.10}\"); turn DHCP on unless --default-dhcp=false")
 	fs.StringVar(&n.dhcpV6, "default-dhcp-v6-options", "", "DHCPv6 options of the default network over the defaults (\"dns_server={fd00:96::10}\"); turn DHCP on unless --default-dhcp=false")

@@ -36,7 +36,7 @@ func cmdExplain(args []string, stdout, stderr io.Writer) error {
 	fs.StringVar(&output, "o", "text", "output format: text or json")
 	net.register(fs)
 	nf.register(fs)
-	// The owner may come before the flags, as README shows it: parse on
+	// The owner may come before the flags, as docs/cli.md shows it: parse on
 	// past each argument that is not a flag.
 	var pos []string
 	for rest := args; ; {

@@ -48,7 +48,10 @@
 //
 // Each size runs in a child process of its own, so that peaks are per
 // size. The results are printed as a table and written to -results
-// (Markdown), -chart and -latency-chart (SVG or PNG, by extension).
+// (Markdown), -chart and -latency-chart (SVG or PNG, by extension). In
+// -results each measurement's section lies between marks of its own: a
+// run replaces the sections it measured and keeps the rest of the file,
+// the text written around them included.
 //
 // Usage:
 //
@@ -326,41 +329,21 @@ func render(opts options) error {
 	return rep.write(opts)
 }
 
-// write prints the table and writes the Markdown file and the chart.
+// write prints the table, writes the sections it measured into the
+// Markdown file (keeping the rest of it) and writes the charts.
 func (rep report) write(opts options) error {
 	fmt.Print(rep.text())
-	if len(rep.Results) == 0 {
-		// (g) or (h) alone: its section replaces the one in the existing
-		// file.
-		if opts.results != "" {
-			old, err := os.ReadFile(opts.results)
-			if err != nil && !errors.Is(err, os.ErrNotExist) {
-				return err
-			}
-			doc := string(old)
-			if rep.OneShot != nil {
-				doc = oneShotMarks.replace(doc, rep.oneShotSection())
-			}
-			if len(rep.Latency) > 0 {
-				doc = latencyMarks.replace(doc, rep.latencySection(opts.latencyChart, opts.results))
-			}
-			if err := os.WriteFile(opts.results, []byte(doc), 0o644); err != nil {
-				return err
-			}
-		}
-		if opts.latencyChart != "" && len(rep.Latency) > 0 {
-			if err := writeLatencyChart(opts.latencyChart, rep.Latency); err != nil {
-				return fmt.Errorf("latency chart: %w", err)
-			}
-		}
-		return nil
-	}
 	if opts.results != "" {
-		if err := os.WriteFile(opts.results, []byte(rep.markdown(opts.chart, opts.latencyChart, opts.results)), 0o644); err != nil {
+		old, err := os.ReadFile(opts.results)
+		if err != nil && !errors.Is(err, os.ErrNotExist) {
+			return err
+		}
+		doc := rep.document(string(old), opts.chart, opts.latencyChart, opts.results)
+		if err := os.WriteFile(opts.results, []byte(doc), 0o644); err != nil {
 			return err
 		}
 	}
-	if opts.chart != "" {
+	if opts.chart != "" && len(rep.Results) > 0 {
 		if err := writeChart(opts.chart, rep.Results); err != nil {
 			return fmt.Errorf("chart: %w", err)
 		}
