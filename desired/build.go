@@ -533,7 +533,8 @@ func (b *builder) indexHaveOwners() {
 // — request, record, the port in have (sticky) or a fresh allocation — then
 // runs IPAM, which settles addresses held twice and hands out the rest.
 func (b *builder) resolve() {
-	b.pickPools()
+	m := b.newTable()
+	b.pickPools(m)
 	for _, s := range b.specs {
 		if s.state != specBuild {
 			continue
@@ -563,8 +564,14 @@ func (b *builder) resolve() {
 			b.pending = append(b.pending, s)
 		}
 	}
+	if b.adopted {
+		// The rows adopted are ours now, on their switch: who holds
+		// what is read again. (ip_pool entries were picked as the NB has
+		// them, before.)
+		m = b.newTable()
+	}
 	b.limitPorts()
-	b.allocate()
+	b.allocate(m)
 }
 
 // chooseAddresses decides, for each component of s, where its address

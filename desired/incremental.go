@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	"github.com/ovn-sync/ovn-sync/desired/addr"
+	"github.com/ovn-sync/ovn-sync/desired/ipam"
 	"github.com/ovn-sync/ovn-sync/state"
 )
 
@@ -38,7 +39,7 @@ import (
 // result applied — every port of it as it has it, and no port of ours it
 // lacks — which run mode's port view makes true of a pass's own writes.
 // What holds an address is an NB row or a port the Build gives it, in a
-// Build of some owners as in one of all (the address book, nbBook, is the
+// Build of some owners as in one of all (the address book, ipam.NBBook, is the
 // NB's rows of ours). Where the NB does not show the last result, the
 // caller builds in full instead: after a pass that failed or whose outcome
 // is unknown, that withheld deletes, or after someone else wrote our rows
@@ -73,8 +74,8 @@ type base struct {
 	// unsettled are the owners every Update rebuilds.
 	unsettled map[string]bool
 	// book is who holds what among the NB's rows of ours, brought up to
-	// date with the NB by every Update (nbBook.sync); nil until the first.
-	book *nbBook
+	// date with the NB by every Update (ipam.NBBook.Sync); nil until the first.
+	book *ipam.NBBook
 	// v4 is the IPv4 family of each network on a switch of ours, and
 	// northd counts, per such switch, the ports of want holding each
 	// address northd marks taken (family.northdHeld): exclude_ips leaves
@@ -222,7 +223,7 @@ func (b *base) rebuildAll(in Inputs, cfg Config, have state.State) Result {
 // in objs.
 func (b *base) scope(owners map[string]bool, objs Objects) *scope {
 	if b.book == nil {
-		b.book = newNBBook()
+		b.book = ipam.NewNBBook()
 	}
 	return &scope{owners: owners, book: b.book, objs: objs, refs: b.switchRefs, foreign: b.foreign}
 }
@@ -602,7 +603,7 @@ type scope struct {
 	owners map[string]bool
 	// book is the engine's address book of the NB's rows of ours, nil in
 	// a Build of every owner, which lists every row.
-	book *nbBook
+	book *ipam.NBBook
 	// objs looks up what the Build reads beyond the owners' own objects:
 	// IP objects by port name, and for keepStatefulSetPorts whether a
 	// StatefulSet's pod is gone and the set's IP objects (ObjectsOf its

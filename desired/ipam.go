@@ -9,324 +9,69 @@ import (
 
 	ipamclaimsv1alpha1 "github.com/ovn-sync/ovn-sync/apis/ipamclaims/v1alpha1"
 	"github.com/ovn-sync/ovn-sync/desired/addr"
+	"github.com/ovn-sync/ovn-sync/desired/ipam"
 	"github.com/ovn-sync/ovn-sync/desired/netconf"
 	"github.com/ovn-sync/ovn-sync/state"
 )
 
 // newPool returns the pool of f's usable addresses, without its excluded
 // ones, its gateway and the first address northd takes.
-func newPool(f *family) *addr.Pool {
+func newPool(f *family) *ipam.Pool {
 	excl := f.excl
 	for _, a := range [2]netip.Addr{f.gateway, f.first} {
 		if a.IsValid() {
 			excl = addr.MergeRanges(append(slices.Clone(excl), netconf.IPRange{From: a, To: a}), a.Is4())
 		}
 	}
-	return addr.NewPool(f.usable, excl)
+	return ipam.NewPool(f.usable, excl)
 }
 
-// Held addresses are keyed by component (IPv4, IPv6, MAC), address and
-// switch: ports on different logical switches may share an address. Switch
-// 0 stands for "any switch": ports that are not ours carry no switch (see
-// state.Port.Switch), so what they hold is held on every switch.
-//
-// Most passes hand out a few dynamic addresses and claim few, so what have
-// holds is first only listed (flat) and marked in bit windows over the low
-// end of each subnet that allocates, which is all the cursor walk reads.
-// The hash map, which says who holds an address, is built from the list
-// only when something asks: a claim, or an address outside the windows.
-type (
-	// heldKey is an address held on a switch.
-	heldKey struct {
-		addr.Key
-		sw uint32
-	}
-	// holderID says who holds an address: a have port (>= 0, an index into
-	// ipam.ports), several have ports (shared), or a port given the address
-	// in this pass (< 0, ^index into ipam.claims).
-	holderID int32
-
-	held struct {
-		k  heldKey
-		id holderID
-	}
-)
-
-const shared holderID = 1<<31 - 1
-
-type ipam struct {
-	ports  []*state.Port
+// table is a Build's who-holds-what (ipam.Table: the NB's rows and the
+// claimants) and the specs it gives addresses: claims[i] is claimant ^i.
+type table struct {
+	*ipam.Table
 	claims []*portSpec
-
-	// list holds every address held, have ports first then claims in claim
-	// order, until the map is built.
-	list    []held
-	holders map[heldKey]holderID
-	// dups lists, for each key held by more than one have port, those
-	// ports; found once by findDuplicates.
-	dups map[heldKey][]holderID
-
-	// windows mark what the list and this pass's claims hold on the
-	// networks that allocate in this pass; byNet finds each by network
-	// and component.
-	windows []*addr.Window
-	byNet   map[netComp]*addr.Window
-
-	// book, in a Build of some owners, holds the NB's rows of ours
-	// (nbBook); list then holds only the others. resolved are the holder
-	// IDs given to the book's rows.
-	book     *addr.Book
-	b        *builder
-	resolved map[string]holderID
 }
 
-func ipKey(sw uint32, a netip.Addr) heldKey { return heldKey{addr.IPKey(a), sw} }
-
-func macKey(sw uint32, m mac) heldKey { return heldKey{addr.MACKey(m), sw} }
-
-// newWindow returns a window over n's subnet for comp, sized for about
-// want addresses (addr.NewWindow): MACs are those derived from its IPv4
-// subnet.
-func newWindow(n *network, comp int, want int) *addr.Window {
-	return addr.NewWindow(n.prefix(comp), comp, want)
+// newTable sets up who holds what for a Build, from the NB's rows: every
+// row listed in a Build of every owner; the engine's book for the rows of
+// ours, and the others listed, in a Build of some.
+func (b *builder) newTable() *table {
+	if b.scope.book == nil {
+		return &table{Table: ipam.List(b.have.Ports, b.switchID, len(b.specs))}
+	}
+	return &table{Table: ipam.Booked(b.scope.book, b.have, b.switchID)}
 }
 
-// prefix is n's subnet for comp: its IPv6 subnet for IPv6 addresses, its
-// IPv4 subnet for IPv4 addresses and the MACs derived from them.
-func (n *network) prefix(comp int) netip.Prefix {
-	if comp == ipv6 {
-		return n.fam[ipv6].prefix
-	}
-	return n.fam[ipv4].prefix
-}
-
-// newIPAM sets up IPAM for a Build. What holds an address is an NB row,
-// or a port this pass gives it. A Build of every owner lists every row,
-// with the dynamic_addresses OVN assigned; a Build of some reads the
-// engine's book (nbBook) for the rows of ours and lists the others. The
-// windows of the networks that allocate in this pass mark what the list
-// holds; the book keeps windows of its own.
-func (b *builder) newIPAM() *ipam {
-	sc := b.scope
-	m := &ipam{b: b, resolved: map[string]holderID{}, byNet: map[netComp]*addr.Window{}}
-	list := func(p *state.Port) {
-		id := holderID(len(m.ports))
-		m.ports = append(m.ports, p)
-		eachHeld(p, b.holderSwitch(p), func(k heldKey) { m.list = append(m.list, held{k, id}) })
-	}
-	if sc.book == nil {
-		m.book = addr.NewBook(state.NewPorts(0))
-		n := b.have.Ports.Len()
-		m.ports = make([]*state.Port, 0, n)
-		// Room for an IPv4 address and a MAC per port, and the claims.
-		m.list = make([]held, 0, 2*n+2*(len(b.pending)+len(b.moved)))
-		for _, p := range b.have.Ports.All() {
-			if p != nil {
-				list(p)
-			}
-		}
-	} else {
-		sc.book.sync(b.have, list)
-		m.book = sc.book.book
-	}
-	bySwitch := map[uint32][]*addr.Window{}
+// openWindows opens windows over the subnets where pending specs need
+// fresh addresses, and holds the reservations of gone StatefulSet pods.
+func (m *table) openWindows(b *builder) {
+	var needs []ipam.SwitchComp
 	for _, s := range b.pending {
 		for c := range numComps {
 			if s.need&dynBit(c) == 0 || c == compMAC && !s.net.fam[ipv4].prefix.IsValid() {
 				continue
 			}
-			if m.window(s.net, c) == nil {
-				w := newWindow(s.net, c, len(m.ports)+len(b.pending))
-				m.windows = append(m.windows, w)
-				m.byNet[netComp{s.net, c}] = w
-				bySwitch[s.net.swID] = append(bySwitch[s.net.swID], w)
-			}
+			needs = append(needs, ipam.SwitchComp{Switch: s.net.ipamSwitch(), Comp: c})
 		}
 	}
-	if len(m.windows) > 0 {
-		for _, e := range m.list {
-			ws := m.windows // a port that is not ours holds its addresses everywhere
-			if e.k.sw != 0 {
-				ws = bySwitch[e.k.sw]
-			}
-			for _, w := range ws {
-				if w.Comp() == int(e.k.Comp) {
-					w.Set(e.k.Key)
-				}
-			}
-		}
+	m.OpenWindows(needs, b.have.Ports.Len()+len(b.pending))
+	rs := make([]ipam.Reservation, len(b.reserved))
+	for i, r := range b.reserved {
+		rs[i] = ipam.Reservation{Sw: b.switchID(r.sw), Port: r.port}
 	}
-	m.reserve(b, bySwitch)
-	return m
+	m.Reserve(rs)
 }
 
-// holderSwitch is the switch on which p holds its addresses: its own for
-// a port of ours, 0 (every switch) for one that is not.
-func (b *builder) holderSwitch(p *state.Port) uint32 {
-	if p.Owned() && p.Switch != "" {
-		return b.switchID(p.Switch)
-	}
-	return 0
+// ipamSwitch names n's switch to an ipam.Table.
+func (n *network) ipamSwitch() ipam.Switch {
+	return ipam.Switch{Name: n.sw, ID: n.swID, Prefix: [2]netip.Prefix{n.fam[ipv4].prefix, n.fam[ipv6].prefix}}
 }
 
-// eachHeld calls fn with the key, on switch sw, of each address p holds
-// (addr.EachHeld).
-func eachHeld(p *state.Port, sw uint32, fn func(heldKey)) {
-	addr.EachHeld(p, func(k addr.Key) { fn(heldKey{k, sw}) })
-}
-
-// reserve holds the addresses of b.reserved on their switches, each as
-// if a port that is not ours held it there: IPAM hands none out, and a
-// claim of one fails with a Problem naming the reservation. An address a
-// port already holds, anywhere, is not reserved: a reservation never takes
-// an address from a port (nor makes it held twice).
-func (m *ipam) reserve(b *builder, bySwitch map[uint32][]*addr.Window) {
-	if len(b.reserved) == 0 {
-		return
-	}
-	taken := make(map[addr.Key]bool, len(m.list))
-	for _, e := range m.list {
-		taken[e.k.Key] = true
-	}
-	for _, r := range b.reserved {
-		sw := b.switchID(r.sw)
-		id := holderID(len(m.ports))
-		m.ports = append(m.ports, r.port)
-		eachHeld(r.port, sw, func(k heldKey) {
-			if taken[k.Key] || len(m.book.Holders(k.Key)) > 0 {
-				return
-			}
-			taken[k.Key] = true
-			m.list = append(m.list, held{k, id})
-			for _, w := range bySwitch[sw] {
-				if w.Comp() == int(k.Comp) {
-					w.Set(k.Key)
-				}
-			}
-		})
-	}
-}
-
-// netComp is a component of the addresses of a network.
-type netComp struct {
-	n    *network
-	comp int
-}
-
-// window returns the window of n for comp, nil if there is none.
-func (m *ipam) window(n *network, comp int) *addr.Window { return m.byNet[netComp{n, comp}] }
-
-// findDuplicates finds the addresses held twice — two of our ports on one
-// switch, or one of ours and one that is not (which holds it everywhere) —
-// among the rows listed and the book's ports. It returns them grouped by
-// address, in address order; each group lists its holders. Most passes
-// have none, so a cheap filter over the list (a table of hashes) leaves
-// only the few candidates to group: addresses the list holds twice, and
-// those it holds that the book holds too, beside those the book holds
-// twice.
-func (m *ipam) findDuplicates() [][]held {
-	size := 1
-	for size < 2*len(m.list) {
-		size <<= 1
-	}
-	table := make([]uint64, size)
-	hash := func(k addr.Key) uint64 {
-		h := (k.Lo ^ k.Hi*0x9e3779b97f4a7c15 ^ uint64(k.Comp)<<61) * 0xbf58476d1ce4e5b9
-		return h ^ h>>31 | 1 // never 0, the empty slot
-	}
-	var cand map[uint64]bool
-	for _, e := range m.list {
-		h := hash(e.k.Key)
-		for i := h & uint64(size-1); ; i = (i + 1) & uint64(size-1) {
-			if table[i] == 0 {
-				table[i] = h
-				break
-			}
-			if table[i] == h {
-				if cand == nil {
-					cand = map[uint64]bool{}
-				}
-				cand[h] = true
-				break
-			}
-		}
-	}
-	groups := map[addr.Key][]held{}
-	for k := range m.book.Dups() {
-		groups[k] = nil
-	}
-	book := m.book.Len() > 0
-	for _, e := range m.list {
-		if cand[hash(e.k.Key)] || book && len(m.book.Holders(e.k.Key)) > 0 {
-			groups[e.k.Key] = append(groups[e.k.Key], e)
-		}
-	}
-	var out [][]held
-	for k, g := range groups {
-		if g = append(g, m.booked(k, 0)...); conflicting(g) {
-			out = append(out, g)
-		}
-	}
-	sortGroups(out)
-	return out
-}
-
-// conflicting reports whether the holders of one address g lists hold it
-// twice: two of ours on one switch, or one of ours and one that is not.
-func conflicting(g []held) bool {
-	var foreign, ours bool
-	sws := map[uint32]int{}
-	for _, e := range g {
-		if e.k.sw == 0 {
-			foreign = true
-		} else {
-			ours = true
-			sws[e.k.sw]++
-		}
-	}
-	conflict := foreign && ours
-	for _, n := range sws {
-		conflict = conflict || n > 1
-	}
-	return conflict
-}
-
-// sortGroups sorts groups of holders by their address.
-func sortGroups(groups [][]held) {
-	slices.SortFunc(groups, func(a, b []held) int {
-		x, y := a[0].k, b[0].k
-		return x.Key.Compare(y.Key)
-	})
-}
-
-// holderMap builds the map from the list: a second have port holding an
-// address makes it shared; a claim overrides (it was checked not to
-// conflict).
-func (m *ipam) holderMap() map[heldKey]holderID {
-	if m.holders == nil {
-		m.holders = make(map[heldKey]holderID, len(m.list))
-		m.dups = map[heldKey][]holderID{}
-		for _, e := range m.list {
-			n := len(m.holders)
-			prev := m.holders[e.k]
-			m.holders[e.k] = e.id
-			if len(m.holders) == n && e.id >= 0 {
-				if prev != shared {
-					m.dups[e.k] = append(m.dups[e.k], prev)
-				}
-				m.dups[e.k] = append(m.dups[e.k], e.id)
-				m.holders[e.k] = shared
-			}
-		}
-		m.list = nil
-	}
-	return m.holders
-}
-
-// claimID registers s as a holder of addresses given out in this pass.
-func (m *ipam) claimID(s *portSpec) holderID {
+// claim registers s as a holder of addresses given out in this pass.
+func (m *table) claim(s *portSpec) ipam.ID {
 	m.claims = append(m.claims, s)
-	return ^holderID(len(m.claims) - 1)
+	return m.Claimant()
 }
 
 // describeForeign names ports that are not ovn-sync's, sorted by name in
@@ -352,117 +97,16 @@ func describeForeign(ps []*state.Port) string {
 
 // heldByAnother names the port, other than s's, that holds the address k
 // names on s's switch (or, not ours, anywhere), "" when none does.
-func (m *ipam) heldByAnother(s *portSpec, k heldKey) string {
-	for _, id := range m.holdersOf(k, s.net.swID) {
+func (m *table) heldByAnother(s *portSpec, k addr.Key) string {
+	for _, id := range m.HoldersOf(k, s.net.swID) {
 		switch {
 		case id < 0 && m.claims[^id] != s:
 			return fmt.Sprintf("port %q", m.claims[^id].name)
-		case id >= 0 && m.ports[id].Name != s.name:
-			return fmt.Sprintf("port %q", m.ports[id].Name)
+		case id >= 0 && m.Row(id).Name != s.name:
+			return fmt.Sprintf("port %q", m.Row(id).Name)
 		}
 	}
 	return ""
-}
-
-// set records that id, on network n, holds the address k names.
-func (m *ipam) set(n *network, k heldKey, id holderID) {
-	k.sw = n.swID
-	if m.holders != nil {
-		m.holders[k] = id
-	} else {
-		m.list = append(m.list, held{k, id})
-	}
-	if w := m.window(n, int(k.Comp)); w != nil {
-		w.Set(k.Key)
-	}
-}
-
-// holdersOf returns who holds the address k names on switch sw: holders
-// that are not ours (switch 0) first, then ours on sw. Shared keys list
-// every have port.
-func (m *ipam) holdersOf(k heldKey, sw uint32) []holderID {
-	mp := m.holderMap()
-	var out []holderID
-	for _, s := range [2]uint32{0, sw} {
-		k.sw = s
-		var ids []holderID
-		if h, ok := mp[k]; ok {
-			if h == shared {
-				ids = slices.Clone(m.dups[k])
-			} else {
-				ids = []holderID{h}
-			}
-		}
-		// The book's ports on the switch too, unless a claim of this pass
-		// overrides them.
-		if s != 0 && !(len(ids) == 1 && ids[0] < 0) {
-			for _, e := range m.booked(k.Key, s) {
-				ids = append(ids, e.id)
-			}
-		}
-		if len(ids) > 1 {
-			// In name order, so that what a Problem names is stable.
-			slices.SortFunc(ids, func(x, y holderID) int { return strings.Compare(m.ports[x].Name, m.ports[y].Name) })
-		}
-		out = append(out, ids...)
-	}
-	return out
-}
-
-// nextFree returns the first address from a on that isHeld may find free,
-// reading the windows as isHeld does: w (the list's and this pass's
-// claims) where it covers an address, and the book's. Every address it
-// passes over isHeld finds held.
-func (m *ipam) nextFree(n *network, w *addr.Window, comp int, a netip.Addr) netip.Addr {
-	book := m.book.Window(n.sw, n.prefix(comp), comp)
-	for a.IsValid() {
-		b := a
-		if w.Covers(a) {
-			b = w.NextFree(a)
-		}
-		if b == a {
-			b = book.NextFree(a)
-		}
-		if b == a {
-			return a
-		}
-		a = b
-	}
-	return a
-}
-
-// isHeld reports whether the address k names is held on n's switch: by a
-// row listed or a claim of this pass (w, n's window for k's component if
-// any, where it covers the address, else the holder map), or by a port of
-// the book (its window, else its map).
-func (m *ipam) isHeld(n *network, w *addr.Window, k heldKey) bool {
-	held, known := false, false
-	if w != nil {
-		held, known = w.Held(k.Key)
-	}
-	if held {
-		return true
-	}
-	if !known {
-		mp := m.holderMap()
-		if _, ok := mp[k]; ok { // k.sw is 0: a port that is not ours
-			return true
-		}
-		if _, ok := mp[heldKey{k.Key, n.swID}]; ok {
-			return true
-		}
-	}
-	if int(k.Comp) != compMAC {
-		if held, known := m.book.Window(n.sw, n.prefix(int(k.Comp)), int(k.Comp)).Held(k.Key); known {
-			return held
-		}
-	}
-	for _, h := range m.book.Holders(k.Key) {
-		if h.Switch == n.sw {
-			return true
-		}
-	}
-	return false
 }
 
 // allocate gives every pending port the addresses it lacks, in three steps:
@@ -481,9 +125,9 @@ func (m *ipam) isHeld(n *network, w *addr.Window, k heldKey) bool {
 //     waits for the next pass (Result.Again).
 //  3. Fresh addresses, lowest free, after every claim, so a new dynamic
 //     port never takes an address a claim in the same pass asks for.
-func (b *builder) allocate() {
-	m := b.newIPAM()
-	for _, g := range m.findDuplicates() {
+func (b *builder) allocate(m *table) {
+	m.openWindows(b)
+	for _, g := range m.Duplicates() {
 		b.settle(m, g)
 	}
 	// A kept address of a port moving to another switch must be held on the
@@ -495,7 +139,7 @@ func (b *builder) allocate() {
 	// never held twice.
 	slices.SortFunc(b.moved, comparePriority)
 	for _, s := range b.moved {
-		id := m.claimID(s)
+		id := m.claim(s)
 		for c := range numComps {
 			a, x := s.target(c)
 			if !a.IsValid() && !x.Valid() || s.need&(claimBit(c)|dynBit(c)) != 0 {
@@ -518,7 +162,7 @@ func (b *builder) allocate() {
 				}
 				continue
 			}
-			m.set(s.net, k, id)
+			m.Set(s.net.swID, k, id)
 		}
 	}
 	if len(b.pending) == 0 {
@@ -565,11 +209,11 @@ func (s *portSpec) claimRank() int {
 }
 
 // key returns the held key of component c of s holding a or x, on no switch.
-func (s *portSpec) key(c int, a netip.Addr, x mac) heldKey {
+func (s *portSpec) key(c int, a netip.Addr, x mac) addr.Key {
 	if c == compMAC {
-		return macKey(0, x)
+		return addr.MACKey(x)
 	}
-	return ipKey(0, a)
+	return addr.IPKey(a)
 }
 
 // specOf returns the spec whose port in have is p, if any: nil for a port
@@ -615,27 +259,27 @@ func (b *builder) keeps(p *state.Port, c int, a netip.Addr, x mac) bool {
 // record of it (holdsAgainstForeign), and otherwise yields. Every port of
 // ours that lets go of the address, and every one that keeps it beside a
 // port that is not ours, gets an AddressConflict Problem naming the other.
-func (b *builder) settle(m *ipam, g []held) {
-	d := heldTwice{c: int(g[0].k.Comp)}
-	d.a, d.x = g[0].k.Addr()
+func (b *builder) settle(m *table, g []ipam.Entry) {
+	d := heldTwice{c: int(g[0].K.Comp)}
+	d.a, d.x = g[0].K.Addr()
 	d.what = compName[d.c] + " " + addrText(d.c, d.a, d.x)
 	var foreigns []*state.Port
 	bySwitch := map[uint32][]*state.Port{}
 	var sws []uint32
 	for _, e := range g {
-		p := m.ports[e.id]
+		p := m.Row(e.ID)
 		if p.Owned() && !b.scope.rebuilds(p.Owner) {
 			b.scope.abort(Why{ReasonPortHeld, "an address held twice by a port of " + p.Owner})
 			return
 		}
-		if e.k.sw == 0 {
+		if e.K.Sw == 0 {
 			foreigns = append(foreigns, p)
 			continue
 		}
-		if bySwitch[e.k.sw] == nil {
-			sws = append(sws, e.k.sw)
+		if bySwitch[e.K.Sw] == nil {
+			sws = append(sws, e.K.Sw)
 		}
-		bySwitch[e.k.sw] = append(bySwitch[e.k.sw], p)
+		bySwitch[e.K.Sw] = append(bySwitch[e.K.Sw], p)
 	}
 	slices.Sort(sws)
 	d.foreignText = describeForeign(foreigns)
@@ -811,7 +455,7 @@ func addrText(c int, a netip.Addr, x mac) string {
 
 // claim takes the addresses s asks for by request or record (step 2 of
 // allocate), or fails or defers it.
-func (b *builder) claim(m *ipam, s *portSpec) {
+func (b *builder) claim(m *table, s *portSpec) {
 	sw := s.net.swID
 	for c := range numComps {
 		if s.need&claimBit(c) == 0 {
@@ -819,7 +463,7 @@ func (b *builder) claim(m *ipam, s *portSpec) {
 		}
 		a, x := s.target(c)
 		what := fmt.Sprintf("%s %q", s.field(c), addrText(c, a, x))
-		for _, h := range m.holdersOf(s.key(c, a, x), sw) {
+		for _, h := range m.HoldersOf(s.key(c, a, x), sw) {
 			switch {
 			case h < 0:
 				if o := m.claims[^h]; o != s {
@@ -830,7 +474,7 @@ func (b *builder) claim(m *ipam, s *portSpec) {
 					return
 				}
 			default:
-				p := m.ports[h]
+				p := m.Row(h)
 				if p == s.have || p.Name == s.name {
 					continue // the row this spec rewrites
 				}
@@ -848,11 +492,11 @@ func (b *builder) claim(m *ipam, s *portSpec) {
 			}
 		}
 	}
-	id := m.claimID(s)
+	id := m.claim(s)
 	for c := range numComps {
 		if s.need&claimBit(c) != 0 {
 			a, x := s.target(c)
-			m.set(s.net, s.key(c, a, x), id)
+			m.Set(s.net.swID, s.key(c, a, x), id)
 		}
 	}
 }
@@ -875,9 +519,10 @@ func claimVerb(s Source) string {
 
 // allocateFresh gives s the lowest free address of each family it lacks,
 // then a MAC (step 3 of allocate).
-func (b *builder) allocateFresh(m *ipam, s *portSpec) {
+func (b *builder) allocateFresh(m *table, s *portSpec) {
 	n := s.net
-	id := m.claimID(s)
+	sw := n.ipamSwitch()
+	id := m.claim(s)
 	for f := range n.fam {
 		if s.need&dynBit(f) == 0 {
 			continue
@@ -886,9 +531,8 @@ func (b *builder) allocateFresh(m *ipam, s *portSpec) {
 		if fam.pool == nil {
 			fam.pool = newPool(fam)
 		}
-		w := m.window(n, f)
-		a, ok := fam.pool.Take(func(a netip.Addr) bool { return m.isHeld(n, w, ipKey(0, a)) },
-			func(a netip.Addr) netip.Addr { return m.nextFree(n, w, f, a) })
+		a, ok := fam.pool.Take(func(a netip.Addr) bool { return m.IsHeld(sw, addr.IPKey(a)) },
+			func(a netip.Addr) netip.Addr { return m.NextFree(sw, f, a) })
 		if !ok {
 			msg := fmt.Sprintf("network %s: no free %s address in %s for port %q", n.key, familyName[f], fam.prefix, s.name)
 			b.ownerProblem(s.o, "SubnetExhausted", msg)
@@ -897,12 +541,11 @@ func (b *builder) allocateFresh(m *ipam, s *portSpec) {
 			return
 		}
 		s.ip[f] = a
-		m.set(n, ipKey(0, a), id)
+		m.Set(n.swID, addr.IPKey(a), id)
 	}
 	if s.need&dynBit(compMAC) != 0 {
-		w := m.window(n, compMAC)
-		s.mac = generateMAC(s, func(x mac) bool { return m.isHeld(n, w, macKey(0, x)) })
-		m.set(n, macKey(0, s.mac), id)
+		s.mac = generateMAC(s, func(x mac) bool { return m.IsHeld(sw, addr.MACKey(x)) })
+		m.Set(n.swID, addr.MACKey(s.mac), id)
 	}
 }
 

@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/ovn-sync/ovn-sync/desired/addr"
+	"github.com/ovn-sync/ovn-sync/desired/ipam"
 	"github.com/ovn-sync/ovn-sync/desired/netconf"
 	"github.com/ovn-sync/ovn-sync/state"
 	corev1 "k8s.io/api/core/v1"
@@ -103,10 +104,11 @@ func parseOrdinal(s string) (int, bool) {
 
 // pickPools gives every port whose request is an ip_pool one entry of it,
 // oldest owner first: the entry the port holds, else the one recorded, else
-// the first entry none of whose addresses any other port holds (in have,
-// ours or not) or asks for by request or record. With none left, the port
-// fails with a Problem and keeps what it has.
-func (b *builder) pickPools() {
+// the first entry none of whose addresses another row holds (m: ours on
+// its switch, or one not ours) or another port asks for by request or
+// record. With none left, the port fails with a Problem and keeps what it
+// has.
+func (b *builder) pickPools(m *table) {
 	var ps []*portSpec
 	for _, s := range b.specs {
 		if s.state == specBuild && len(s.req.pool) > 0 {
@@ -117,27 +119,18 @@ func (b *builder) pickPools() {
 		return
 	}
 	slices.SortFunc(ps, comparePriority)
-	type key struct {
-		sw string
-		a  netip.Addr
-	}
-	taken := map[key]bool{}
-	for _, p := range b.have.Ports.All() {
-		if p == nil {
-			continue
-		}
-		sw := p.Switch
-		if !p.Owned() {
-			sw = "" // a port that is not ours holds its addresses everywhere
-		}
-		for _, e := range append(slices.Clone(p.Addresses), p.DynamicAddresses) {
-			for _, w := range strings.Fields(e) {
-				if a, err := netconf.ParseIP(w); err == nil {
-					taken[key{sw, a}] = true
+	keys := map[addr.Key]bool{}
+	for _, s := range ps {
+		for _, e := range s.req.pool {
+			for _, a := range e {
+				if a.IsValid() {
+					keys[addr.IPKey(a)] = true
 				}
 			}
 		}
 	}
+	taken := m.HeldAmong(keys)
+	// What the Build's ports ask for is taken on their switches too.
 	for _, s := range b.specs {
 		if s.state != specBuild {
 			continue
@@ -145,7 +138,7 @@ func (b *builder) pickPools() {
 		for _, r := range []*requested{s.req, s.rec} {
 			for _, a := range r.ip {
 				if a.IsValid() {
-					taken[key{s.net.sw, a}] = true
+					taken[ipam.Held{Key: addr.IPKey(a), Sw: s.net.swID}] = true
 				}
 			}
 		}
@@ -155,7 +148,8 @@ func (b *builder) pickPools() {
 			if !a.IsValid() || mine.IP[f] == a {
 				continue
 			}
-			if taken[key{s.net.sw, a}] || taken[key{"", a}] {
+			k := addr.IPKey(a)
+			if taken[ipam.Held{Key: k, Sw: s.net.swID}] || taken[ipam.Held{Key: k}] {
 				return false
 			}
 		}
@@ -188,7 +182,7 @@ func (b *builder) pickPools() {
 		s.req = &q
 		for _, a := range e {
 			if a.IsValid() {
-				taken[key{s.net.sw, a}] = true
+				taken[ipam.Held{Key: addr.IPKey(a), Sw: s.net.swID}] = true
 			}
 		}
 	}

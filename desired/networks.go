@@ -10,6 +10,7 @@ import (
 	nadv1 "github.com/k8snetworkplumbingwg/network-attachment-definition-client/pkg/apis/k8s.cni.cncf.io/v1"
 
 	"github.com/ovn-sync/ovn-sync/desired/addr"
+	"github.com/ovn-sync/ovn-sync/desired/ipam"
 	"github.com/ovn-sync/ovn-sync/desired/netconf"
 	"github.com/ovn-sync/ovn-sync/state"
 )
@@ -70,7 +71,7 @@ type family struct {
 	// request; a port that holds it keeps it, as an excluded address.
 	first netip.Addr
 	// pool is created on first dynamic allocation.
-	pool *addr.Pool
+	pool *ipam.Pool
 }
 
 func newNetwork(key, provider, sw, owner string, subnets []netip.Prefix, exclude []netconf.IPRange, gateways []netip.Addr) *network {

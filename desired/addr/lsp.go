@@ -1,6 +1,10 @@
 package addr
 
 import (
+	"github.com/ovn-sync/ovn-sync/state"
+
+	"slices"
+
 	"net/netip"
 	"strings"
 
@@ -66,4 +70,23 @@ func appendWords(ws []string, s string) []string {
 		s = s[i+1:]
 	}
 	return ws
+}
+
+// EachHeld calls fn with the key of each address p holds: those its
+// addresses column and its dynamic_addresses list, each once.
+func EachHeld(p *state.Port, fn func(Key)) {
+	var words [8]string
+	list := words[:0]
+	for _, e := range p.Addresses {
+		list = appendWords(list, e)
+	}
+	list = appendWords(list, p.DynamicAddresses)
+	for i, word := range list {
+		if slices.Contains(list[:i], word) {
+			continue // a port listing an address twice holds it once
+		}
+		if k, ok := WordKey(word); ok {
+			fn(k)
+		}
+	}
 }

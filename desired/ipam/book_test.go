@@ -1,4 +1,4 @@
-package addr
+package ipam
 
 import (
 	"fmt"
@@ -9,6 +9,7 @@ import (
 
 	"pgregory.net/rapid"
 
+	"github.com/ovn-sync/ovn-sync/desired/addr"
 	"github.com/ovn-sync/ovn-sync/state"
 )
 
@@ -31,7 +32,7 @@ func TestBookKeptUpToDate(t *testing.T) {
 					kept.Remove(old)
 				}
 				ip := fmt.Sprintf("10.16.0.%d", rapid.IntRange(1, 6).Draw(t, "ip"))
-				entry := FromIPv4(netip.MustParseAddr(ip)).String() + " " + ip
+				entry := addr.FromIPv4(netip.MustParseAddr(ip)).String() + " " + ip
 				if rapid.Bool().Draw(t, "twice") {
 					entry += " " + ip // an address listed twice is held once
 				}
@@ -40,7 +41,7 @@ func TestBookKeptUpToDate(t *testing.T) {
 				kept.Add(p)
 			}
 			if i == 3 { // windows made part way are kept up to date too
-				kept.Window("a", subnet, CompIPv4)
+				kept.Window("a", subnet, addr.CompIPv4)
 			}
 		}
 		fresh := NewBook(ports)
@@ -54,17 +55,17 @@ func TestBookKeptUpToDate(t *testing.T) {
 // MACs, on switch "a" for its window.
 func describe(x *Book, subnet netip.Prefix) string {
 	var b strings.Builder
-	w := x.Window("a", subnet, CompIPv4)
+	w := x.Window("a", subnet, addr.CompIPv4)
 	for i := 1; i <= 6; i++ {
 		a := netip.MustParseAddr(fmt.Sprintf("10.16.0.%d", i))
-		for _, k := range []Key{IPKey(a), MACKey(FromIPv4(a))} {
+		for _, k := range []addr.Key{addr.IPKey(a), addr.MACKey(addr.FromIPv4(a))} {
 			hs := slices.Clone(x.Holders(k))
 			slices.SortFunc(hs, func(p, q Holder) int { return strings.Compare(p.Switch+"/"+p.Name, q.Switch+"/"+q.Name) })
 			fmt.Fprintf(&b, "%v: %v", k, hs)
 			if slices.Contains(slices.Collect(x.Dups()), k) {
 				b.WriteString(" twice")
 			}
-			if k.Comp == CompIPv4 {
+			if k.Comp == addr.CompIPv4 {
 				held, _ := w.Held(k)
 				fmt.Fprintf(&b, " window %v", held)
 			}
@@ -85,14 +86,14 @@ func TestBook(t *testing.T) {
 		"d": p("d", "", "dynamic", "0a:00:00:00:00:07 10.16.0.7"),
 	})
 	x := NewBook(ports)
-	k5 := IPKey(netip.MustParseAddr("10.16.0.5"))
+	k5 := addr.IPKey(netip.MustParseAddr("10.16.0.5"))
 	if got := len(x.Holders(k5)); got != 3 {
 		t.Errorf("10.16.0.5 has %d holders, want 3", got)
 	}
 	if dups := slices.Collect(x.Dups()); len(dups) != 1 || dups[0] != k5 {
 		t.Errorf("Dups = %v, want 10.16.0.5 alone", dups)
 	}
-	if hs := x.Holders(IPKey(netip.MustParseAddr("10.16.0.7"))); len(hs) != 1 || hs[0] != (Holder{"", "d"}) {
+	if hs := x.Holders(addr.IPKey(netip.MustParseAddr("10.16.0.7"))); len(hs) != 1 || hs[0] != (Holder{"", "d"}) {
 		t.Errorf("dynamic_addresses' 10.16.0.7 held by %v, want d", hs)
 	}
 	x.Remove(ports.Get("c"))

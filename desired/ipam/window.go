@@ -1,6 +1,8 @@
-package addr
+package ipam
 
 import (
+	"github.com/ovn-sync/ovn-sync/desired/addr"
+
 	"math/bits"
 	"net/netip"
 )
@@ -18,7 +20,7 @@ type Window struct {
 // MaxWindow is the most addresses a window covers.
 const MaxWindow = 1 << 20
 
-// NewWindow returns a window over subnet p for component comp (CompMAC: the
+// NewWindow returns a window over subnet p for component comp (addr.CompMAC: the
 // MACs derived from p's IPv4 addresses), sized for about want addresses:
 // held ones cluster at the bottom, so a few times the number of ports
 // covers them.
@@ -29,10 +31,10 @@ func NewWindow(p netip.Prefix, comp int, want int) *Window {
 	}
 	w := &Window{comp: comp, bits: make([]uint64, (size+63)/64)}
 	switch comp {
-	case CompMAC:
-		w.base[1] = uint64(FromIPv4(p.Masked().Addr()))
+	case addr.CompMAC:
+		w.base[1] = uint64(addr.FromIPv4(p.Masked().Addr()))
 	default:
-		w.base[0], w.base[1] = Words(p.Masked().Addr())
+		w.base[0], w.base[1] = addr.Words(p.Masked().Addr())
 	}
 	return w
 }
@@ -49,14 +51,14 @@ func (w *Window) offset(hi, lo uint64) (uint64, bool) {
 }
 
 // Set marks the address k names held, if w covers it.
-func (w *Window) Set(k Key) {
+func (w *Window) Set(k addr.Key) {
 	if off, ok := w.offset(k.Hi, k.Lo); ok {
 		w.bits[off/64] |= 1 << (off % 64)
 	}
 }
 
 // Clear marks the address k names free, if w covers it.
-func (w *Window) Clear(k Key) {
+func (w *Window) Clear(k addr.Key) {
 	if off, ok := w.offset(k.Hi, k.Lo); ok {
 		w.bits[off/64] &^= 1 << (off % 64)
 	}
@@ -67,7 +69,7 @@ func (w *Window) Covers(a netip.Addr) bool {
 	if w == nil {
 		return false
 	}
-	_, ok := w.offset(Words(a))
+	_, ok := w.offset(addr.Words(a))
 	return ok
 }
 
@@ -76,7 +78,7 @@ func (w *Window) Covers(a netip.Addr) bool {
 // address past the window when the window holds every one from a on. The
 // invalid Addr stands for an address past the last of its family.
 func (w *Window) NextFree(a netip.Addr) netip.Addr {
-	hi, lo := Words(a)
+	hi, lo := addr.Words(a)
 	off, ok := w.offset(hi, lo)
 	if !ok {
 		return a
@@ -100,12 +102,12 @@ func (w *Window) NextFree(a netip.Addr) netip.Addr {
 	if lo < w.base[1] || a.Is4() && lo > 1<<32-1 {
 		return netip.Addr{}
 	}
-	return FromWords(a.Is4(), hi, lo)
+	return addr.FromWords(a.Is4(), hi, lo)
 }
 
 // Held reports whether the address k names is held, and whether the
 // window knows.
-func (w *Window) Held(k Key) (held, known bool) {
+func (w *Window) Held(k addr.Key) (held, known bool) {
 	off, ok := w.offset(k.Hi, k.Lo)
 	if !ok {
 		return false, false
