@@ -11,6 +11,8 @@ import (
 	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/yaml"
+
+	"github.com/ovn-sync/ovn-sync/sources"
 )
 
 // grant is one permission: a verb on a resource of an API group, in a
@@ -30,14 +32,15 @@ func (g grant) String() string {
 const cluster = "cluster"
 
 // needed is every permission run mode uses, and nothing more:
-//   - sources/informers.go: informers list and watch Pods, Namespaces and
-//     StatefulSets and, through the dynamic client, the KubeVirt, Multus and
-//     kube-ovn (Subnet, IP) kinds, and the CRD of each kind not installed
-//     yet; nothing gets one object (discovery needs no RBAC rule);
-//   - cmd/ovn-sync/run_publish.go: a merge patch on Pods and on
-//     VirtualMachines publishes addresses;
-//   - cmd/ovn-sync/run_events.go: client-go's recorder creates Events and
-//     patches one it already created when a problem recurs;
+//   - sources: the informers list and watch every kind of its table
+//     (sources.KindResources; Pods, Namespaces and StatefulSets through the
+//     typed client, the others through the dynamic one) and the CRD of each
+//     custom kind not installed yet; IPAMClaims are also got by name
+//     (publish); nothing else gets one object (discovery needs no RBAC rule);
+//   - publish: a merge patch on Pods and on VirtualMachines publishes
+//     addresses, an update of ipamclaims/status fills a claim;
+//   - publish's Events: client-go's recorder creates Events and patches one
+//     it already created when a problem recurs;
 //   - cmd/ovn-sync/run.go: leader election's Lease lock gets, creates and
 //     updates one Lease, in the namespace ovn-sync runs in only.
 func needed() map[grant]bool {
@@ -49,15 +52,13 @@ func needed() map[grant]bool {
 			}
 		}
 	}
-	add(cluster, "", []string{"pods"}, []string{"list", "watch", "patch"})
-	add(cluster, "kubevirt.io", []string{"virtualmachines", "virtualmachineinstances", "virtualmachineinstancemigrations"}, []string{"list", "watch"})
+	for _, r := range sources.KindResources() {
+		add(cluster, r.Group, []string{r.Resource}, []string{"list", "watch"})
+	}
+	add(cluster, "", []string{"pods"}, []string{"patch"})
 	add(cluster, "kubevirt.io", []string{"virtualmachines"}, []string{"patch"})
-	add(cluster, "k8s.cni.cncf.io", []string{"network-attachment-definitions"}, []string{"list", "watch"})
-	add(cluster, "k8s.cni.cncf.io", []string{"ipamclaims"}, []string{"get", "list", "watch"})
+	add(cluster, "k8s.cni.cncf.io", []string{"ipamclaims"}, []string{"get"})
 	add(cluster, "k8s.cni.cncf.io", []string{"ipamclaims/status"}, []string{"update"})
-	add(cluster, "kubeovn.io", []string{"subnets", "ips"}, []string{"list", "watch"})
-	add(cluster, "", []string{"namespaces"}, []string{"list", "watch"})
-	add(cluster, "apps", []string{"statefulsets"}, []string{"list", "watch"})
 	add(cluster, "apiextensions.k8s.io", []string{"customresourcedefinitions"}, []string{"list", "watch"})
 	add(cluster, "", []string{"events"}, []string{"create", "patch"})
 	add("kube-system", "coordination.k8s.io", []string{"leases"}, []string{"get", "create", "update"})

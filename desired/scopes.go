@@ -95,6 +95,14 @@ var scopes = map[string]func(b *base, objs Objects, c state.ObjectRef, sel *touc
 	kindSubnet:          (*base).subnetScope,
 }
 
+// Scoped reports whether scopes declares which owners a change of an
+// object of kind touches: every kind Inputs holds must be (sources checks
+// its table of kinds against it).
+func Scoped(kind string) bool {
+	_, ok := scopes[kind]
+	return ok
+}
+
 // touched is the owners an Update rebuilds, as the scopes find them.
 type touched struct {
 	pods   map[nsName]bool // plain pod owners

@@ -9,10 +9,8 @@ import (
 	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
 	"k8s.io/client-go/tools/record"
 
-	ipamclaimsv1alpha1 "github.com/ovn-sync/ovn-sync/apis/ipamclaims/v1alpha1"
-	kubeovnv1 "github.com/ovn-sync/ovn-sync/apis/kubeovn/v1"
 	"github.com/ovn-sync/ovn-sync/desired"
-	"github.com/ovn-sync/ovn-sync/state"
+	"github.com/ovn-sync/ovn-sync/sources"
 )
 
 // Events turns Problems into Kubernetes Events on the objects they
@@ -45,37 +43,12 @@ func refKey(kind, ns, name string) string { return kind + "/" + ns + "/" + name 
 
 func indexRefs(in desired.Inputs) objectRefs {
 	refs := objectRefs{}
-	add := func(kind, apiVersion string, m metav1.Object) {
-		refs[refKey(kind, m.GetNamespace(), m.GetName())] = &corev1.ObjectReference{
-			Kind: kind, APIVersion: apiVersion, Namespace: m.GetNamespace(), Name: m.GetName(),
+	sources.EachObject(in, func(k sources.Kind, apiVersion string, m metav1.Object) {
+		refs[refKey(string(k), m.GetNamespace(), m.GetName())] = &corev1.ObjectReference{
+			Kind: string(k), APIVersion: apiVersion, Namespace: m.GetNamespace(), Name: m.GetName(),
 			UID: m.GetUID(), ResourceVersion: m.GetResourceVersion(),
 		}
-	}
-	for _, o := range in.Pods {
-		add(state.KindPod, "v1", o)
-	}
-	for _, o := range in.VirtualMachines {
-		add(state.KindVirtualMachine, "kubevirt.io/v1", o)
-	}
-	for _, o := range in.VirtualMachineInstances {
-		add(state.KindVirtualMachineInstance, "kubevirt.io/v1", o)
-	}
-	for _, o := range in.Migrations {
-		add(state.KindVirtualMachineInstanceMigration, "kubevirt.io/v1", o)
-	}
-	for _, o := range in.NetworkAttachmentDefinitions {
-		add(state.KindNetworkAttachmentDefinition, "k8s.cni.cncf.io/v1", o)
-	}
-	for _, o := range in.Subnets {
-		add("Subnet", "kubeovn.io/v1", o)
-	}
-	for _, o := range in.IPAMClaims {
-		add(state.KindIPAMClaim, ipamclaimsv1alpha1.GroupVersion.String(), o)
-	}
-	for _, o := range in.IPs {
-		// Cluster-scoped: its Events go to the default namespace.
-		add(state.KindIP, kubeovnv1.GroupVersion.String(), o)
-	}
+	})
 	return refs
 }
 

@@ -47,8 +47,9 @@ func (l *Loop) logUnreadable(us []sources.Unreadable) {
 // named holds the objects problems name, looked up in objs: what Report
 // needs of a pass that listed nothing.
 func named(problems []desired.Problem, objs desired.Objects) desired.Inputs {
-	var in desired.Inputs
-	nets := objs.Networks()
+	// The kinds every Build reads whole are listed already; the others are
+	// looked up.
+	in := objs.Networks()
 	seen := map[desired.Problem]bool{}
 	for _, p := range problems {
 		k := desired.Problem{Kind: p.Kind, Namespace: p.Namespace, Name: p.Name}
@@ -79,7 +80,6 @@ func named(problems []desired.Problem, objs desired.Objects) desired.Inputs {
 			}
 		}
 	}
-	in.NetworkAttachmentDefinitions, in.Subnets, in.IPAMClaims = nets.NetworkAttachmentDefinitions, nets.Subnets, nets.IPAMClaims
 	return in
 }
 

@@ -3,60 +3,15 @@ package sources
 import (
 	"context"
 	"fmt"
-	"slices"
 	"sort"
 	"time"
 
-	nadv1 "github.com/k8snetworkplumbingwg/network-attachment-definition-client/pkg/apis/k8s.cni.cncf.io/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/dynamic/dynamicinformer"
 	"k8s.io/client-go/tools/cache"
-	kubevirtv1 "kubevirt.io/api/core/v1"
-
-	ipamclaimsv1alpha1 "github.com/ovn-sync/ovn-sync/apis/ipamclaims/v1alpha1"
-	kubeovnv1 "github.com/ovn-sync/ovn-sync/apis/kubeovn/v1"
 )
-
-// GroupVersionResources of the custom resources, which may not be installed.
-var (
-	GVRVirtualMachine                  = kubevirtv1.SchemeGroupVersion.WithResource("virtualmachines")
-	GVRVirtualMachineInstance          = kubevirtv1.SchemeGroupVersion.WithResource("virtualmachineinstances")
-	GVRVirtualMachineInstanceMigration = kubevirtv1.SchemeGroupVersion.WithResource("virtualmachineinstancemigrations")
-	GVRNetworkAttachmentDefinition     = nadv1.SchemeGroupVersion.WithResource("network-attachment-definitions")
-	GVRSubnet                          = kubeovnv1.GroupVersion.WithResource("subnets")
-	GVRIP                              = kubeovnv1.GroupVersion.WithResource("ips")
-	GVRIPAMClaim                       = ipamclaimsv1alpha1.GroupVersion.WithResource("ipamclaims")
-)
-
-// crdKinds maps each custom kind to its resource.
-var crdKinds = map[Kind]schema.GroupVersionResource{
-	KindVirtualMachine:                  GVRVirtualMachine,
-	KindVirtualMachineInstance:          GVRVirtualMachineInstance,
-	KindVirtualMachineInstanceMigration: GVRVirtualMachineInstanceMigration,
-	KindNetworkAttachmentDefinition:     GVRNetworkAttachmentDefinition,
-	KindSubnet:                          GVRSubnet,
-	KindIP:                              GVRIP,
-	KindIPAMClaim:                       GVRIPAMClaim,
-}
-
-// GVRCustomResourceDefinition is the resource of CRDs.
-var GVRCustomResourceDefinition = schema.GroupVersionResource{Group: "apiextensions.k8s.io", Version: "v1", Resource: "customresourcedefinitions"}
-
-// ListKinds maps every resource the informers list to its list kind, as
-// client-go's fake dynamic client needs told.
-var ListKinds = map[schema.GroupVersionResource]string{
-	GVRVirtualMachine:                  "VirtualMachineList",
-	GVRVirtualMachineInstance:          "VirtualMachineInstanceList",
-	GVRVirtualMachineInstanceMigration: "VirtualMachineInstanceMigrationList",
-	GVRNetworkAttachmentDefinition:     "NetworkAttachmentDefinitionList",
-	GVRSubnet:                          "SubnetList",
-	GVRIP:                              "IPList",
-	GVRIPAMClaim:                       "IPAMClaimList",
-	GVRCustomResourceDefinition:        "CustomResourceDefinitionList",
-}
 
 // Discover checks again for custom resources found missing before and
 // starts informers for those installed since. It is a no-op before Start.
@@ -72,7 +27,7 @@ func (s *Informers) Discover(ctx context.Context) error {
 func (s *Informers) discoverLocked(ctx context.Context) error {
 	var missing []Kind
 	for _, k := range Kinds {
-		if _, ok := s.inf[k]; !ok && !slices.Contains(typedKinds, k) {
+		if _, ok := s.inf[k]; !ok && !builtIn(k) {
 			missing = append(missing, k)
 		}
 	}
@@ -86,21 +41,21 @@ func (s *Informers) discoverLocked(ctx context.Context) error {
 	for _, k := range missing {
 		if !present[k] {
 			if !s.absent[k] {
-				s.opts.Logger.Info("custom resource not installed: treating it as empty until its CRD appears", "kind", k, "resource", crdKinds[k].String())
+				s.opts.Logger.Info("custom resource not installed: treating it as empty until its CRD appears", "kind", k, "resource", kindDefOf(k).resource.String())
 				s.absent[k] = true
 				s.watchCRD(k)
 			}
 			continue
 		}
 		if s.absent[k] {
-			s.opts.Logger.Info("custom resource installed: watching it", "kind", k, "resource", crdKinds[k].String())
+			s.opts.Logger.Info("custom resource installed: watching it", "kind", k, "resource", kindDefOf(k).resource.String())
 			delete(s.absent, k)
 		}
 		ix := indexers[k]
 		if ix == nil {
 			ix = cache.Indexers{}
 		}
-		inf := dynamicinformer.NewFilteredDynamicInformer(s.opts.Dynamic, crdKinds[k], metav1.NamespaceAll, 0, ix, nil).Informer()
+		inf := dynamicinformer.NewFilteredDynamicInformer(s.opts.Dynamic, kindDefOf(k).resource, metav1.NamespaceAll, 0, ix, nil).Informer()
 		_ = inf.SetTransform(s.recording(func(any) Kind { return k }, compacting(typedTransform(k))))
 		s.watch(k, inf)
 		go inf.Run(s.ctx.Done())
@@ -114,7 +69,7 @@ func (s *Informers) discoverLocked(ctx context.Context) error {
 func (s *Informers) served(ctx context.Context, kinds []Kind) (map[Kind]bool, error) {
 	byGV := map[string][]Kind{}
 	for _, k := range kinds {
-		gv := crdKinds[k].GroupVersion().String()
+		gv := kindDefOf(k).resource.GroupVersion().String()
 		byGV[gv] = append(byGV[gv], k)
 	}
 	present := map[Kind]bool{}
@@ -136,7 +91,7 @@ func (s *Informers) served(ctx context.Context, kinds []Kind) (map[Kind]bool, er
 		}
 		for _, r := range list.APIResources {
 			for _, k := range byGV[gv] {
-				if r.Name == crdKinds[k].Resource {
+				if r.Name == kindDefOf(k).resource.Resource {
 					present[k] = true
 				}
 			}
@@ -159,7 +114,9 @@ func (s *Informers) Absent() []Kind {
 }
 
 // crdName is the name of the CRD that defines kind k: "<plural>.<group>".
-func crdName(k Kind) string { return crdKinds[k].Resource + "." + crdKinds[k].Group }
+func crdName(k Kind) string {
+	return kindDefOf(k).resource.Resource + "." + kindDefOf(k).resource.Group
+}
 
 // watchCRD watches the one CustomResourceDefinition that would define the
 // absent kind k (a field selector on its name: nothing else of the

@@ -22,36 +22,6 @@ import (
 	"github.com/ovn-sync/ovn-sync/state"
 )
 
-// Kind names one of the kinds of object the informers watch, as Kubernetes
-// spells it.
-type Kind string
-
-// The kinds, in the order Informers lists them.
-const (
-	KindPod                             Kind = state.KindPod
-	KindVirtualMachine                  Kind = state.KindVirtualMachine
-	KindVirtualMachineInstance          Kind = state.KindVirtualMachineInstance
-	KindVirtualMachineInstanceMigration Kind = state.KindVirtualMachineInstanceMigration
-	KindNetworkAttachmentDefinition     Kind = state.KindNetworkAttachmentDefinition
-	KindIP                              Kind = state.KindIP
-	// KindSubnet is kube-ovn's Subnet (cluster-scoped, a CRD); Namespaces
-	// (their logical_switch annotation) and StatefulSets (whose gone pods
-	// keep their ports) are read for it.
-	KindSubnet      Kind = state.KindSubnet
-	KindNamespace   Kind = state.KindNamespace
-	KindStatefulSet Kind = state.KindStatefulSet
-	// KindIPAMClaim is an IPAMClaim (k8s.cni.cncf.io/v1alpha1): the
-	// record of a VM's addresses on one network.
-	KindIPAMClaim Kind = state.KindIPAMClaim
-)
-
-// Kinds lists every kind the informers watch.
-var Kinds = []Kind{KindPod, KindVirtualMachine, KindVirtualMachineInstance, KindVirtualMachineInstanceMigration, KindNetworkAttachmentDefinition,
-	KindSubnet, KindNamespace, KindStatefulSet, KindIP, KindIPAMClaim}
-
-// typedKinds are the built-in kinds, always served: the typed factory reads them.
-var typedKinds = []Kind{KindPod, KindNamespace, KindStatefulSet}
-
 // InformerOptions configures NewInformers.
 type InformerOptions struct {
 	// Kube reads Pods, Namespaces and StatefulSets; its Discovery() tells

@@ -3,7 +3,6 @@ package sources
 import (
 	"maps"
 
-	nadv1 "github.com/k8snetworkplumbingwg/network-attachment-definition-client/pkg/apis/k8s.cni.cncf.io/v1"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -13,7 +12,6 @@ import (
 	"k8s.io/client-go/tools/cache"
 	kubevirtv1 "kubevirt.io/api/core/v1"
 
-	ipamclaimsv1alpha1 "github.com/ovn-sync/ovn-sync/apis/ipamclaims/v1alpha1"
 	kubeovnv1 "github.com/ovn-sync/ovn-sync/apis/kubeovn/v1"
 	"github.com/ovn-sync/ovn-sync/desired"
 )
@@ -74,24 +72,7 @@ func leanMeta(m metav1.ObjectMeta) metav1.ObjectMeta {
 // pass does not convert every object again. It is idempotent, as client-go
 // requires: typed objects pass through.
 func typedTransform(k Kind) cache.TransformFunc {
-	newObj := func() runtime.Object {
-		switch k {
-		case KindVirtualMachine:
-			return &kubevirtv1.VirtualMachine{}
-		case KindVirtualMachineInstance:
-			return &kubevirtv1.VirtualMachineInstance{}
-		case KindVirtualMachineInstanceMigration:
-			return &kubevirtv1.VirtualMachineInstanceMigration{}
-		case KindSubnet:
-			return &kubeovnv1.Subnet{}
-		case KindIP:
-			return &kubeovnv1.IP{}
-		case KindIPAMClaim:
-			return &ipamclaimsv1alpha1.IPAMClaim{}
-		default:
-			return &nadv1.NetworkAttachmentDefinition{}
-		}
-	}
+	newObj := kindDefOf(k).newObj
 	var convert func(any) any
 	convert = func(obj any) any {
 		switch v := obj.(type) {

@@ -25,10 +25,7 @@ import (
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	kubevirtv1 "kubevirt.io/api/core/v1"
 
-	ipamclaimsv1alpha1 "github.com/ovn-sync/ovn-sync/apis/ipamclaims/v1alpha1"
-	kubeovnv1 "github.com/ovn-sync/ovn-sync/apis/kubeovn/v1"
 	"github.com/ovn-sync/ovn-sync/desired"
-	"github.com/ovn-sync/ovn-sync/state"
 )
 
 // Note is something ReadManifests skipped but wants the user to know about.
@@ -137,7 +134,6 @@ func ReadManifestsFS(fsys fs.FS, paths []string) (desired.Inputs, []Note, error)
 	return in, notes, nil
 }
 
-// counts is how many objects of each kind in has, in the order of checkDuplicates.
 // Count returns how many objects in holds, of every kind.
 func Count(in desired.Inputs) int {
 	n := 0
@@ -147,44 +143,31 @@ func Count(in desired.Inputs) int {
 	return n
 }
 
-func counts(in desired.Inputs) [10]int {
-	return [10]int{len(in.Pods), len(in.VirtualMachines), len(in.VirtualMachineInstances), len(in.Migrations), len(in.NetworkAttachmentDefinitions),
-		len(in.Subnets), len(in.Namespaces), len(in.StatefulSets), len(in.IPs), len(in.IPAMClaims)}
+// counts is how many objects of each kind in has, in the table's order.
+func counts(in desired.Inputs) []int {
+	n := make([]int, len(kindDefs))
+	for i, d := range kindDefs {
+		n[i] = d.count(in)
+	}
+	return n
 }
 
 // checkDuplicates rejects an object defined twice: with two definitions
-// there is no telling which one the user means.
-func checkDuplicates(in desired.Inputs, from [10]int, file string, seen map[string]string) error {
-	check := func(kind string, objs []object) error {
-		for _, o := range objs {
-			key := kind + " " + o.GetNamespace() + "/" + o.GetName()
+// there is no telling which one the user means. from are the counts of
+// each kind before file was read (counts).
+func checkDuplicates(in desired.Inputs, from []int, file string, seen map[string]string) error {
+	var errs []error
+	for i, d := range kindDefs {
+		for _, o := range d.objects(in, from[i]) {
+			key := string(d.kind) + " " + o.GetNamespace() + "/" + o.GetName()
 			if prev, ok := seen[key]; ok {
-				return fmt.Errorf("%s is defined twice: in %s and in %s", key, prev, file)
+				errs = append(errs, fmt.Errorf("%s is defined twice: in %s and in %s", key, prev, file))
+				break
 			}
 			seen[key] = file
 		}
-		return nil
 	}
-	return errors.Join(
-		check(state.KindPod, asObjects(in.Pods[from[0]:])),
-		check(state.KindVirtualMachine, asObjects(in.VirtualMachines[from[1]:])),
-		check(state.KindVirtualMachineInstance, asObjects(in.VirtualMachineInstances[from[2]:])),
-		check(state.KindVirtualMachineInstanceMigration, asObjects(in.Migrations[from[3]:])),
-		check(state.KindNetworkAttachmentDefinition, asObjects(in.NetworkAttachmentDefinitions[from[4]:])),
-		check(string(KindSubnet), asObjects(in.Subnets[from[5]:])),
-		check(string(KindNamespace), asObjects(in.Namespaces[from[6]:])),
-		check(string(KindStatefulSet), asObjects(in.StatefulSets[from[7]:])),
-		check(state.KindIP, asObjects(in.IPs[from[8]:])),
-		check(state.KindIPAMClaim, asObjects(in.IPAMClaims[from[9]:])),
-	)
-}
-
-func asObjects[P object](l []P) []object {
-	out := make([]object, len(l))
-	for i, o := range l {
-		out[i] = o
-	}
-	return out
+	return errors.Join(errs...)
 }
 
 // osFS reads the host's files by the paths the user typed, relative or absolute.
@@ -421,27 +404,10 @@ func addObject(raw []byte, known *metav1.TypeMeta, in *desired.Inputs) ([]string
 	if !strings.Contains(tm.APIVersion, "/") {
 		group = ""
 	}
-	switch {
-	case group == "" && tm.Kind == state.KindPod:
-		return nil, decodePod(raw, &in.Pods)
-	case group == "kubevirt.io" && tm.Kind == state.KindVirtualMachine:
-		return nil, decodeInto(raw, &in.VirtualMachines)
-	case group == "kubevirt.io" && tm.Kind == state.KindVirtualMachineInstance:
-		return nil, decodeInto(raw, &in.VirtualMachineInstances)
-	case group == "kubevirt.io" && tm.Kind == state.KindVirtualMachineInstanceMigration:
-		return nil, decodeInto(raw, &in.Migrations)
-	case group == "k8s.cni.cncf.io" && tm.Kind == state.KindNetworkAttachmentDefinition:
-		return nil, decodeInto(raw, &in.NetworkAttachmentDefinitions)
-	case group == kubeovnv1.GroupVersion.Group && tm.Kind == string(KindSubnet):
-		return nil, decodeClusterScoped(raw, &in.Subnets)
-	case group == "" && tm.Kind == string(KindNamespace):
-		return nil, decodeClusterScoped(raw, &in.Namespaces)
-	case group == "apps" && tm.Kind == string(KindStatefulSet):
-		return nil, decodeInto(raw, &in.StatefulSets)
-	case group == kubeovnv1.GroupVersion.Group && tm.Kind == state.KindIP:
-		return nil, decodeClusterScoped(raw, &in.IPs)
-	case group == ipamclaimsv1alpha1.GroupVersion.Group && tm.Kind == state.KindIPAMClaim:
-		return nil, decodeInto(raw, &in.IPAMClaims)
+	for _, d := range kindDefs {
+		if group == d.resource.Group && tm.Kind == string(d.kind) {
+			return nil, d.decode(raw, in)
+		}
 	}
 	var om struct {
 		Metadata metav1.ObjectMeta `json:"metadata"`

@@ -6,14 +6,8 @@ import (
 	"maps"
 	"slices"
 
-	nadv1 "github.com/k8snetworkplumbingwg/network-attachment-definition-client/pkg/apis/k8s.cni.cncf.io/v1"
-	appsv1 "k8s.io/api/apps/v1"
-	corev1 "k8s.io/api/core/v1"
 	"k8s.io/client-go/tools/cache"
-	kubevirtv1 "kubevirt.io/api/core/v1"
 
-	ipamclaimsv1alpha1 "github.com/ovn-sync/ovn-sync/apis/ipamclaims/v1alpha1"
-	kubeovnv1 "github.com/ovn-sync/ovn-sync/apis/kubeovn/v1"
 	"github.com/ovn-sync/ovn-sync/desired"
 	"github.com/ovn-sync/ovn-sync/state"
 )
@@ -110,29 +104,21 @@ func listStores(inf map[Kind]cache.SharedIndexInformer) map[Kind][]any {
 // typed forms, and of those that could not be read.
 func collectAll(lists map[Kind][]any) Snapshot {
 	var snap Snapshot
-	list := func(k Kind) []any { return lists[k] }
-	in := &snap.Inputs
-	in.Pods = collect[*corev1.Pod](KindPod, list(KindPod), &snap.Unreadable)
-	in.VirtualMachines = collect[*kubevirtv1.VirtualMachine](KindVirtualMachine, list(KindVirtualMachine), &snap.Unreadable)
-	in.VirtualMachineInstances = collect[*kubevirtv1.VirtualMachineInstance](KindVirtualMachineInstance, list(KindVirtualMachineInstance), &snap.Unreadable)
-	in.Migrations = collect[*kubevirtv1.VirtualMachineInstanceMigration](KindVirtualMachineInstanceMigration, list(KindVirtualMachineInstanceMigration), &snap.Unreadable)
-	collectNetworks(in, list, &snap.Unreadable)
-	in.IPs = collect[*kubeovnv1.IP](KindIP, list(KindIP), &snap.Unreadable)
+	for _, d := range kindDefs {
+		d.collect(&snap.Inputs, lists[d.kind], &snap.Unreadable)
+	}
 	return snap
 }
 
-// collectNetworks fills in the kinds every Build reads whole, which are
-// few: those TakeChanges lists.
-func collectNetworks(in *desired.Inputs, list func(Kind) []any, bad *[]Unreadable) {
-	in.NetworkAttachmentDefinitions = collect[*nadv1.NetworkAttachmentDefinition](KindNetworkAttachmentDefinition, list(KindNetworkAttachmentDefinition), bad)
-	in.Subnets = collect[*kubeovnv1.Subnet](KindSubnet, list(KindSubnet), bad)
-	in.Namespaces = collect[*corev1.Namespace](KindNamespace, list(KindNamespace), bad)
-	in.StatefulSets = collect[*appsv1.StatefulSet](KindStatefulSet, list(KindStatefulSet), bad)
-	in.IPAMClaims = collect[*ipamclaimsv1alpha1.IPAMClaim](KindIPAMClaim, list(KindIPAMClaim), bad)
+// collectWhole fills in the kinds every Build reads whole, which are few:
+// those TakeChanges lists.
+func collectWhole(in *desired.Inputs, lists map[Kind][]any, bad *[]Unreadable) {
+	for _, d := range kindDefs {
+		if d.whole {
+			d.collect(in, lists[d.kind], bad)
+		}
+	}
 }
-
-// networkKinds are the kinds collectNetworks reads.
-var networkKinds = []Kind{KindNetworkAttachmentDefinition, KindSubnet, KindNamespace, KindStatefulSet, KindIPAMClaim}
 
 // Changes is what changed since the previous take, and where to look the
 // objects up: what a pass that rebuilds only what changed reads, without
@@ -176,17 +162,17 @@ func (s *Informers) TakeChanges() Changes {
 	var lists map[Kind][]any
 	c.Version, c.Changed, c.AllChanged = s.takeAround(func(inf map[Kind]cache.SharedIndexInformer) {
 		l.inf = inf
-		lists = make(map[Kind][]any, len(networkKinds))
-		for _, k := range networkKinds {
-			if i, ok := inf[k]; ok {
+		lists = map[Kind][]any{}
+		for k, i := range inf {
+			if readWhole(k) {
 				lists[k] = i.GetStore().List()
 			}
 		}
 	})
-	collectNetworks(&l.nets, func(k Kind) []any { return lists[k] }, &c.Unreadable)
+	collectWhole(&l.nets, lists, &c.Unreadable)
 	s.chmu.Lock()
 	for ref, u := range s.unreadable {
-		if !slices.Contains(networkKinds, Kind(ref.Kind)) {
+		if !readWhole(Kind(ref.Kind)) {
 			c.Unreadable = append(c.Unreadable, u)
 		}
 	}
