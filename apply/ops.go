@@ -386,7 +386,12 @@ func portTxns(plan diff.Plan, switches map[string]string, refs refs, max int) (d
 			}
 		}
 	}
-	deletes = func(yield func(txn) bool) {
+	return portDeletes(plan, max), portUpserts(plan, switches, refs, max), nil
+}
+
+// portDeletes is portTxns' second phase: the deletes.
+func portDeletes(plan diff.Plan, max int) iter.Seq[txn] {
+	return func(yield func(txn) bool) {
 		del := newBatcher(max, ovsdb.MutateOperationDelete, yield)
 		for i := range plan.Changes {
 			c := &plan.Changes[i]
@@ -417,8 +422,11 @@ func portTxns(plan diff.Plan, switches map[string]string, refs refs, max int) (d
 		}
 		del.flush()
 	}
+}
 
-	upserts = func(yield func(txn) bool) {
+// portUpserts is portTxns' third phase: the updates, then the creates.
+func portUpserts(plan diff.Plan, switches map[string]string, refs refs, max int) iter.Seq[txn] {
+	return func(yield func(txn) bool) {
 		up := newBatcher(max, ovsdb.MutateOperationInsert, yield)
 		for i := range plan.Changes {
 			c := &plan.Changes[i]
@@ -458,7 +466,6 @@ func portTxns(plan diff.Plan, switches map[string]string, refs refs, max int) (d
 		}
 		up.flush()
 	}
-	return deletes, upserts, nil
 }
 
 // switchDeleteTxns returns the last phase: one transaction per switch

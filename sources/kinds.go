@@ -113,7 +113,7 @@ func def[T any, P objectPtr[T]](k Kind, r schema.GroupVersionResource, listKind 
 		newObj:  func() runtime.Object { return any(P(new(T))).(runtime.Object) },
 		collect: func(in *desired.Inputs, objs []any, bad *[]Unreadable) { *field(in) = collect[P](k, objs, bad) },
 		decode:  func(raw []byte, in *desired.Inputs) error { return decodeInto[T, P](raw, field(in)) },
-		count: func(in desired.Inputs) int { return len(*field(&in)) },
+		count:   func(in desired.Inputs) int { return len(*field(&in)) },
 		objects: func(in desired.Inputs, from int) []metav1.Object {
 			l := (*field(&in))[from:]
 			out := make([]metav1.Object, len(l))
