@@ -89,16 +89,11 @@ type Loop struct {
 	// wake holds a notification that one was.
 	asked atomic.Uint32
 	wake  chan struct{}
-	// own counts NB events that left a row of ours as want had it when
-	// they came. One that comes while a pass computes was judged against
-	// the want before it: the pass may have read the NB before that event
-	// (the cache's events trail it), so another pass follows (recheck).
-	own atomic.Uint64
-
 	// want is what the last pass sent to the NB, nil while not leading;
 	// prevWant what the one before sent. NB events that leave our rows as
-	// either has them are our own (a pass's events may trail the next
-	// pass's apply).
+	// either has them are our own: libovsdb's cache tells of a
+	// Logical_Switch or DHCP_Options row after Transact returned, so one
+	// pass's events may come once the next pass applied its want.
 	wantMu         sync.Mutex
 	want, prevWant *state.State
 	// lastRead is how many changed objects the last pass read (noteRead).
@@ -138,7 +133,7 @@ func NewLoop(src Sources, nb WatchedNB, opts LoopOptions) *Loop {
 	}, func(table string) {
 		l.m.driftEvents.WithLabelValues(table).Inc()
 		l.ask(trigDrift)
-	}, func() { l.own.Add(1) })
+	}, nil)
 	return l
 }
 
@@ -313,7 +308,7 @@ type reading struct {
 
 // read takes what changed and says how a pass of trigger t builds. With
 // LoopOptions.FullPasses every pass lists every store and rebuilds every
-// owner (All). Otherwise a pass for Kubernetes changes or a recheck alone
+// owner (All). Otherwise a pass for Kubernetes changes alone
 // rebuilds the owners they touch (Changes, or Verify with
 // LoopOptions.VerifyIncremental); the first pass, one after the NB changed
 // under us (drift) and one after a reconnect build in full (Engine), as
@@ -342,7 +337,7 @@ func (l *Loop) read(t trigger) *reading {
 		// follows to need the engine's indexes.
 		return &reading{snap: &snap, unreadable: snap.Unreadable, listed: true, builder: All(snap.Inputs)}
 	}
-	changeOnly := t&^trigRecheck == trigKube || t == trigRecheck
+	changeOnly := t == trigKube
 	if changeOnly && !l.opts.VerifyIncremental {
 		return l.readChanges()
 	}

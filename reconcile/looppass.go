@@ -148,18 +148,10 @@ func (l *Loop) run(ctx context.Context, t trigger) (*reading, Outcome, error) {
 	synced = synced && len(rd.unreadable) == 0
 	l.logUnreadable(rd.unreadable)
 	opts.Policy = diff.Policy{WithholdDeletes: !synced}
-	own := l.own.Load()
-	ownAtApply := own
-	opts.BeforeApply = func(w state.State) {
-		l.setWant(&w)
-		ownAtApply = l.own.Load()
-	}
+	opts.BeforeApply = func(w state.State) { l.setWant(&w) }
 	out, err := Pass(ctx, l.nb, rd.builder, opts)
 	if !rd.listed && l.opts.Report != nil {
 		rd.snap.Inputs = named(out.Result.Problems, rd.objs)
-	}
-	if ownAtApply != own {
-		l.ask(trigRecheck)
 	}
 	switch {
 	case !out.Checked || out.Mismatch == "":

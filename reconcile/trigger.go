@@ -17,7 +17,6 @@ const (
 	trigDrift                         // someone else changed one of our NB rows
 	trigReconnect                     // the NB connection came back
 	trigResync                        // Resync elapsed
-	trigRecheck                       // our own NB change came while a pass computed
 )
 
 // kind is "full" for a pass that nothing in particular triggered (startup,
@@ -34,7 +33,7 @@ func (t trigger) String() string {
 	for _, x := range []struct {
 		t trigger
 		s string
-	}{{trigStartup, "startup"}, {trigKube, "kubernetes"}, {trigDrift, "nb-drift"}, {trigReconnect, "reconnect"}, {trigResync, "resync"}, {trigRecheck, "recheck"}} {
+	}{{trigStartup, "startup"}, {trigKube, "kubernetes"}, {trigDrift, "nb-drift"}, {trigReconnect, "reconnect"}, {trigResync, "resync"}} {
 		if t&x.t != 0 {
 			parts = append(parts, x.s)
 		}
@@ -49,8 +48,8 @@ func notify(c chan struct{}) {
 	}
 }
 
-// ask asks for a pass of trigger t: what the NB's drift, its reconnection,
-// a recheck and the resync ticker make. Kubernetes changes come on the
+// ask asks for a pass of trigger t: what the NB's drift, its reconnection
+// and the resync ticker make. Kubernetes changes come on the
 // source's own channel (Sources.Changes), which poll reads as trigKube.
 func (l *Loop) ask(t trigger) {
 	l.asked.Or(uint32(t))
