@@ -23,14 +23,19 @@ func (out Outcome) WriteProblems(w io.Writer) {
 }
 
 // WritePlans prints every plan the pass computed, in order, as terraform
-// prints a plan; after an apply (applied), what it sent.
-func (out Outcome) WritePlans(w io.Writer, applied bool) {
+// prints a plan.
+func (out Outcome) WritePlans(w io.Writer) {
 	for _, p := range out.Earlier {
 		fmt.Fprintln(w, p.String())
 	}
 	fmt.Fprintln(w, out.Plan.String())
 	out.writeFullSwitches(w)
-	if applied && (out.Applied.Ops > 0 || !out.Plan.Empty()) {
+}
+
+// WriteApplied is WritePlans after an apply: it also says what was sent.
+func (out Outcome) WriteApplied(w io.Writer) {
+	out.WritePlans(w)
+	if out.Applied.Ops > 0 || !out.Plan.Empty() {
 		fmt.Fprintf(w, "Applied %d operations in %d transactions.\n", out.Applied.Ops, len(out.Applied.Txns))
 	}
 }

@@ -61,7 +61,7 @@ func cmdDemo(args []string, stdout, stderr io.Writer) error {
 	fmt.Fprintln(stdout, "$ ovn-sync plan")
 	out := p.compute()
 	out.WriteProblems(stdout)
-	out.WritePlans(stdout, false)
+	out.WritePlans(stdout)
 
 	fmt.Fprintln(stdout, "\n$ ovn-sync apply")
 	start := time.Now()

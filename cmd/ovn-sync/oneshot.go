@@ -216,7 +216,7 @@ func planOnce(o *oneShot, j job, stdout, stderr io.Writer) error {
 		}
 	} else {
 		out.WriteProblems(stdout)
-		out.WritePlans(stdout, false)
+		out.WritePlans(stdout)
 	}
 	if o.exitCode && out.Pending() {
 		return exitError{2}
@@ -236,7 +236,7 @@ func applyOnce(ctx context.Context, o *oneShot, j job, stdout, stderr io.Writer)
 		}
 	} else {
 		out.WriteProblems(stdout)
-		out.WritePlans(stdout, true)
+		out.WriteApplied(stdout)
 	}
 	return err
 }
