@@ -288,6 +288,7 @@ func (b *builder) settle(m *table, g []ipam.Entry) {
 	}
 	for _, sw := range sws {
 		if ps := bySwitch[sw]; d.foreign != nil || len(ps) > 1 {
+			b.kubeOVNHeldTwice(d, foreigns, ps)
 			b.settleOn(d, ps)
 		}
 	}

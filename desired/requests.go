@@ -273,6 +273,7 @@ func recordIPs(n *network, vals []string) (got [2]netip.Addr, why string) {
 // is not s's record: a Problem on the IP, and ignored.
 func (b *builder) readIPRecord(s *portSpec, r *requested, ip *kubeovnv1.IP) {
 	o, sp := s.o, &ip.Spec
+	b.kubeOVNStaleIPObject(s, ip)
 	bad := func(format string, args ...any) {
 		b.problemFor(o, state.KindIP, "", ip.Name, "InvalidRecord", fmt.Sprintf(format, args...)+"; ignored")
 	}

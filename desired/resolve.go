@@ -50,6 +50,7 @@ func (b *builder) resolve() {
 	}
 	b.limitPorts()
 	b.allocate(m)
+	b.kubeOVNRisks()
 }
 
 // chooseAddresses decides, for each component of s, where its address

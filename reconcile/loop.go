@@ -41,6 +41,8 @@ type WatchedNB interface {
 	NB
 	Up() bool
 	WatchDrift(want func() (cur, prev *state.State), onDrift func(table string), onOwn func())
+	// WatchPorts calls f with every change of a Logical_Switch_Port row.
+	WatchPorts(f func(old, cur *state.Port))
 	WatchConnection(ctx context.Context, on func(ev observed.ConnEvent, endpoint string))
 }
 
@@ -69,6 +71,13 @@ type LoopOptions struct {
 	// full beside every incremental pass and counts where they differ
 	// (ovn_sync_incremental_mismatches_total), for tests.
 	FullPasses, VerifyIncremental bool
+	// DryRun makes every pass compute its plan and write nothing: no
+	// transaction, and Publish is not called. Every pass builds every
+	// owner (the engine's incremental passes rest on the NB showing their
+	// results, which a dry run never writes); a change of any port in the
+	// NB (someone else's included) asks for a pass; passes start at most
+	// every Coalesce. LastOutcome serves the plan.
+	DryRun bool
 }
 
 // Loop is run mode: a full pass once everything has synced, then a pass per
@@ -98,6 +107,10 @@ type Loop struct {
 	want, prevWant *state.State
 	// lastRead is how many changed objects the last pass read (noteRead).
 	lastRead int
+	// last is the last pass's outcome (LastOutcome); pending, what the
+	// pending changes of the last plan were (notePending).
+	last    atomic.Pointer[Outcome]
+	pending uint64
 	// inc keeps the desired state between passes; only the goroutine
 	// running passes uses it.
 	inc desired.Engine
@@ -134,6 +147,10 @@ func NewLoop(src Sources, nb WatchedNB, opts LoopOptions) *Loop {
 		l.m.driftEvents.WithLabelValues(table).Inc()
 		l.ask(trigDrift)
 	}, nil)
+	if opts.DryRun {
+		// What the plan is depends on every row, kube-ovn's too.
+		nb.WatchPorts(func(_, _ *state.Port) { l.ask(trigNB) })
+	}
 	return l
 }
 
@@ -276,7 +293,7 @@ func (l *Loop) Lead(ctx context.Context, stop <-chan struct{}) {
 			}
 			came := l.poll()
 			pending |= came
-			burst = came != 0 && l.lastRead >= BurstChanges
+			burst = came != 0 && (l.lastRead >= BurstChanges || l.opts.DryRun)
 			if came != 0 && retry == nil {
 				continue // the next pass, without waiting for another change
 			}
@@ -330,7 +347,7 @@ func (l *Loop) read(t trigger) *reading {
 	case <-l.src.Changes():
 	default:
 	}
-	if l.opts.FullPasses {
+	if l.opts.FullPasses || l.opts.DryRun {
 		snap := l.src.Take()
 		l.noteRead(snap.Changed, snap.AllChanged)
 		// No engine: every pass is a Build of every owner, and no update

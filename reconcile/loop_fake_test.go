@@ -168,6 +168,13 @@ func startFakeLoop(t *testing.T, coalesce time.Duration, fill func(map[string]*c
 // startFakeLoopReport is startFakeLoop with the loop's Report hook set.
 func startFakeLoopReport(t *testing.T, coalesce time.Duration, report func(reconcile.Outcome, sources.Snapshot), fill func(map[string]*corev1.Pod)) *fakeLoop {
 	t.Helper()
+	return startFakeLoopWith(t, func(o *reconcile.LoopOptions) { o.Coalesce, o.Report = coalesce, report }, fill)
+}
+
+// startFakeLoopWith is startFakeLoop with the loop's options as set sets
+// them.
+func startFakeLoopWith(t *testing.T, set func(*reconcile.LoopOptions), fill func(map[string]*corev1.Pod)) *fakeLoop {
+	t.Helper()
 	e, err := observed.StartEmbedded()
 	if err != nil {
 		t.Fatal(err)
@@ -186,10 +193,12 @@ func startFakeLoopReport(t *testing.T, coalesce time.Duration, report func(recon
 	}
 	cfg, _ := desired.NewConfig("ovn-default", []string{"10.16.0.0/16"}, []string{"10.16.0.1"})
 	m := reconcile.NewMetrics()
-	loop := reconcile.NewLoop(src, nb, reconcile.LoopOptions{
+	opts := reconcile.LoopOptions{
 		Pass:   reconcile.Options{Config: cfg, MaxDeleteFraction: 0.5, Apply: apply.Options{}},
-		Resync: time.Hour, Coalesce: coalesce, Log: logr.Discard(), Metrics: m, Report: report,
-	})
+		Resync: time.Hour, Log: logr.Discard(), Metrics: m,
+	}
+	set(&opts)
+	loop := reconcile.NewLoop(src, nb, opts)
 	var wg sync.WaitGroup
 	wg.Add(2)
 	go func() { defer wg.Done(); loop.Watch(ctx) }()
@@ -509,5 +518,55 @@ func TestLoopCountsRepairsAmongChanges(t *testing.T) {
 	})
 	if n := f.metric("ovn_sync_drift_repairs_total"); n != 1 {
 		t.Errorf("drift repairs %v, want 1: the pod deleted and the pod created are not repairs", n)
+	}
+}
+
+// TestLoopDryRun: a dry run writes nothing; its last outcome is the plan
+// a pass would apply, counted by action and cost in
+// ovn_sync_pending_changes; a change someone else makes in the NB makes
+// another pass, whose plan says so.
+func TestLoopDryRun(t *testing.T) {
+	f := startFakeLoopWith(t, func(o *reconcile.LoopOptions) { o.DryRun, o.Coalesce = true, time.Millisecond },
+		func(pods map[string]*corev1.Pod) { addPods(pods, 0, 3) })
+	plan := func(want string) reconcile.Outcome {
+		t.Helper()
+		var out reconcile.Outcome
+		looptest.WaitFor(t, 5*time.Second, want, func() error {
+			var ok bool
+			if out, ok = f.loop.LastOutcome(); !ok || !strings.Contains(out.Plan.String(), want) {
+				return fmt.Errorf("last plan %v:\n%s", ok, out.Plan)
+			}
+			return nil
+		})
+		return out
+	}
+	out := plan("Plan: 4 to add")
+	if n := f.nb.State().Ports.Len(); n != 0 {
+		t.Errorf("a dry run wrote %d ports", n)
+	}
+	if n := f.metric("ovn_sync_pending_changes", "action", "create", "difference", "port"); n != 3 {
+		t.Errorf("pending port creates %v, want 3", n)
+	}
+	if n := f.metric("ovn_sync_transactions_total"); n != 0 {
+		t.Errorf("%v transactions in a dry run", n)
+	}
+	if len(out.Plan.Costs().Named) != 3 {
+		t.Errorf("costs %+v, want the three ports named", out.Plan.Costs())
+	}
+	// kube-ovn creates its switch and p1's port: the next pass uses the
+	// switch, and leaves the port to kube-ovn (not adopted).
+	lsp := &nbdb.LogicalSwitchPort{UUID: "lsp", Name: "p1.ns", Addresses: []string{"00:00:00:11:22:33 10.16.0.9"},
+		ExternalIDs: map[string]string{"vendor": "kube-ovn", "ls": "ovn-default"}}
+	sw := &nbdb.LogicalSwitch{UUID: "sw", Name: "ovn-default", Ports: []string{"lsp"}, ExternalIDs: map[string]string{"vendor": "kube-ovn"}}
+	ops, err := f.nb.Client().Create(lsp, sw)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.nb.Client().Transact(context.Background(), ops...); err != nil {
+		t.Fatal(err)
+	}
+	out = plan("Plan: 2 to add")
+	if !slices.ContainsFunc(out.Result.Problems, func(p desired.Problem) bool { return p.Reason == desired.ReasonNotAdopted }) {
+		t.Errorf("problems %v, want p1's port not adopted", out.Result.Problems)
 	}
 }

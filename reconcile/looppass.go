@@ -92,9 +92,13 @@ func (l *Loop) pass(ctx context.Context, t trigger) error {
 	start := time.Now()
 	rd, out, err := l.run(ctx, t)
 	build := l.countBuild(t, rd, &out)
-	applied := out.Plan
-	for _, p := range out.Earlier {
-		applied.Changes = append(slices.Clone(p.Changes), applied.Changes...)
+	l.notePending(&out, err)
+	var applied diff.Plan
+	if !l.opts.DryRun {
+		applied = out.Plan
+		for _, p := range out.Earlier {
+			applied.Changes = append(slices.Clone(p.Changes), applied.Changes...)
+		}
 	}
 	l.m.observeApply(applied, out.Applied)
 	l.m.planSize.Observe(float64(len(out.Plan.Changes)))
@@ -127,12 +131,15 @@ func (l *Loop) pass(ctx context.Context, t trigger) error {
 	counts := out.Plan.Counts()
 	kv := []any{"trigger", t.String(), "build", build, "add", counts.Add, "change", counts.Change, "destroy", counts.Destroy,
 		"withheld", out.Plan.Withheld, "transactions", len(out.Applied.Txns), "problems", len(out.Result.Problems), "duration", dur.String()}
-	if out.Plan.Empty() && len(out.Earlier) == 0 {
+	switch {
+	case l.opts.DryRun:
+		l.log.V(1).Info("pass (dry run: nothing written)", kv...)
+	case out.Plan.Empty() && len(out.Earlier) == 0:
 		l.log.V(1).Info("pass: no changes", kv...)
-	} else {
+	default:
 		l.log.Info("pass", kv...)
 	}
-	if l.opts.Publish != nil {
+	if l.opts.Publish != nil && !l.opts.DryRun {
 		l.opts.Publish(ctx, out, *rd.snap)
 	}
 	return nil
@@ -149,7 +156,14 @@ func (l *Loop) run(ctx context.Context, t trigger) (*reading, Outcome, error) {
 	l.logUnreadable(rd.unreadable)
 	opts.Policy = diff.Policy{WithholdDeletes: !synced}
 	opts.BeforeApply = func(w state.State) { l.setWant(&w) }
-	out, err := Pass(ctx, l.nb, rd.builder, opts)
+	var out Outcome
+	var err error
+	if l.opts.DryRun {
+		out = Compute(l.nb, rd.builder, opts)
+	} else {
+		out, err = Pass(ctx, l.nb, rd.builder, opts)
+	}
+	l.last.Store(&out)
 	if !rd.listed && l.opts.Report != nil {
 		rd.snap.Inputs = named(out.Result.Problems, rd.objs)
 	}
@@ -172,7 +186,10 @@ func (l *Loop) countBuild(t trigger, rd *reading, out *Outcome) string {
 		return "incremental"
 	}
 	reason := fullReason(t, rd, out)
-	if l.opts.FullPasses {
+	switch {
+	case l.opts.DryRun:
+		reason = "dry-run"
+	case l.opts.FullPasses:
 		reason = "full-passes"
 	}
 	if out.Full.Gave() {

@@ -45,6 +45,7 @@ type Metrics struct {
 	lastSuccess   prometheus.Gauge
 	builds        *prometheus.CounterVec // kind: incremental, full; reason
 	mismatches    prometheus.Counter
+	pending       *prometheus.GaugeVec // action, difference
 }
 
 // NewMetrics registers every metric, and the Go and process collectors, in
@@ -98,7 +99,7 @@ func NewMetrics() *Metrics {
 	m.lastSuccess = prometheus.NewGauge(prometheus.GaugeOpts{Name: "ovn_sync_last_success_timestamp_seconds", Help: "Unix time of the last successful pass."})
 	m.builds = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "ovn_sync_builds_total",
 		Help: "Desired states built, by kind: incremental (the owners a change touches) or full, and reason: change for an incremental one; " +
-			"startup, resync, reconnect, drift, all-changed, mismatch, full-passes (--full-passes), or what the change reached (config, nad, subnet, namespace, too-many, port-held, ...) for a full one."},
+			"startup, resync, reconnect, drift, all-changed, mismatch, full-passes (--full-passes), dry-run (--dry-run), or what the change reached (config, nad, subnet, namespace, too-many, port-held, ...) for a full one."},
 		[]string{"kind", "reason"})
 	m.switchPorts = prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "ovn_sync_switch_ports",
 		Help: "Ports on each logical switch that holds ports, as of the last pass: ovn-sync's, and kube-ovn's by their external_ids:ls."}, []string{"switch"})
@@ -107,7 +108,16 @@ func NewMetrics() *Metrics {
 	m.switchLimit.Set(desired.MaxSwitchPorts)
 	m.mismatches = prometheus.NewCounter(prometheus.CounterOpts{Name: "ovn_sync_incremental_mismatches_total",
 		Help: "Incremental desired states that differed from a full Build of the same inputs (a bug: the full result was used)."})
-	for _, c := range []prometheus.Collector{m.builds, m.mismatches, m.passes, m.passDuration, m.changes, m.operations, m.transactions, m.txnDuration,
+	m.pending = prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "ovn_sync_pending_changes",
+		Help: "Changes of the last pass's plan left to make, by action (create, update, delete) and by what they cost a guest " +
+			"(address, port, binding, bookkeeping): a dry run's whole plan; none after a pass that applied its plan."},
+		[]string{"action", "difference"})
+	for _, a := range []diff.Action{diff.Create, diff.Update, diff.Delete} {
+		for _, c := range []diff.Cost{diff.CostAddress, diff.CostPort, diff.CostBinding, diff.CostBookkeeping} {
+			m.pending.WithLabelValues(a.String(), c.String())
+		}
+	}
+	for _, c := range []prometheus.Collector{m.builds, m.mismatches, m.pending, m.passes, m.passDuration, m.changes, m.operations, m.transactions, m.txnDuration,
 		m.planSize, m.withheld, m.problems, m.driftEvents, m.driftRepairs, m.synced, m.leader, m.nbConnected, m.nbReconnects,
 		m.ownedPorts, m.switchPorts, m.switchLimit, m.informerEvent, m.dropped, m.patches, m.kubeEvents, m.lastSuccess,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{})} {
@@ -224,5 +234,14 @@ func (m *Metrics) setSwitchPorts(ports map[string]int) {
 	m.switchPorts.Reset()
 	for sw, n := range ports {
 		m.switchPorts.WithLabelValues(sw).Set(float64(n))
+	}
+}
+
+// setPending sets ovn_sync_pending_changes from costs.
+func (m *Metrics) setPending(costs diff.Costs) {
+	for _, a := range []diff.Action{diff.Create, diff.Update, diff.Delete} {
+		for _, c := range []diff.Cost{diff.CostAddress, diff.CostPort, diff.CostBinding, diff.CostBookkeeping} {
+			m.pending.WithLabelValues(a.String(), c.String()).Set(float64(costs.ByAction[a][c]))
+		}
 	}
 }

@@ -9,6 +9,7 @@ import (
 
 	"github.com/ovn-sync/ovn-sync/apply"
 	"github.com/ovn-sync/ovn-sync/desired"
+	"github.com/ovn-sync/ovn-sync/diff"
 )
 
 // WriteProblems prints Build's problems, one per line, then its notices
@@ -29,6 +30,9 @@ func (out Outcome) WritePlans(w io.Writer) {
 		fmt.Fprintln(w, p.String())
 	}
 	fmt.Fprintln(w, out.Plan.String())
+	if s := out.Plan.Costs().String(); s != "" {
+		fmt.Fprintln(w, s)
+	}
 	out.writeFullSwitches(w)
 }
 
@@ -59,7 +63,9 @@ func (out Outcome) writeFullSwitches(w io.Writer) {
 // the plan, a problem, a notice of Build — names it under "owner" as
 // "Kind/namespace/name", with snake_case keys throughout.
 type report struct {
-	Plan     any               `json:"plan"` // diff.Plan's JSONValue
+	Plan any `json:"plan"` // diff.Plan's JSONValue
+	// Costs are the plan's changes by what they cost a guest.
+	Costs    diff.Costs        `json:"costs"`
 	Problems []desired.Problem `json:"problems"`
 	Notices  []desired.Problem `json:"notices"`
 	Applied  *apply.Result     `json:"applied,omitempty"`
@@ -85,7 +91,7 @@ func (out Outcome) WriteAppliedJSON(w io.Writer) error {
 }
 
 func (out Outcome) writeJSON(w io.Writer, applied *apply.Result) error {
-	r := report{Plan: out.Plan.JSONValue(), Problems: out.Result.Problems, Notices: out.Result.Notices,
+	r := report{Plan: out.Plan.JSONValue(), Costs: out.Plan.Costs(), Problems: out.Result.Problems, Notices: out.Result.Notices,
 		Switches: out.Result.SwitchPorts, SwitchPortLimit: desired.MaxSwitchPorts, Applied: applied}
 	if r.Switches == nil {
 		r.Switches = map[string]int{}

@@ -17,6 +17,7 @@ const (
 	trigDrift                         // someone else changed one of our NB rows
 	trigReconnect                     // the NB connection came back
 	trigResync                        // Resync elapsed
+	trigNB                            // a port changed in the NB (a dry run)
 )
 
 // kind is "full" for a pass that nothing in particular triggered (startup,
@@ -33,7 +34,7 @@ func (t trigger) String() string {
 	for _, x := range []struct {
 		t trigger
 		s string
-	}{{trigStartup, "startup"}, {trigKube, "kubernetes"}, {trigDrift, "nb-drift"}, {trigReconnect, "reconnect"}, {trigResync, "resync"}} {
+	}{{trigStartup, "startup"}, {trigKube, "kubernetes"}, {trigDrift, "nb-drift"}, {trigReconnect, "reconnect"}, {trigResync, "resync"}, {trigNB, "nb"}} {
 		if t&x.t != 0 {
 			parts = append(parts, x.s)
 		}

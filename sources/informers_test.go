@@ -223,7 +223,7 @@ func TestInformersIP(t *testing.T) {
 	ip := &unstructured.Unstructured{Object: map[string]any{
 		"apiVersion": "kubeovn.io/v1", "kind": "IP",
 		"metadata": map[string]any{"name": "db.tenant"},
-		"spec": map[string]any{"podName": "db", "namespace": "tenant", "subnet": "ovn-default", "podType": "VirtualMachine",
+		"spec": map[string]any{"podName": "db", "namespace": "tenant", "subnet": "ovn-default", "podType": "VirtualMachine", "nodeName": "node-1",
 			"ipAddress": "10.16.0.7", "v4IpAddress": "10.16.0.7", "macAddress": "00:00:00:4f:7a:03", "attachSubnets": []any{}},
 	}}
 	f := newFakes(t, false, false)
@@ -236,12 +236,13 @@ func TestInformersIP(t *testing.T) {
 	start(t, f)
 	snap := f.inf.Inputs()
 	got := snap.Inputs.IPs
-	// The fields Build reads, as written; podType, which it does not
-	// read, dropped.
+	// The fields Build reads, as written: of a VM's port, its podType and
+	// nodeName too (where kube-ovn last wrote it from); attachSubnets,
+	// which it does not read, dropped.
 	if len(got) != 1 || got[0].Name != "db.tenant" || got[0].Spec.PodName != "db" || got[0].Spec.Namespace != "tenant" ||
 		got[0].Spec.Subnet != "ovn-default" || got[0].Spec.V4IPAddress != "10.16.0.7" || got[0].Spec.MacAddress != "00:00:00:4f:7a:03" ||
-		got[0].Spec.PodType != "" {
-		t.Errorf("Inputs().IPs = %+v, want db.tenant as written, without podType", got)
+		got[0].Spec.PodType != "VirtualMachine" || got[0].Spec.NodeName != "node-1" || got[0].Spec.AttachSubnets != nil {
+		t.Errorf("Inputs().IPs = %+v, want db.tenant as written, with podType and nodeName", got)
 	}
 	if len(snap.Unreadable) != 0 {
 		t.Errorf("Unreadable = %v", snap.Unreadable)

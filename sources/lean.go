@@ -165,10 +165,16 @@ func leanKubeOVN(obj runtime.Object) runtime.Object {
 		return &kubeovnv1.Subnet{TypeMeta: o.TypeMeta, ObjectMeta: identity(o.ObjectMeta), Spec: o.Spec}
 	case *kubeovnv1.IP:
 		sp := &o.Spec
-		return &kubeovnv1.IP{TypeMeta: o.TypeMeta, ObjectMeta: identity(o.ObjectMeta), Spec: kubeovnv1.IPSpec{
+		lean := &kubeovnv1.IP{TypeMeta: o.TypeMeta, ObjectMeta: identity(o.ObjectMeta), Spec: kubeovnv1.IPSpec{
 			PodName: sp.PodName, Namespace: sp.Namespace, Subnet: sp.Subnet,
 			IPAddress: sp.IPAddress, V4IPAddress: sp.V4IPAddress, V6IPAddress: sp.V6IPAddress, MacAddress: sp.MacAddress,
 		}}
+		if sp.PodType == kubeovnv1.PodTypeVirtualMachine {
+			// A VM's port: where kube-ovn last wrote it from, checked
+			// against where the VMI runs (desired's KubeOVNStaleIPObject).
+			lean.Spec.PodType, lean.Spec.NodeName = sp.PodType, sp.NodeName
+		}
+		return lean
 	}
 	return obj
 }

@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"io"
 	"net"
 	"path/filepath"
 	"strings"
@@ -41,6 +42,9 @@ func TestFlagsThatDoNothingAreRefused(t *testing.T) {
 		{[]string{"explain", "pod/default/x", "-f", "-", "--nb", "embedded", "--allow-mass-delete"}, "--allow-mass-delete does nothing for explain"},
 		{[]string{"plan", "-f", "-", "--nb", "embedded", "--nb-ca", "ca.pem"}, "are for ssl: endpoints"},
 		{[]string{"run", "--nb", "unix:/nonexistent", "--nb-cert", "c.pem", "--nb-key", "k.pem"}, "are for ssl: endpoints"},
+		{[]string{"run", "--nb", "unix:/nonexistent", "--dry-run", "--publish"}, "--publish does nothing with --dry-run"},
+		{[]string{"run", "--nb", "unix:/nonexistent", "--dry-run", "--leader-elect"}, "--leader-elect does nothing with --dry-run"},
+		{[]string{"run", "--nb", "unix:/nonexistent", "--dry-run", "--max-ops-per-txn", "5"}, "--max-ops-per-txn does nothing with --dry-run"},
 		{[]string{"demo", "extra"}, "unexpected arguments"},
 		{[]string{"version", "--short"}, "takes no arguments or flags"},
 	} {
@@ -118,6 +122,27 @@ func TestManifestErrorsWinOverTheNB(t *testing.T) {
 		}
 		if code != 1 || !strings.Contains(stderr, tc.want) {
 			t.Errorf("apply -f - with %q: exit %d, stderr %q; want 1 and %q", tc.in, code, stderr, tc.want)
+		}
+	}
+}
+
+// TestDryRunDefaults: a dry run takes no Lease and publishes nothing, and
+// emits Events only when --events is given.
+func TestDryRunDefaults(t *testing.T) {
+	for _, tc := range []struct {
+		args   []string
+		events bool
+	}{
+		{[]string{"--nb", "unix:/x", "--dry-run"}, false},
+		{[]string{"--nb", "unix:/x", "--dry-run", "--events"}, true},
+		{[]string{"--nb", "unix:/x", "--dry-run", "--events=false"}, false},
+	} {
+		rf := newRunFlags(io.Discard)
+		if err := rf.parse(tc.args); err != nil {
+			t.Fatalf("run %v: %v", tc.args, err)
+		}
+		if rf.leaderElect || rf.publish || rf.events != tc.events {
+			t.Errorf("run %v: leader-elect %v, publish %v, events %v; want false, false, %v", tc.args, rf.leaderElect, rf.publish, rf.events, tc.events)
 		}
 	}
 }

@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -64,6 +65,7 @@ type runFlags struct {
 	grace       time.Duration
 	fullPasses  bool
 	verifyInc   bool
+	dryRun      bool
 }
 
 // inCluster reports whether the process runs in a pod with a service account.
@@ -111,12 +113,38 @@ func newRunFlags(stderr io.Writer) *runFlags {
 	fs.BoolVar(&r.fullPasses, "full-passes", false, "rebuild every owner on every pass, not only the owners a change touches")
 	fs.BoolVar(&r.verifyInc, "verify-incremental", false, "also build in full beside every incremental pass and count differences (ovn_sync_incremental_mismatches_total); for testing")
 	fs.DurationVar(&r.grace, "shutdown-grace", 10*time.Second, "on SIGTERM, how long the pass in flight may take to finish")
+	fs.BoolVar(&r.dryRun, "dry-run", false, "compute every pass and write nothing: no transaction, annotation, IPAMClaim status, Lease or (without --events) Event; /plan on --metrics-addr serves what a pass would do")
 	return r
 }
+
+// dryRunRefused are the flags of run that do nothing in a dry run.
+var dryRunRefused = func() refused {
+	r := refused{
+		"publish":            "a dry run writes no annotation or IPAMClaim status",
+		"leader-elect":       "a dry run writes nothing and takes no Lease: several may run",
+		"lease-namespace":    "a dry run takes no Lease",
+		"lease-name":         "a dry run takes no Lease",
+		"identity":           "a dry run takes no Lease",
+		"lease-duration":     "a dry run takes no Lease",
+		"renew-deadline":     "a dry run takes no Lease",
+		"retry-period":       "a dry run takes no Lease",
+		"full-passes":        "every pass of a dry run builds every owner",
+		"verify-incremental": "every pass of a dry run builds every owner",
+	}
+	for name, why := range writeFlags {
+		r[name] = why
+	}
+	return r
+}()
 
 func (r *runFlags) parse(args []string) error {
 	if err := parseFlags(r.fs, args, nil); err != nil {
 		return err
+	}
+	if r.dryRun {
+		if err := r.dryRunDefaults(); err != nil {
+			return err
+		}
 	}
 	if err := r.nb.checkTLS(); err != nil {
 		return err
@@ -133,6 +161,27 @@ func (r *runFlags) parse(args []string) error {
 	if r.leaderElect && !(r.leaseDuration > r.renewDeadline && r.renewDeadline > r.retryPeriod && r.retryPeriod > 0) {
 		return fmt.Errorf("want --lease-duration > --renew-deadline > --retry-period > 0")
 	}
+	return nil
+}
+
+// dryRunDefaults refuses the flags a dry run does not take, and turns off
+// what it does not do: the Lease, publishing, and Events unless --events
+// is given.
+func (r *runFlags) dryRunDefaults() error {
+	var given []string
+	events := false
+	r.fs.Visit(func(f *flag.Flag) {
+		if _, ok := dryRunRefused[f.Name]; ok {
+			given = append(given, f.Name)
+		}
+		events = events || f.Name == "events"
+	})
+	slices.Sort(given)
+	if len(given) > 0 {
+		return fmt.Errorf("--%s does nothing with --dry-run: %s", given[0], dryRunRefused[given[0]])
+	}
+	r.leaderElect, r.publish = false, false
+	r.events = r.events && events
 	return nil
 }
 
@@ -211,72 +260,22 @@ func cmdRun(args []string, _, stderr io.Writer) error {
 
 // runMain wires run mode together and blocks until ctx is done.
 func runMain(ctx context.Context, rf *runFlags, log logr.Logger) error {
-	cfg, err := rf.net.load(rf.fs, os.ReadFile)
+	w, err := wireRun(rf, log)
 	if err != nil {
 		return err
 	}
-	rc, err := rf.restConfig()
-	if err != nil {
-		return err
-	}
-	kube, err := kubernetes.NewForConfig(rc)
-	if err != nil {
-		return err
-	}
-	dyn, err := dynamic.NewForConfig(rc)
-	if err != nil {
-		return err
-	}
-	m := reconcile.NewMetrics()
-	kinds := make([]string, len(sources.Kinds))
-	for i, k := range sources.Kinds {
-		kinds[i] = string(k)
-	}
-	m.Kinds(kinds)
-	src := sources.NewInformers(sources.InformerOptions{
-		Kube: kube, Dynamic: dyn, Logger: log.WithName("sources"),
-		OnEvent: func(k sources.Kind) { m.InformerEvent(string(k)) },
-		OnDrop:  func(k sources.Kind) { m.ChangeDropped(string(k)) },
-	})
-	opts := reconcile.LoopOptions{
-		Pass: rf.nb.options(cfg), Resync: rf.resync, Coalesce: rf.coalesce,
-		Log: log, Metrics: m, FullPasses: rf.fullPasses, VerifyIncremental: rf.verifyInc,
-	}
-	if rf.publish {
-		pub := publish.NewPublisher(kube, dyn, log.WithName("publish"), m.Publication)
-		opts.Publish = func(ctx context.Context, out reconcile.Outcome, snap sources.Snapshot) {
-			var live map[types.UID]bool
-			if !out.Incremental {
-				live = publish.Live(snap.Inputs)
-			}
-			pub.Publish(ctx, reconcile.Publications(out.Result), live)
-			pub.PublishClaims(ctx, reconcile.ClaimStatuses(out.Result))
-		}
-	}
-	if rf.events {
-		ev, stop := publish.NewEvents(kube, log.WithName("events"), m.ProblemEvent)
-		defer stop()
-		opts.Report = func(out reconcile.Outcome, snap sources.Snapshot) { ev.Report(out.Result.Problems, snap.Inputs) }
-	}
-
+	defer w.close()
 	// Health first, so that a probe sees the process while it connects.
 	var started atomic.Pointer[reconcile.Loop]
 	if rf.metricsAddr != "" {
-		ready := func() (bool, string) {
-			if l := started.Load(); l != nil {
-				return l.Ready()
-			}
-			return false, "starting: reading Kubernetes and connecting to the NB"
-		}
-		stop, err := serveHTTP(log, rf.metricsAddr, m, ready)
+		stop, err := serveHTTP(log, rf.metricsAddr, w.m, &started)
 		if err != nil {
 			return fmt.Errorf("--metrics-addr %s: %w", rf.metricsAddr, err)
 		}
 		defer stop()
 	}
-
 	// Informers first: they take the longest to sync.
-	if err := retry(ctx, log, "discover Kubernetes resources", func() error { return src.Start(ctx) }); err != nil {
+	if err := retry(ctx, log, "discover Kubernetes resources", func() error { return w.src.Start(ctx) }); err != nil {
 		return err
 	}
 	var nb *observed.NB
@@ -289,7 +288,7 @@ func runMain(ctx context.Context, rf *runFlags, log logr.Logger) error {
 		return err
 	}
 	defer closeNB()
-	loop := reconcile.NewLoop(src, nb, opts)
+	loop := reconcile.NewLoop(w.src, nb, w.opts)
 	started.Store(loop)
 	var wg sync.WaitGroup
 	defer wg.Wait()
@@ -297,19 +296,87 @@ func runMain(ctx context.Context, rf *runFlags, log logr.Logger) error {
 	defer stopWatch() // before wg.Wait: deferred calls run last first
 	wg.Add(1)
 	go func() { defer wg.Done(); loop.Watch(watchCtx) }()
-
-	if !rf.leaderElect {
-		log.Info("leader election off: this process writes")
-		// The pass in flight at shutdown may finish within the grace.
-		wctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
-		defer cancel()
-		stop := context.AfterFunc(ctx, func() { time.AfterFunc(rf.grace, cancel) })
-		defer stop()
-		m.SetLeader(true)
-		loop.Lead(wctx, ctx.Done())
-		return nil
+	if rf.leaderElect {
+		return elect(ctx, rf, log, w.kube, loop, w.m)
 	}
-	return elect(ctx, rf, log, kube, loop, m)
+	switch {
+	case rf.dryRun:
+		log.Info("dry run: computing every pass and writing nothing; /plan serves what a pass would do")
+	default:
+		log.Info("leader election off: this process writes")
+	}
+	// The pass in flight at shutdown may finish within the grace.
+	wctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
+	defer cancel()
+	stop := context.AfterFunc(ctx, func() { time.AfterFunc(rf.grace, cancel) })
+	defer stop()
+	w.m.SetLeader(!rf.dryRun)
+	loop.Lead(wctx, ctx.Done())
+	return nil
+}
+
+// runWiring is what run mode is made of before it connects: the clients,
+// the metrics, the informers and the loop's options.
+type runWiring struct {
+	kube  kubernetes.Interface
+	m     *reconcile.Metrics
+	src   *sources.Informers
+	opts  reconcile.LoopOptions
+	close func()
+}
+
+// wireRun makes the clients, the metrics, the informers and the loop's
+// options of rf: what publishes addresses and reports problems as Events,
+// where rf asks for them.
+func wireRun(rf *runFlags, log logr.Logger) (*runWiring, error) {
+	cfg, err := rf.net.load(rf.fs, os.ReadFile)
+	if err != nil {
+		return nil, err
+	}
+	rc, err := rf.restConfig()
+	if err != nil {
+		return nil, err
+	}
+	kube, err := kubernetes.NewForConfig(rc)
+	if err != nil {
+		return nil, err
+	}
+	dyn, err := dynamic.NewForConfig(rc)
+	if err != nil {
+		return nil, err
+	}
+	w := &runWiring{kube: kube, m: reconcile.NewMetrics(), close: func() {}}
+	kinds := make([]string, len(sources.Kinds))
+	for i, k := range sources.Kinds {
+		kinds[i] = string(k)
+	}
+	w.m.Kinds(kinds)
+	w.src = sources.NewInformers(sources.InformerOptions{
+		Kube: kube, Dynamic: dyn, Logger: log.WithName("sources"),
+		OnEvent: func(k sources.Kind) { w.m.InformerEvent(string(k)) },
+		OnDrop:  func(k sources.Kind) { w.m.ChangeDropped(string(k)) },
+	})
+	w.opts = reconcile.LoopOptions{
+		Pass: rf.nb.options(cfg), Resync: rf.resync, Coalesce: rf.coalesce,
+		Log: log, Metrics: w.m, FullPasses: rf.fullPasses, VerifyIncremental: rf.verifyInc, DryRun: rf.dryRun,
+	}
+	if rf.publish {
+		pub := publish.NewPublisher(kube, dyn, log.WithName("publish"), w.m.Publication)
+		w.opts.Publish = func(ctx context.Context, out reconcile.Outcome, snap sources.Snapshot) {
+			var live map[types.UID]bool
+			if !out.Incremental {
+				live = publish.Live(snap.Inputs)
+			}
+			pub.Publish(ctx, reconcile.Publications(out.Result), live)
+			pub.PublishClaims(ctx, reconcile.ClaimStatuses(out.Result))
+		}
+	}
+	if rf.events {
+		ev, stop := publish.NewEvents(kube, log.WithName("events"), w.m.ProblemEvent)
+		w.close = stop
+		w.opts.Report = func(out reconcile.Outcome, snap sources.Snapshot) { ev.Report(out.Result.Problems, snap.Inputs) }
+	}
+	return w, nil
 }
 
 // retry calls f with backoff until it succeeds or ctx is done.

@@ -3,8 +3,10 @@ package main
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net"
 	"net/http"
+	"sync/atomic"
 	"time"
 
 	"github.com/go-logr/logr"
@@ -13,20 +15,27 @@ import (
 	"github.com/ovn-sync/ovn-sync/reconcile"
 )
 
-// serveHTTP runs the metrics and health endpoints on addr until ctx is done.
-// ready reports readiness with a reason when not ready.
-func serveHTTP(log logr.Logger, addr string, m *reconcile.Metrics, ready func() (bool, string)) (func(), error) {
+// serveHTTP runs, on addr, /metrics, /healthz, /readyz (ready once the
+// loop has started and says so) and /plan (the last pass's plan, as
+// "ovn-sync plan" prints it; ?o=json as its -o json) until the returned
+// function is called.
+func serveHTTP(log logr.Logger, addr string, m *reconcile.Metrics, loop *atomic.Pointer[reconcile.Loop]) (func(), error) {
 	mux := http.NewServeMux()
 	mux.Handle("/metrics", promhttp.HandlerFor(m.Registry(), promhttp.HandlerOpts{Registry: m.Registry()}))
 	mux.HandleFunc("/healthz", func(w http.ResponseWriter, _ *http.Request) { _, _ = w.Write([]byte("ok")) })
 	mux.HandleFunc("/readyz", func(w http.ResponseWriter, _ *http.Request) {
-		if ok, why := ready(); !ok {
+		ok, why := false, "starting: reading Kubernetes and connecting to the NB"
+		if l := loop.Load(); l != nil {
+			ok, why = l.Ready()
+		}
+		if !ok {
 			w.WriteHeader(http.StatusServiceUnavailable)
 			_, _ = w.Write([]byte(why))
 			return
 		}
 		_, _ = w.Write([]byte("ok"))
 	})
+	mux.HandleFunc("/plan", func(w http.ResponseWriter, r *http.Request) { servePlan(w, r, loop.Load()) })
 	l, err := net.Listen("tcp", addr)
 	if err != nil {
 		return nil, err
@@ -46,4 +55,31 @@ func serveHTTP(log logr.Logger, addr string, m *reconcile.Metrics, ready func() 
 		_ = srv.Shutdown(sctx)
 		<-done
 	}, nil
+}
+
+// servePlan writes the last pass's outcome of l: its problems, notices and
+// plan as "ovn-sync plan" prints them, or with ?o=json the document of
+// "ovn-sync plan -o json".
+func servePlan(w http.ResponseWriter, r *http.Request, l *reconcile.Loop) {
+	var out reconcile.Outcome
+	ok := false
+	if l != nil {
+		out, ok = l.LastOutcome()
+	}
+	if !ok {
+		w.WriteHeader(http.StatusServiceUnavailable)
+		_, _ = w.Write([]byte("no pass yet\n"))
+		return
+	}
+	switch o := r.URL.Query().Get("o"); o {
+	case "json":
+		w.Header().Set("Content-Type", "application/json")
+		_ = out.WriteJSON(w)
+	case "", "text":
+		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+		out.WriteProblems(w)
+		out.WritePlans(w)
+	default:
+		http.Error(w, fmt.Sprintf("o=%s: want text or json", o), http.StatusBadRequest)
+	}
 }
