@@ -65,6 +65,23 @@ func needed() map[grant]bool {
 	return m
 }
 
+// neededDryRun is what a dry run uses: it reads what run mode reads, and
+// writes nothing (with events, it creates Events).
+func neededDryRun(events bool) map[grant]bool {
+	m := map[grant]bool{}
+	for _, r := range sources.KindResources() {
+		m[grant{cluster, r.Group, r.Resource, "list"}] = true
+		m[grant{cluster, r.Group, r.Resource, "watch"}] = true
+	}
+	m[grant{cluster, "apiextensions.k8s.io", "customresourcedefinitions", "list"}] = true
+	m[grant{cluster, "apiextensions.k8s.io", "customresourcedefinitions", "watch"}] = true
+	if events {
+		m[grant{cluster, "", "events", "create"}] = true
+		m[grant{cluster, "", "events", "patch"}] = true
+	}
+	return m
+}
+
 // serviceAccount is the only subject any binding of rbac.yaml may name;
 // ovnCentralAccount that of sidecar-rbac.yaml (the sidecar runs as
 // ovn-central's pods do).
@@ -207,6 +224,24 @@ func TestRBACLeastPrivilege(t *testing.T) {
 		}
 		for _, p := range check(parse(string(data), subject), needed()) {
 			t.Errorf("%s: %s", file, p)
+		}
+	}
+}
+
+// TestRBACDryRun: the chart's dry run reads only: list and watch of what
+// run mode reads, Events only when asked for, no Lease.
+func TestRBACDryRun(t *testing.T) {
+	for _, events := range []bool{false, true} {
+		files, err := Render(ChartDir, Release, map[string]any{"dryRun": map[string]any{"enabled": true, "events": events}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, p := range check(parse(files["rbac.yaml"], serviceAccount), neededDryRun(events)) {
+			t.Errorf("dry run (events %v): %s", events, p)
+		}
+		dep := files["deployment.yaml"]
+		if !strings.Contains(dep, "- --dry-run") || strings.Contains(dep, "--leader-elect") || strings.Contains(dep, "- --events") != events {
+			t.Errorf("dry run (events %v): the Deployment's args are not a dry run's:\n%s", events, dep)
 		}
 	}
 }

@@ -13,7 +13,8 @@ import (
 // _count) with the names of the labels its samples carry.
 type Exported map[string]map[string]bool
 
-// ParseScrape reads a Prometheus text exposition, as /metrics serves it.
+// ParseScrape reads a Prometheus text exposition, as /metrics serves it,
+// and adds the series Prometheus makes of every target it scrapes (up).
 func ParseScrape(r io.Reader) (Exported, error) {
 	p := expfmt.NewTextParser(model.UTF8Validation)
 	fams, err := p.TextToMetricFamilies(r)
@@ -50,5 +51,14 @@ func ParseScrape(r io.Reader) (Exported, error) {
 			}
 		}
 	}
+	// The series Prometheus makes of every target it scrapes, with only
+	// the labels it gives every series (Checker.Extra).
+	for _, name := range scraperSeries {
+		exp[name] = map[string]bool{}
+	}
 	return exp, nil
 }
+
+// scraperSeries are the series Prometheus adds for each scrape.
+var scraperSeries = []string{"up", "scrape_duration_seconds", "scrape_samples_scraped",
+	"scrape_samples_post_metric_relabeling", "scrape_series_added"}

@@ -10,6 +10,19 @@ replica that lost the Lease keeps the values of its last pass.
 groups:
 - name: ovn-sync
   rules:
+  - alert: OvnSyncAbsent
+    expr: |-
+      sum by (namespace, job) (up{job="{{ include "ovn-sync.fullname" . }}-metrics", namespace="{{ .Release.Namespace }}"}) == 0
+      or absent(up{job="{{ include "ovn-sync.fullname" . }}-metrics", namespace="{{ .Release.Namespace }}"})
+    for: 5m
+    labels:
+      severity: critical
+    annotations:
+      summary: no replica of ovn-sync is up
+      description: >-
+        No replica of {{`{{ $labels.job }}`}} in {{`{{ $labels.namespace }}`}} has answered a scrape for
+        5 minutes: none runs, or none can be reached, so nothing keeps the NB equal to the cluster.
+        kubectl -n {{ .Release.Namespace }} get pods says whether they run.
   - alert: OvnSyncPassesFailing
     expr: |-
       sum by (namespace, job) (increase(ovn_sync_passes_total{result="error"}[10m])) > 0
@@ -34,6 +47,7 @@ groups:
         No replica of {{`{{ $labels.job }}`}} in {{`{{ $labels.namespace }}`}} finished a pass for
         {{`{{ $value | humanizeDuration }}`}}, while a full pass runs at least every {{ .Values.resync }}
         (--resync). Check that one replica leads and that the NB answers.
+{{- if not .Values.dryRun.enabled }}
   - alert: OvnSyncMassDeleteRefused
     expr: sum by (namespace, job) (increase(ovn_sync_passes_total{result="refused"}[5m])) > 0
     labels:
@@ -45,6 +59,7 @@ groups:
         --max-delete-fraction of the ports it owns; it is refused and retried, and nothing is written
         meanwhile. /readyz on the leader names the deletes. If they are meant, run once with
         --allow-mass-delete.
+{{- end }}
   - alert: OvnSyncNBDisconnected
     expr: ovn_sync_nb_connected == 0
     for: 2m
@@ -56,6 +71,7 @@ groups:
         {{`{{ $labels.instance }}`}} of {{`{{ $labels.job }}`}} in {{`{{ $labels.namespace }}`}} has not
         been connected to the NB for 2 minutes (it retries with backoff). A leader without the NB
         writes nothing; a standby without it cannot take over with a warm cache.
+{{- if not .Values.dryRun.enabled }}
   - alert: OvnSyncNoLeader
     expr: max by (namespace, job) (ovn_sync_leader) == 0
     for: 2m
@@ -67,6 +83,7 @@ groups:
         No replica of {{`{{ $labels.job }}`}} in {{`{{ $labels.namespace }}`}} has held the Lease for
         2 minutes, so nothing writes to the NB. kubectl get lease names the holder; the replicas' logs
         say why they stand by.
+{{- end }}
   - alert: OvnSyncIncrementalMismatch
     expr: sum by (namespace, job) (increase(ovn_sync_incremental_mismatches_total[1h])) > 0
     labels:
@@ -93,6 +110,18 @@ groups:
         have had the problem {{`{{ $labels.reason }}`}} for an hour: their ports are not what they ask
         for. Warning Events name them: kubectl get events -A --field-selector
         reason={{`{{ $labels.reason }}`}}.
+  - alert: OvnSyncAddressAtRisk
+    expr: max by (namespace, job, reason) (ovn_sync_problems{reason=~"KubeOVN.*"}) > 0
+    for: 10m
+    labels:
+      severity: warning
+    annotations:
+      summary: kube-ovn's rows put a VM's address at risk
+      description: >-
+        {{`{{ $value }}`}} VM(s) seen by {{`{{ $labels.job }}`}} in {{`{{ $labels.namespace }}`}} have had
+        the problem {{`{{ $labels.reason }}`}} for 10 minutes: kube-ovn's ports or IP objects would let
+        their addresses go or hold them twice. /plan on ovn-sync's metrics port names them and says
+        what ovn-sync would write instead; Warning Events name them too where --events is on.
   - alert: OvnSyncSwitchNearlyFull
     expr: |-
       max by (namespace, job, switch) (

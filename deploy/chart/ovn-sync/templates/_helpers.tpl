@@ -34,7 +34,7 @@ ovn-central's pods it must not clash with another container's. */}}
 {{- if not (has .Values.mode (list "standalone" "sidecar")) -}}
 {{- fail (printf "mode is %q: standalone or sidecar" .Values.mode) -}}
 {{- end -}}
-{{- if and (eq .Values.mode "standalone") (not .Values.leaderElection.enabled) (gt (int .Values.standalone.replicas) 1) -}}
+{{- if and (eq .Values.mode "standalone") (not .Values.leaderElection.enabled) (not .Values.dryRun.enabled) (gt (int .Values.standalone.replicas) 1) -}}
 {{- fail (printf "standalone.replicas is %d with leaderElection.enabled false: every replica would write" (int .Values.standalone.replicas)) -}}
 {{- end -}}
 {{- $_ := include "ovn-sync.seconds" .Values.resync -}}
@@ -111,8 +111,15 @@ container quotes it, as an env value must be a string. */}}
   {{- end }}
   - --config=/etc/ovn-sync/config.yaml
   - --resync={{ .Values.resync }}
+  {{- if .Values.dryRun.enabled }}
+  - --dry-run
+  {{- if .Values.dryRun.events }}
+  - --events
+  {{- end }}
+  {{- else }}
   - --leader-elect={{ .Values.leaderElection.enabled }}
-  {{- if .Values.leaderElection.enabled }}
+  {{- end }}
+  {{- if and .Values.leaderElection.enabled (not .Values.dryRun.enabled) }}
   - --lease-namespace={{ .Release.Namespace }}
   - --lease-name={{ .Values.leaderElection.leaseName }}
   - --lease-duration={{ .Values.leaderElection.leaseDuration }}
