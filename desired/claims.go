@@ -202,8 +202,9 @@ func (b *builder) useClaim(s *portSpec, c *ipamclaimsv1alpha1.IPAMClaim, cc netc
 		return
 	}
 	if other := b.claimedBy[k]; other != "" && other != s.name {
-		bad("claimed by port %q and port %q", other, s.name)
-		return
+		if !b.claimShared(s, b.specNamed(other), c) {
+			return
+		}
 	}
 	if b.claimedBy == nil {
 		b.claimedBy = map[nsName]string{}
@@ -223,6 +224,53 @@ func (b *builder) useClaim(s *portSpec, c *ipamclaimsv1alpha1.IPAMClaim, cc netc
 		u.ip = got
 	}
 	s.claim = u
+}
+
+// claimShared settles claim c, read by s and by other (the port it was
+// given to first): the port whose NB row holds one of the claim's
+// addresses keeps it, else the older owner's. It reports which keeps it and
+// which is refused, on the claim, and reports whether s keeps it (other's
+// reference is then dropped).
+func (b *builder) claimShared(s, other *portSpec, c *ipamclaimsv1alpha1.IPAMClaim) bool {
+	keep, refuse := other, s
+	switch {
+	case other == nil:
+		keep, refuse = s, nil
+	case b.holdsClaim(s, c) && !b.holdsClaim(other, c):
+		keep, refuse = s, other
+	case !b.holdsClaim(other, c) && !b.holdsClaim(s, c) && comparePriority(s, other) < 0:
+		keep, refuse = s, other
+	}
+	if refuse == nil {
+		return true
+	}
+	why := "the older owner's"
+	if b.holdsClaim(keep, c) {
+		why = "it holds the claim's address"
+	}
+	b.problemFor(refuse.o, state.KindIPAMClaim, c.Namespace, c.Name, "InvalidRecord", fmt.Sprintf(
+		"referenced by port %q (%s) and by port %q (%s): it is the record of port %q (%s); port %q's reference is refused",
+		keep.name, keep.o.id, refuse.name, refuse.o.id, keep.name, why, refuse.name))
+	if keep != s {
+		return false
+	}
+	other.claim = nil
+	return true
+}
+
+// holdsClaim reports whether s's row in the NB holds one of c's addresses.
+func (b *builder) holdsClaim(s *portSpec, c *ipamclaimsv1alpha1.IPAMClaim) bool {
+	hp := b.haveRow(s.name)
+	if hp == nil || hp.Owner != s.o.id && !(hp.Vendor != "" && b.adopt == hp.Vendor) {
+		return false
+	}
+	held := addr.ParseLSP(hp.Addresses)
+	for _, v := range c.Status.IPs {
+		if a, err := netip.ParseAddr(claimAddr(v)); err == nil && (held.IP[ipv4] == a || held.IP[ipv6] == a) {
+			return true
+		}
+	}
+	return false
 }
 
 // claimAddr is the address of one entry of status.ips: ovn-kubernetes

@@ -401,6 +401,8 @@ func (x *Engine) Update(objs Objects, changed []state.ObjectRef, cfg Config, hav
 			sc.abort(w)
 		} else if w := b.checkSubnets(r, sc.owners); w.Gave() {
 			sc.abort(w)
+		} else if w := b.checkClaimReaders(r, sc.owners); w.Gave() {
+			sc.abort(w)
 		}
 	}
 	if !sc.why.Gave() {

@@ -35,6 +35,7 @@ const (
 	ReasonUnowned    = "unowned-problem" // a problem of no owner while owners were read
 	ReasonUnscoped   = "unscoped"        // a kind no scope is declared for
 	ReasonSwitchFull = "switch-full"     // a switch would hold more ports than OVN binds
+	ReasonClaimRead  = "claim-read"      // an IPAMClaim an owner rebuilt reads is read by an owner not rebuilt
 )
 
 // Gave reports whether w says Update gave up.
@@ -533,6 +534,23 @@ func (b *base) checkSubnets(r Result, owners map[string]bool) Why {
 		}
 		if id := b.notRebuiltOn(name, owners); id != "" {
 			return Why{ReasonSubnet, "Subnet " + name + " changed, and " + id + ", with a port on it, was not rebuilt"}
+		}
+	}
+	return Why{}
+}
+
+// checkClaimReaders gives up when an owner rebuilt looked up an IPAMClaim
+// that an owner not rebuilt, with ports, read when it was last built: which
+// of two ports a claim is the record of is for a full Build to decide.
+func (b *base) checkClaimReaders(r Result, owners map[string]bool) Why {
+	for _, l := range r.lookups {
+		if l.kind != state.KindIPAMClaim {
+			continue
+		}
+		for _, id := range b.readers[state.KindIPAMClaim][l.obj] {
+			if id != l.owner && !owners[id] && len(b.byOwner[id]) > 0 {
+				return Why{ReasonClaimRead, "IPAMClaim " + l.obj.ns + "/" + l.obj.name + " is read by " + l.owner + " and by " + id + ", which was not rebuilt"}
+			}
 		}
 	}
 	return Why{}
