@@ -139,7 +139,7 @@ func (cs Costs) String() string {
 	var b strings.Builder
 	b.WriteString("What it costs guests:\n")
 	for _, d := range cs.Named {
-		fmt.Fprintf(&b, "  %s %s: port %q %s\n", d.Owner, d.Cost, d.Port, d.Detail)
+		fmt.Fprintf(&b, "  [%s] %s: port %q %s\n", d.Cost, d.Owner, d.Port, d.Detail)
 	}
 	fmt.Fprintf(&b, "  bookkeeping only: %d changes (ovn-sync's external_ids, a port_security or requested-chassis set where there was none, DHCP_Options references, switches' and DHCP_Options rows' settings)", cs.Bookkeeping)
 	return b.String()

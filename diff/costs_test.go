@@ -63,7 +63,7 @@ func TestPlanCosts(t *testing.T) {
 		t.Errorf("ByAction = %v", cs.ByAction)
 	}
 	text := cs.String()
-	for _, want := range []string{`VirtualMachine/tenant/vm port: port "vm.tenant" created with addresses`, "bookkeeping only: 2 changes"} {
+	for _, want := range []string{`[port] VirtualMachine/tenant/vm: port "vm.tenant" created with addresses`, "bookkeeping only: 2 changes"} {
 		if !strings.Contains(text, want) {
 			t.Errorf("Costs().String() =\n%s\nwithout %q", text, want)
 		}
