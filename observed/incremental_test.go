@@ -669,18 +669,13 @@ func TestStateVersionNamePassed(t *testing.T) {
 	for range 20 {
 		var nb NB
 		nb.changed.setAll()
-		nb.view = &portView{table: &portTable{rows: map[string]*state.Port{}}, onChange: nb.portChanged}
+		ports := startFakePorts(t, nb.portChanged)
+		nb.view = ports.view
 		tb := func() tables {
 			return tables{ports: nb.view.Table(), switches: tc.Table(nbdb.LogicalSwitchTable), dhcp: tc.Table(nbdb.DHCPOptionsTable)}
 		}
 		// apply updates the view as an update of the NB would.
-		apply := func(uuid, name string) {
-			var p *state.Port
-			if name != "" {
-				p = &state.Port{UUID: uuid, Name: name}
-			}
-			nb.view.apply([]rowChange{{uuid: uuid, full: p}})
-		}
+		apply := ports.set
 		scratch := func() state.State {
 			var ref NB
 			ref.view = nb.view

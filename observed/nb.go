@@ -22,6 +22,7 @@ import (
 	"github.com/ovn-org/libovsdb/ovsdb"
 
 	"github.com/ovn-sync/ovn-sync/nbdb"
+	"github.com/ovn-sync/ovn-sync/observed/portview"
 	"github.com/ovn-sync/ovn-sync/state"
 )
 
@@ -73,9 +74,9 @@ func ParseEndpoints(s string) ([]string, error) {
 type NB struct {
 	client client.Client
 	// view is the Logical_Switch_Port table, which the client does not
-	// monitor (see portView); portHooks are called with each row it
-	// changes.
-	view *portView
+	// monitor (see package portview); portHooks are called with each row
+	// it changes.
+	view *portview.View
 	// reconnectTimeout bounds how long Transact waits for the view.
 	reconnectTimeout time.Duration
 	hooksMu          sync.Mutex
@@ -121,7 +122,7 @@ type NB struct {
 // tables are the tables a snapshot is read from: the view's load of the
 // ports, the cache's switches and DHCP_Options.
 type tables struct {
-	ports          *portTable
+	ports          *portview.Table
 	switches, dhcp *cache.RowCache
 }
 
@@ -365,12 +366,15 @@ func Dial(ctx context.Context, opts Options) (*NB, error) {
 		return nil, fmt.Errorf("monitor NB: %w", err)
 	}
 	nb.client = c
-	nb.view, err = startPortView(ctx, func() string {
-		if !c.Connected() {
-			return ""
-		}
-		return c.CurrentEndpoint()
-	}, opts.TLS, nb.portChanged, nb.changed.setAll)
+	nb.view, err = portview.Start(ctx, portview.Options{
+		Endpoint: func() string {
+			if !c.Connected() {
+				return ""
+			}
+			return c.CurrentEndpoint()
+		},
+		TLS: opts.TLS, OnChange: nb.portChanged, OnReload: nb.changed.setAll,
+	})
 	if err != nil {
 		c.Close()
 		return nil, fmt.Errorf("monitor NB: %w", err)
@@ -490,7 +494,8 @@ func (nb *NB) Client() client.Client { return nb.client }
 // it creates, which callers treat as a stale plan.
 //
 // Once a transaction that changed ports committed, Transact waits until
-// the view shows it (portView.Barrier), so that the next snapshot does.
+// the view shows it (portview.View.Barrier), so that the next snapshot
+// does.
 func (nb *NB) Transact(ctx context.Context, ops ...ovsdb.Operation) ([]ovsdb.OperationResult, error) {
 	res, err := nb.client.Transact(ctx, ops...)
 	if err != nil && connectionLost(err) {
@@ -962,7 +967,7 @@ func SwitchFromRow(r *nbdb.LogicalSwitch) *state.Switch {
 // the column a field of state.Fields names, which is where the switches'
 // monitor asks for it (switchColumns) and where the conversions of rows
 // read it; nil for a column they do not know, which observed's tests
-// catch. (The port view reads ports from the wire: lspColumns.)
+// catch. (The port view reads ports from the wire: package portview.)
 func portSet(r *nbdb.LogicalSwitchPort, column string) *[]string {
 	switch column {
 	case "addresses":

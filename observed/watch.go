@@ -174,8 +174,8 @@ func (nb *NB) Up() bool {
 // while it reconnects after the server dropped the connection), so this
 // watches what a reconnect changes, every 50ms: the client has no current
 // endpoint while it is down, the endpoint changes when it moves to another
-// RAFT member, and the cache's port table is replaced when the cache is
-// purged.
+// RAFT member, and the port view is not Synced while it is down and holds
+// a new Table once it loaded the table again.
 func (nb *NB) WatchConnection(ctx context.Context, on func(ev ConnEvent, endpoint string)) {
 	t := time.NewTicker(50 * time.Millisecond)
 	defer t.Stop()
