@@ -179,37 +179,63 @@ func (nb *NB) rebuild(t tables) {
 // renames one port and gives its name to another, read half applied): only
 // rebuild gives the snapshot it would then. The conversions update made
 // are current, and rebuild reuses what it can of them.
+//
+// The DHCP_Options rows are read first: a port referring to one whose
+// name changed is among the ports read again.
 func (nb *NB) update(t tables, ch changes) ([]string, bool) {
 	if len(ch.ports) > 1024 && 4*len(ch.ports) > len(nb.ports) || nb.view.Table() != t.ports {
 		return nil, false
 	}
 	s := nb.last
 	if ch.dhcp {
-		var renamed map[string]bool
-		s.DHCP, renamed = nb.readDHCP(t.dhcp)
-		// A port referring to a row whose name changed is read again;
-		// the others' conversions stand for the new names too.
-		for uuid := range nb.refs {
-			m := nb.ports[uuid]
-			if r := m.row; r.DHCPv4 != "" && renamed[r.DHCPv4] || r.DHCPv6 != "" && renamed[r.DHCPv6] {
-				ch.ports = addUUID(ch.ports, uuid)
-			} else {
-				m.gen = nb.dhcpGen
-				nb.ports[uuid] = m
-			}
-		}
+		s.DHCP, ch.ports = nb.updateDHCP(t.dhcp, ch.ports)
 	}
 	if ch.refs {
 		for uuid := range nb.refs {
 			ch.ports = addUUID(ch.ports, uuid)
 		}
 	}
+	names, ok := nb.updatePorts(&s, t.ports, ch.ports)
+	if !ok {
+		return nil, false
+	}
+	if len(ch.switches) > 0 {
+		s.Switches = nb.updateSwitches(t.switches, ch.switches)
+	}
+	nb.last = s
+	return names, true
+}
+
+// updateDHCP is update's step for the DHCP_Options rows: it reads our rows
+// of table again and returns them by name, with ports (the UUIDs of the
+// ports to read again) holding those referring to a row whose name
+// changed. The other ports' conversions stand for the new names too.
+func (nb *NB) updateDHCP(table *cache.RowCache, ports map[string]struct{}) (map[string]*state.DHCPOptions, map[string]struct{}) {
+	byName, renamed := nb.readDHCP(table)
+	for uuid := range nb.refs {
+		m := nb.ports[uuid]
+		if r := m.row; r.DHCPv4 != "" && renamed[r.DHCPv4] || r.DHCPv6 != "" && renamed[r.DHCPv6] {
+			ports = addUUID(ports, uuid)
+		} else {
+			m.gen = nb.dhcpGen
+			nb.ports[uuid] = m
+		}
+	}
+	return byName, ports
+}
+
+// updatePorts is update's step for the ports: it reads the rows uuids of
+// table again into s.Ports and s.Index, copies of the previous snapshot's
+// once one changed, and returns the names of the ports it read again
+// (before and after). It returns false when the ports have fewer names
+// than rows.
+func (nb *NB) updatePorts(s *state.State, table *portview.Table, uuids map[string]struct{}) ([]string, bool) {
 	cloned := false
 	var del, ins []state.Entry
 	var names []string
-	for uuid := range ch.ports {
+	for uuid := range uuids {
 		// Row returns the row, or nil once it is deleted.
-		r := nb.view.Row(t.ports, uuid)
+		r := nb.view.Row(table, uuid)
 		m, had := nb.ports[uuid]
 		switch {
 		case !had && r == nil:
@@ -242,29 +268,29 @@ func (nb *NB) update(t tables, ch changes) ([]string, bool) {
 			}
 		}
 	}
-	if cloned {
-		s.Index = s.Index.Patch(del, ins)
-		// A port's entry in s.Ports is deleted only when it is that
-		// port's, and each port is set under its name: s.Ports has as many
-		// entries as there are rows only when no two rows share a name,
-		// and then it is what rebuild makes.
-		if s.Ports.Len() != len(nb.ports) {
-			return nil, false
+	if !cloned {
+		return names, true
+	}
+	s.Index = s.Index.Patch(del, ins)
+	// A port's entry in s.Ports is deleted only when it is that port's,
+	// and each port is set under its name: s.Ports has as many entries as
+	// there are rows only when no two rows share a name, and then it is
+	// what rebuild makes.
+	return names, s.Ports.Len() == len(nb.ports)
+}
+
+// updateSwitches is update's step for the switches: it reads the rows
+// uuids of table again and returns every switch by name. Switches are few
+// (one per network): their map is built anew.
+func (nb *NB) updateSwitches(table *cache.RowCache, uuids map[string]struct{}) map[string]*state.Switch {
+	for uuid := range uuids {
+		if r, ok := table.Row(uuid).(*nbdb.LogicalSwitch); ok {
+			nb.switches[uuid] = memoSwitch{row: r, sw: SwitchFromRow(r)}
+		} else {
+			delete(nb.switches, uuid)
 		}
 	}
-	if len(ch.switches) > 0 {
-		for uuid := range ch.switches {
-			if r, ok := t.switches.Row(uuid).(*nbdb.LogicalSwitch); ok {
-				nb.switches[uuid] = memoSwitch{row: r, sw: SwitchFromRow(r)}
-			} else {
-				delete(nb.switches, uuid)
-			}
-		}
-		// Switches are few (one per network): their map is built anew.
-		s.Switches = switchesByName(nb.switches)
-	}
-	nb.last = s
-	return names, true
+	return switchesByName(nb.switches)
 }
 
 // convertPort converts r with the DHCP_Options names nb holds now. A row
