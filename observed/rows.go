@@ -28,45 +28,6 @@ func namePort(r *state.Port, name func(uuid string) string) *state.Port {
 	return &p
 }
 
-// PortFromRow converts an NB row into a state.Port: its name, UUID,
-// dynamic_addresses and vendor keys (external_ids:vendor and :ls), and every
-// field of state.Fields that ports have, references as the referenced
-// rows' UUIDs.
-func PortFromRow(r *nbdb.LogicalSwitchPort) *state.Port {
-	return PortFromRowNamed(r, func(string) string { return "" })
-}
-
-// PortFromRowNamed is PortFromRow with references to a row name gives a
-// name for (one of ovn-sync's DHCP_Options rows) held as that name.
-func PortFromRowNamed(r *nbdb.LogicalSwitchPort, name func(uuid string) string) *state.Port {
-	p := &state.Port{Name: r.Name, UUID: r.UUID}
-	for i := range state.Fields {
-		switch f := &state.Fields[i]; {
-		case f.Ref != "":
-			if c := portRef(r, f.Column); c != nil && *c != nil {
-				*f.PortKey(p) = cmp.Or(name(**c), **c)
-			}
-		case f.PortSet != nil:
-			if c := portSet(r, f.Column); c != nil {
-				*f.PortSet(p) = *c
-			}
-		case f.PortKey != nil:
-			if c := portMap(r, f.Column); c != nil {
-				*f.PortKey(p) = (*c)[f.Key]
-			}
-		}
-	}
-	if r.DynamicAddresses != nil {
-		p.DynamicAddresses = *r.DynamicAddresses
-	}
-	// external_ids is monitored for our keys; kube-ovn's two are read from it
-	// too, for adoption.
-	if v := r.ExternalIDs[state.KeyVendor]; v != "" {
-		p.Vendor, p.VendorSwitch = v, r.ExternalIDs[state.KeyVendorSwitch]
-	}
-	return p
-}
-
 // DHCPFromRow converts a DHCP_Options row into a state.DHCPOptions, or
 // returns nil when the row is not ovn-sync's (no external_ids:ovn-sync/owner
 // or no ovn-sync/dhcp name).
@@ -93,41 +54,11 @@ func SwitchFromRow(r *nbdb.LogicalSwitch) *state.Switch {
 	return s
 }
 
-// portSet, portRef, portMap and switchMap return where a row model keeps
-// the column a field of state.Fields names, which is where the switches'
-// monitor asks for it (switchColumns) and where the conversions of rows
-// read it; nil for a column they do not know, which observed's tests
-// catch. (The port view reads ports from the wire: package portview.)
-func portSet(r *nbdb.LogicalSwitchPort, column string) *[]string {
-	switch column {
-	case "addresses":
-		return &r.Addresses
-	case "port_security":
-		return &r.PortSecurity
-	}
-	return nil
-}
-
-func portRef(r *nbdb.LogicalSwitchPort, column string) **string {
-	switch column {
-	case "dhcpv4_options":
-		return &r.Dhcpv4Options
-	case "dhcpv6_options":
-		return &r.Dhcpv6Options
-	}
-	return nil
-}
-
-func portMap(r *nbdb.LogicalSwitchPort, column string) *map[string]string {
-	switch column {
-	case "options":
-		return &r.Options
-	case "external_ids":
-		return &r.ExternalIDs
-	}
-	return nil
-}
-
+// switchMap returns where a row model keeps the column a field of
+// state.Fields names, which is where the switches' monitor asks for it
+// (switchColumns) and where SwitchFromRow reads it; nil for a column it
+// does not know, which observed's tests catch. (The port view reads ports
+// from the wire: package portview.)
 func switchMap(r *nbdb.LogicalSwitch, column string) *map[string]string {
 	switch column {
 	case "external_ids":
