@@ -82,8 +82,8 @@ type NB struct {
 	hooksMu          sync.Mutex
 	portHooks        []func(old, cur *state.Port)
 
-	// changed collects the rows the cache's event handler reports, for
-	// StateVersion to read again.
+	// changed collects the rows the cache's event handler, the view and
+	// our transactions report changed, for StateVersion to read again.
 	changed changeLog
 
 	// mu serializes StateVersion; the fields below are its own.
