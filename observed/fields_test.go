@@ -26,7 +26,7 @@ import (
 // fields: Equal and Sum see it, diff.Compute reports exactly that field (a
 // port's switch: a move), Plan.ApplyTo carries it, the plan's text and JSON
 // show it, apply writes that column or key and nothing else, the NB row
-// holds it there, and PortFromRow or SwitchFromRow reads it back. A field
+// holds it there, and the port view or SwitchFromRow reads it back. A field
 // left out of any of them fails here; state's TestFieldsCoverPortAndSwitch
 // fails for a field of Port or Switch left out of state.Fields.
 func TestFieldsRoundTrip(t *testing.T) {

@@ -189,7 +189,7 @@ func (w *writer) reference(got state.State) (state.State, bool) {
 }
 
 // cacheState reads a snapshot from libovsdb's cache of every column of
-// the three tables, with the conversions of rows PortFromRowNamed,
+// the three tables, with the conversions of rows portFromRowNamed,
 // SwitchFromRow and DHCPFromRow, sets in order (the view keeps them
 // sorted; libovsdb appends what an update adds).
 func cacheState(tc *cache.TableCache) state.State {
@@ -199,7 +199,7 @@ func cacheState(tc *cache.TableCache) state.State {
 	name := func(uuid string) string { return ref.dhcpNames[uuid] }
 	var idx state.Entries
 	for _, row := range tc.Table(nbdb.LogicalSwitchPortTable).RowsShallow() {
-		p := PortFromRowNamed(row.(*nbdb.LogicalSwitchPort), name)
+		p := portFromRowNamed(row.(*nbdb.LogicalSwitchPort), name)
 		p.Addresses, p.PortSecurity = sortedOrNil(p.Addresses), sortedOrNil(p.PortSecurity)
 		s.Ports.Set(p.Name, p)
 		idx = append(idx, state.EntryOf(p))
@@ -669,18 +669,13 @@ func TestStateVersionNamePassed(t *testing.T) {
 	for range 20 {
 		var nb NB
 		nb.changed.setAll()
-		nb.view = &portView{table: &portTable{rows: map[string]*state.Port{}}, onChange: nb.portChanged}
+		ports := startFakePorts(t, nb.portChanged)
+		nb.view = ports.view
 		tb := func() tables {
 			return tables{ports: nb.view.Table(), switches: tc.Table(nbdb.LogicalSwitchTable), dhcp: tc.Table(nbdb.DHCPOptionsTable)}
 		}
 		// apply updates the view as an update of the NB would.
-		apply := func(uuid, name string) {
-			var p *state.Port
-			if name != "" {
-				p = &state.Port{UUID: uuid, Name: name}
-			}
-			nb.view.apply([]rowChange{{uuid: uuid, full: p}})
-		}
+		apply := ports.set
 		scratch := func() state.State {
 			var ref NB
 			ref.view = nb.view

@@ -7,8 +7,8 @@ import (
 	"github.com/ovn-sync/ovn-sync/state"
 )
 
-// BenchmarkPortFromRow is the conversion of one changed row, with our keys
-// and someone else's.
+// BenchmarkPortFromRow is portFromRow's conversion of one changed row,
+// with our keys and someone else's.
 func BenchmarkPortFromRow(b *testing.B) {
 	addr := []string{"0a:58:0a:10:00:04 10.16.0.4"}
 	r := &nbdb.LogicalSwitchPort{UUID: "u", Name: "vm-1.ns-1", Addresses: addr, PortSecurity: addr,
@@ -17,7 +17,7 @@ func BenchmarkPortFromRow(b *testing.B) {
 			state.KeySwitch: "ovn-default", "team": "net"}}
 	b.ReportAllocs()
 	for range b.N {
-		sinkPort = PortFromRow(r)
+		sinkPort = portFromRow(r)
 	}
 }
 

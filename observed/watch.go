@@ -83,28 +83,11 @@ func (nb *NB) dhcpName(uuid string) string {
 	return ""
 }
 
-// PortDrift reports whether a change of one LSP row (old and cur nil for an
+// portDrift reports whether a change of one port (old and cur nil for an
 // insert and a delete) leaves one of our ports other than want has it.
-// Rows that are not ours before or after are someone else's business.
-// References to DHCP_Options rows are compared as UUIDs: see PortDriftNamed.
-func PortDrift(want state.State, old, cur *nbdb.LogicalSwitchPort) bool {
-	return PortDriftNamed(want, old, cur, func(string) string { return "" })
-}
-
-// PortDriftNamed is PortDrift, the row's references named by name (see
-// PortFromRowNamed).
-func PortDriftNamed(want state.State, old, cur *nbdb.LogicalSwitchPort, name func(uuid string) string) bool {
-	var o, c *state.Port
-	if old != nil {
-		o = PortFromRowNamed(old, name)
-	}
-	if cur != nil {
-		c = PortFromRowNamed(cur, name)
-	}
-	return portDrift(want, o, c)
-}
-
-// portDrift is PortDrift on ports as observed holds them.
+// Ports that are not ours before or after are someone else's business.
+// References to DHCP_Options rows compare as the ports hold them: named
+// (see namePort) or as UUIDs.
 func portDrift(want state.State, old, cur *state.Port) bool {
 	if (old == nil || !old.Owned()) && (cur == nil || !cur.Owned()) {
 		return false
@@ -116,7 +99,7 @@ func portDrift(want state.State, old, cur *state.Port) bool {
 	return w == nil || !w.Equal(cur)
 }
 
-// DHCPDrift is PortDrift for a DHCP_Options row of ours.
+// DHCPDrift is portDrift for a DHCP_Options row of ours.
 func DHCPDrift(want state.State, old, cur *nbdb.DHCPOptions) bool {
 	var o, c *state.DHCPOptions
 	if old != nil {
@@ -135,7 +118,7 @@ func DHCPDrift(want state.State, old, cur *nbdb.DHCPOptions) bool {
 	return w == nil || !w.Equal(c)
 }
 
-// SwitchDrift is PortDrift for a Logical_Switch row.
+// SwitchDrift is portDrift for a Logical_Switch row.
 func SwitchDrift(want state.State, old, cur *nbdb.LogicalSwitch) bool {
 	owned := func(r *nbdb.LogicalSwitch) bool { return r != nil && r.ExternalIDs[state.KeyOwner] != "" }
 	if !owned(old) && !owned(cur) {
@@ -174,8 +157,8 @@ func (nb *NB) Up() bool {
 // while it reconnects after the server dropped the connection), so this
 // watches what a reconnect changes, every 50ms: the client has no current
 // endpoint while it is down, the endpoint changes when it moves to another
-// RAFT member, and the cache's port table is replaced when the cache is
-// purged.
+// RAFT member, and the port view is not Synced while it is down and holds
+// a new Table once it loaded the table again.
 func (nb *NB) WatchConnection(ctx context.Context, on func(ev ConnEvent, endpoint string)) {
 	t := time.NewTicker(50 * time.Millisecond)
 	defer t.Stop()

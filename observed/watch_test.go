@@ -10,6 +10,22 @@ import (
 	"github.com/ovn-sync/ovn-sync/state"
 )
 
+// portDriftRows is portDrift on a change of one LSP row (old and cur nil
+// for an insert and a delete), the rows' references named by name.
+func portDriftRows(want state.State, old, cur *nbdb.LogicalSwitchPort, name func(uuid string) string) bool {
+	var o, c *state.Port
+	if old != nil {
+		o = portFromRowNamed(old, name)
+	}
+	if cur != nil {
+		c = portFromRowNamed(cur, name)
+	}
+	return portDrift(want, o, c)
+}
+
+// uuidsOnly names no row: references stay UUIDs.
+func uuidsOnly(string) string { return "" }
+
 func TestPortDrift(t *testing.T) {
 	want := state.New(1)
 	want.Ports.Set("a.ns", &state.Port{Name: "a.ns", Owner: "Pod/ns/a", Network: "default", Switch: "ovn-default",
@@ -40,8 +56,8 @@ func TestPortDrift(t *testing.T) {
 		{"foreign port", nil, foreign, false},
 		{"foreign port deleted", foreign, nil, false},
 	} {
-		if got := PortDrift(want, tc.old, tc.cur); got != tc.want {
-			t.Errorf("PortDrift(%s) = %v, want %v", tc.name, got, tc.want)
+		if got := portDriftRows(want, tc.old, tc.cur, uuidsOnly); got != tc.want {
+			t.Errorf("portDriftRows(%s) = %v, want %v", tc.name, got, tc.want)
 		}
 	}
 }
@@ -59,11 +75,11 @@ func TestDHCPDrift(t *testing.T) {
 	port := func(ref string) *nbdb.LogicalSwitchPort {
 		return &nbdb.LogicalSwitchPort{Name: "vm.ns", ExternalIDs: map[string]string{state.KeyOwner: "VirtualMachine/ns/vm"}, Dhcpv4Options: &ref}
 	}
-	if PortDriftNamed(want, nil, port("d-1"), name) {
-		t.Errorf("PortDriftNamed(reference to our row as wanted) = true, want false")
+	if portDriftRows(want, nil, port("d-1"), name) {
+		t.Errorf("portDriftRows(reference to our row as wanted) = true, want false")
 	}
-	if !PortDriftNamed(want, nil, port("d-2"), name) {
-		t.Errorf("PortDriftNamed(reference to another row) = false, want true")
+	if !portDriftRows(want, nil, port("d-2"), name) {
+		t.Errorf("portDriftRows(reference to another row) = false, want true")
 	}
 	row := func(mut func(*nbdb.DHCPOptions)) *nbdb.DHCPOptions {
 		r := &nbdb.DHCPOptions{UUID: "d-1", Cidr: "10.16.0.0/16", Options: map[string]string{"lease_time": "3600"},

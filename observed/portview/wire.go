@@ -1,4 +1,4 @@
-package observed
+package portview
 
 import (
 	"encoding/json"

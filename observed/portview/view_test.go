@@ -1,4 +1,4 @@
-package observed
+package portview
 
 import (
 	"bytes"
@@ -13,14 +13,16 @@ import (
 
 	"github.com/go-logr/logr"
 	"github.com/ovn-org/libovsdb/cache"
+	"github.com/ovn-org/libovsdb/model"
 	"github.com/ovn-org/libovsdb/ovsdb"
 
+	"github.com/ovn-sync/ovn-sync/nbdb"
 	"github.com/ovn-sync/ovn-sync/state"
 )
 
 // feed has v read the JSON-RPC messages of stream, as from its connection,
 // and returns what v wrote back.
-func feed(t testing.TB, v *portView, stream string) string {
+func feed(t testing.TB, v *View, stream string) string {
 	t.Helper()
 	client, server := net.Pipe()
 	var wrote bytes.Buffer
@@ -50,8 +52,8 @@ func feed(t testing.TB, v *portView, stream string) string {
 	return wrote.String()
 }
 
-func newTestView() *portView {
-	return &portView{waiting: map[uint64]chan error{}, intern: map[string]string{}, ready: make(chan struct{})}
+func newTestView() *View {
+	return &View{waiting: map[uint64]chan error{}, intern: map[string]string{}, ready: make(chan struct{})}
 }
 
 // TestPortViewDecode: the view reads rows as ovsdb-server and libovsdb's
@@ -208,7 +210,7 @@ func TestPortViewMemory(t *testing.T) {
 	}
 	const n = 50000
 	payload := monitorReply(n)
-	var v *portView
+	var v *View
 	viewBytes := liveHeap(func() {
 		v = newTestView()
 		r := newJSONReader(bytes.NewReader(payload))
@@ -248,7 +250,7 @@ func TestPortViewMemory(t *testing.T) {
 		if err := json.Unmarshal(payload, &reply); err != nil {
 			t.Fatal(err)
 		}
-		tc = newTableCache(t, logr.Discard())
+		tc = newTableCache(t)
 		if err := tc.Populate2(reply.Result); err != nil {
 			t.Fatal(err)
 		}
@@ -263,4 +265,24 @@ func TestPortViewMemory(t *testing.T) {
 	if ratio > 2 {
 		t.Errorf("the view takes %.0f B a port, %.2f times the bare ports' %.0f B; want at most 2", per(viewBytes), ratio, per(bareBytes))
 	}
+}
+
+// newTableCache returns an empty libovsdb cache of the NB's tables;
+// nothing runs its event loop.
+func newTableCache(t testing.TB) *cache.TableCache {
+	t.Helper()
+	clientModel, err := nbdb.FullDatabaseModel()
+	if err != nil {
+		t.Fatal(err)
+	}
+	dbModel, errs := model.NewDatabaseModel(nbdb.Schema(), clientModel)
+	if len(errs) > 0 {
+		t.Fatal(errs)
+	}
+	logger := logr.Discard()
+	tc, err := cache.NewTableCache(dbModel, nil, &logger)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return tc
 }
