@@ -15,50 +15,41 @@ import (
 // one carrying external_ids:ovn-sync/owner before or after the change — is
 // left other than want says: someone else edited, deleted or added one of
 // our rows. Changes that leave a row as want has it (our own transactions)
-// and changes to rows that are not ours are not drift; onOwn, when set, is
-// called for those of the first kind (a field of a row of ours changed, to
-// what want has).
+// and changes to rows that are not ours are not drift.
 //
 // want returns what the last pass applied and, when set, what the one
-// before it applied: the events of a transaction reach this handler after
-// Transact returned, so those of one pass may come once the next pass has
-// applied a new want; a row left as either has it is not drift. want
+// before it applied: the cache's events of a transaction (Logical_Switch,
+// DHCP_Options) reach this handler after Transact returned, so those of
+// one pass may come once the next pass has applied a new want; a row left
+// as either has it is not drift. want
 // returns nil while nobody reconciles; then nothing is drift. The
 // callbacks run in libovsdb's cache event loop and the port view's reading
 // goroutine: they must be quick (notify a channel).
-func (nb *NB) WatchDrift(want func() (cur, prev *state.State), onDrift func(table string), onOwn func()) {
-	judge := func(table string, drift func(state.State) bool, ours bool) {
+func (nb *NB) WatchDrift(want func() (cur, prev *state.State), onDrift func(table string)) {
+	judge := func(table string, drift func(state.State) bool) {
 		w, prev := want()
 		if w == nil {
 			return
 		}
-		switch {
-		case drift(*w) && (prev == nil || drift(*prev)):
+		if drift(*w) && (prev == nil || drift(*prev)) {
 			// Left other than both wants have it.
 			onDrift(table)
-		case ours && onOwn != nil:
-			onOwn()
 		}
 	}
 	nb.WatchPorts(func(old, cur *state.Port) {
 		o, c := namePort(old, nb.dhcpName), namePort(cur, nb.dhcpName)
-		// ovn-northd's updates (up, dynamic_addresses) change no field of
-		// ours: they are nobody's change to judge.
-		ours := (o != nil && o.Owned() || c != nil && c.Owned()) && (o == nil || c == nil || !o.Equal(c))
-		judge(nbdb.LogicalSwitchPortTable, func(s state.State) bool { return portDrift(s, o, c) }, ours)
+		judge(nbdb.LogicalSwitchPortTable, func(s state.State) bool { return portDrift(s, o, c) })
 	})
 	event := func(table string, old, cur model.Model) {
 		switch table {
 		case nbdb.DHCPOptionsTable:
 			o, _ := old.(*nbdb.DHCPOptions)
 			c, _ := cur.(*nbdb.DHCPOptions)
-			ours := o != nil && o.ExternalIDs[state.KeyOwner] != "" || c != nil && c.ExternalIDs[state.KeyOwner] != ""
-			judge(table, func(s state.State) bool { return DHCPDrift(s, o, c) }, ours)
+			judge(table, func(s state.State) bool { return DHCPDrift(s, o, c) })
 		case nbdb.LogicalSwitchTable:
 			o, _ := old.(*nbdb.LogicalSwitch)
 			c, _ := cur.(*nbdb.LogicalSwitch)
-			ours := o != nil && o.ExternalIDs[state.KeyOwner] != "" || c != nil && c.ExternalIDs[state.KeyOwner] != ""
-			judge(table, func(s state.State) bool { return SwitchDrift(s, o, c) }, ours)
+			judge(table, func(s state.State) bool { return SwitchDrift(s, o, c) })
 		}
 	}
 	nb.client.Cache().AddEventHandler(&cache.EventHandlerFuncs{

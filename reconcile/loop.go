@@ -40,7 +40,7 @@ type Sources interface {
 type WatchedNB interface {
 	NB
 	Up() bool
-	WatchDrift(want func() (cur, prev *state.State), onDrift func(table string), onOwn func())
+	WatchDrift(want func() (cur, prev *state.State), onDrift func(table string))
 	// WatchPorts calls f with every change of a Logical_Switch_Port row.
 	WatchPorts(f func(old, cur *state.Port))
 	WatchConnection(ctx context.Context, on func(ev observed.ConnEvent, endpoint string))
@@ -146,7 +146,7 @@ func NewLoop(src Sources, nb WatchedNB, opts LoopOptions) *Loop {
 	}, func(table string) {
 		l.m.driftEvents.WithLabelValues(table).Inc()
 		l.ask(trigDrift)
-	}, nil)
+	})
 	if opts.DryRun {
 		// What the plan is depends on every row, kube-ovn's too.
 		nb.WatchPorts(func(_, _ *state.Port) { l.ask(trigNB) })
