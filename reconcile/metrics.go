@@ -108,15 +108,7 @@ func NewMetrics() *Metrics {
 	m.switchLimit.Set(desired.MaxSwitchPorts)
 	m.mismatches = prometheus.NewCounter(prometheus.CounterOpts{Name: "ovn_sync_incremental_mismatches_total",
 		Help: "Incremental desired states that differed from a full Build of the same inputs (a bug: the full result was used)."})
-	m.pending = prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "ovn_sync_pending_changes",
-		Help: "Changes of the last pass's plan left to make, by action (create, update, delete) and by what they cost a guest " +
-			"(address, port, binding, bookkeeping): a dry run's whole plan; none after a pass that applied its plan."},
-		[]string{"action", "difference"})
-	for _, a := range []diff.Action{diff.Create, diff.Update, diff.Delete} {
-		for _, c := range []diff.Cost{diff.CostAddress, diff.CostPort, diff.CostBinding, diff.CostBookkeeping} {
-			m.pending.WithLabelValues(a.String(), c.String())
-		}
-	}
+	m.pending = newPending()
 	for _, c := range []prometheus.Collector{m.builds, m.mismatches, m.pending, m.passes, m.passDuration, m.changes, m.operations, m.transactions, m.txnDuration,
 		m.planSize, m.withheld, m.problems, m.driftEvents, m.driftRepairs, m.synced, m.leader, m.nbConnected, m.nbReconnects,
 		m.ownedPorts, m.switchPorts, m.switchLimit, m.informerEvent, m.dropped, m.patches, m.kubeEvents, m.lastSuccess,
@@ -235,6 +227,20 @@ func (m *Metrics) setSwitchPorts(ports map[string]int) {
 	for sw, n := range ports {
 		m.switchPorts.WithLabelValues(sw).Set(float64(n))
 	}
+}
+
+// newPending is ovn_sync_pending_changes, every series at 0.
+func newPending() *prometheus.GaugeVec {
+	g := prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "ovn_sync_pending_changes",
+		Help: "Changes of the last pass's plan left to make, by action (create, update, delete) and by what they cost a guest " +
+			"(address, port, binding, bookkeeping): a dry run's whole plan; none after a pass that applied its plan."},
+		[]string{"action", "difference"})
+	for _, a := range []diff.Action{diff.Create, diff.Update, diff.Delete} {
+		for _, c := range []diff.Cost{diff.CostAddress, diff.CostPort, diff.CostBinding, diff.CostBookkeeping} {
+			g.WithLabelValues(a.String(), c.String())
+		}
+	}
+	return g
 }
 
 // setPending sets ovn_sync_pending_changes from costs.
