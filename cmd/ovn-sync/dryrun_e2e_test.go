@@ -76,6 +76,11 @@ func TestRunDryRunBesideKubeOVN(t *testing.T) {
 	}) {
 		t.Errorf("/plan's problems %v: want %s on VirtualMachine tenant/vm2", plan.Problems, desired.ReasonKubeOVNAddressNotKept)
 	}
+	// Adopting kube-ovn's rows is bookkeeping only: the lost port is the
+	// one change that costs a guest anything.
+	if n := plan.Costs.Named; len(n) != 1 || n[0].Port != lostPort || n[0].Cost != "port" || plan.Costs.Bookkeeping == 0 {
+		t.Errorf("costs %+v: want the lost port's creation alone, and bookkeeping", plan.Costs)
+	}
 	text, err := dry.get("/plan")
 	if err != nil || !strings.Contains(text, `+ logical_switch_port "`+lostPort+`"`) || !strings.Contains(text, "[port] VirtualMachine/tenant/vm2") {
 		t.Errorf("/plan as text (%v):\n%s", err, text)
@@ -156,6 +161,12 @@ type dryRunPlan struct {
 			} `json:"after"`
 		} `json:"changes"`
 	} `json:"plan"`
+	Costs struct {
+		Named []struct {
+			Cost, Owner, Port string
+		} `json:"named"`
+		Bookkeeping int `json:"bookkeeping"`
+	} `json:"costs"`
 	Problems []desired.Problem `json:"problems"`
 }
 
