@@ -29,8 +29,8 @@ func Build(in Inputs, cfg Config, have state.State) Result {
 }
 
 // buildOwners is the engine: it builds the owners sc rebuilds (every owner, for
-// a Build of all) from in, over the last result sc holds for the others.
-// Its result is spliced into that one (base.splice).
+// a Build of all) from in and have, the NB, whose rows hold the addresses
+// of the others. Its result is spliced into the last one (base.splice).
 func buildOwners(in Inputs, cfg Config, have state.State, sc *scope) Result {
 	// Room for a port per owner; a Build of every owner also rebuilds
 	// every port of ours, about as many as have holds.
