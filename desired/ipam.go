@@ -38,7 +38,14 @@ type table struct {
 // ours, and the others listed, in a Build of some.
 func (b *builder) newTable() *table {
 	if b.scope.book == nil {
-		return &table{Table: ipam.List(b.have.Ports, b.switchID, len(b.specs))}
+		// Room for the claimants: about the ports the NB has no row of.
+		room := 0
+		for _, s := range b.specs {
+			if s.row == nil {
+				room++
+			}
+		}
+		return &table{Table: ipam.List(b.have.Ports, b.switchID, room)}
 	}
 	return &table{Table: ipam.Booked(b.scope.book, b.have, b.switchID)}
 }
@@ -47,11 +54,17 @@ func (b *builder) newTable() *table {
 // fresh addresses, and holds the reservations of gone StatefulSet pods.
 func (m *table) openWindows(b *builder) {
 	var needs []ipam.SwitchComp
+	type swComp struct {
+		sw   uint32
+		comp int
+	}
+	seen := map[swComp]bool{}
 	for _, s := range b.pending {
 		for c := range numComps {
-			if s.need&dynBit(c) == 0 || c == compMAC && !s.net.fam[ipv4].prefix.IsValid() {
+			if s.need&dynBit(c) == 0 || c == compMAC && !s.net.fam[ipv4].prefix.IsValid() || seen[swComp{s.net.swID, c}] {
 				continue
 			}
+			seen[swComp{s.net.swID, c}] = true
 			needs = append(needs, ipam.SwitchComp{Switch: s.net.ipamSwitch(), Comp: c})
 		}
 	}
