@@ -24,22 +24,35 @@ import (
 // would read them from the JSON into a metav1.TypeMeta without error (tm
 // is nil when it must be asked).
 func simpleYAML(doc []byte) (out []byte, tm *metav1.TypeMeta, ok bool) {
-	p := yamlLines{}
-	if !p.split(doc) {
+	v, ok := parseSimpleYAML(doc)
+	if !ok {
 		return nil, nil, false
 	}
-	if len(p.lines) == 0 {
+	if v == nil {
 		return []byte("null"), nil, true
-	}
-	if p.lines[0].indent != 0 {
-		return nil, nil, false
-	}
-	v, ok := p.node(0)
-	if !ok || p.i != len(p.lines) {
-		return nil, nil, false
 	}
 	buf := make([]byte, 0, len(doc))
 	return v.appendJSON(buf), v.typeMeta(), true
+}
+
+// parseSimpleYAML parses one document of simpleYAML's plain subset into its
+// tree: nil for an empty document; ok is false outside the subset.
+func parseSimpleYAML(doc []byte) (v *yamlValue, ok bool) {
+	p := yamlLines{}
+	if !p.split(doc) {
+		return nil, false
+	}
+	if len(p.lines) == 0 {
+		return nil, true
+	}
+	if p.lines[0].indent != 0 {
+		return nil, false
+	}
+	root, ok := p.node(0)
+	if !ok || p.i != len(p.lines) {
+		return nil, false
+	}
+	return &root, true
 }
 
 // typeMeta returns the apiVersion and kind of a mapping, as json.Unmarshal

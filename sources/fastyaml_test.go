@@ -9,9 +9,11 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"testing"
 
+	"github.com/ovn-sync/ovn-sync/desired"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 )
@@ -54,7 +56,27 @@ func checkSimple(t *testing.T, name string, doc []byte) bool {
 	} else if tm != nil && *tm != wantTM {
 		t.Errorf("%s: simpleYAML(%q) gives the type meta %+v, json.Unmarshal %+v", name, doc, *tm, wantTM)
 	}
+	checkLeanPod(t, name, doc, want)
 	return true
+}
+
+// checkLeanPod fails when decodePlainYAML reads doc straight into a pod
+// other than the one the JSON way reads from want, its JSON, or reads one
+// where the JSON way fails.
+func checkLeanPod(t *testing.T, name string, doc, want []byte) {
+	t.Helper()
+	var lean desired.Inputs
+	if _, _, _, done := decodePlainYAML(doc, &lean); !done {
+		return
+	}
+	var viaJSON desired.Inputs
+	if _, err := addObject(want, nil, &viaJSON); err != nil {
+		t.Errorf("%s: read straight into pod %+v, but the JSON way fails: %v", name, lean.Pods, err)
+		return
+	}
+	if !reflect.DeepEqual(lean, viaJSON) {
+		t.Errorf("%s: read straight into\n%+v\nthe JSON way\n%+v", name, lean.Pods, viaJSON.Pods)
+	}
 }
 
 // simpleCases are documents at and around the edges of the plain subset.
@@ -75,6 +97,17 @@ var simpleCases = []string{
 	"a:\n- " + strings.Repeat("k", 1024) + ": 1\n", "a:\n- " + strings.Repeat("k", 1025) + ": 1\n",
 	"kind: Pod\n", "apiVersion: v1\n", "kind: null\napiVersion: ~\n", "kind: 5\n", "kind: true\n", "kind: \"5\"\n", "kind: {}\n", "kind: []\n",
 	"kind:\n  a: b\n", "kind:\n- Pod\n", "Kind: Pod\n", "KIND: Pod\nkind: VM\n", "apiversion: v1\nkind: Pod\n", "kind: Pod\nApiVersion: 7\n", "- kind: Pod\n",
+	"apiVersion: v1\nkind: Pod\nmetadata:\n  name: p\nspec:\n  NodeName: n1\n",
+	"apiVersion: v1\nkind: Pod\nmetadata:\n  name: p\nspec:\n  nodeName: 5\n",
+	"apiVersion: v1\nkind: Pod\nmetadata:\n  name: p\nspec:\n  nodeName: null\n  hostNetwork: true\nstatus: null\n",
+	"apiVersion: v1\nkind: Pod\nmetadata:\n  name: p\nspec:\n  hostNetwork: \"true\"\n",
+	"apiVersion: v1\nkind: Pod\nmetadata:\n  name: p\n  labels: 5\n",
+	"apiVersion: v1\nkind: Pod\nmetadata:\n  name: p\n  Namespace: x\n",
+	"apiVersion: v1\nkind: Pod\nmetadata: []\n",
+	"apiVersion: v1\nkind: Pod\nMetadata:\n  name: p\n",
+	"apiVersion: v1\nkind: Pod\nmetadata:\n  name: p\nstatus:\n  phase: [Running]\n",
+	"apiVersion: v1\nkind: Pod\nmetadata:\n  name: p\n  annotations:\n    kubectl.kubernetes.io/last-applied-configuration: x\n    a: b\n",
+	"apiVersion: v1\nkind: Pod\nmetadata:\n  name: \"\"\n",
 	"a: 123456789012345678\nb: 1234567890123456789\nc: 99999999999999999999\n", "a: \"\"\nb: ''\n", "a: ' x '\n", "a: x \n", "-\n", "- \n", "---\n", "...\n", "%YAML 1.1\n",
 }
 

@@ -26,6 +26,7 @@ import (
 	kubevirtv1 "kubevirt.io/api/core/v1"
 
 	"github.com/ovn-sync/ovn-sync/desired"
+	"github.com/ovn-sync/ovn-sync/state"
 )
 
 // Note is something ReadManifests skipped but wants the user to know about.
@@ -281,7 +282,10 @@ func decodeYAML(file string, data []byte, in *desired.Inputs, workers int) ([]No
 		r := &chunks[c]
 		for j, doc := range docs[first:min(first+chunkDocs, len(docs))] {
 			i := first + j
-			raw, tm, ok := simpleYAML(doc)
+			raw, tm, ok, done := decodePlainYAML(doc, &r.in)
+			if done {
+				continue
+			}
 			if !ok {
 				// The decoder kubectl's reading uses, on this one
 				// document: the same JSON, and the same errors.
@@ -341,6 +345,27 @@ func decodeYAML(file string, data []byte, in *desired.Inputs, workers int) ([]No
 		return nil, fmt.Errorf("%s: document %d: %w", file, len(docs), splitErr)
 	}
 	return notes, nil
+}
+
+// decodePlainYAML reads doc when it is a plain YAML document (simpleYAML's
+// subset): a Pod that leanPod reads (most of what kubectl prints) straight
+// into in (done), anything else into the JSON simpleYAML gives (ok). When
+// neither, the document must go the general way.
+func decodePlainYAML(doc []byte, in *desired.Inputs) (raw []byte, tm *metav1.TypeMeta, ok, done bool) {
+	v, ok := parseSimpleYAML(doc)
+	switch {
+	case !ok:
+		return nil, nil, false, false
+	case v == nil:
+		return []byte("null"), nil, true, false
+	}
+	tm = v.typeMeta()
+	if tm != nil && tm.Kind == state.KindPod && tm.APIVersion == "v1" {
+		if p, ok := leanPod(v, *tm); ok && p.Name != "" {
+			return nil, nil, true, appendObject(p, &in.Pods) == nil
+		}
+	}
+	return v.appendJSON(make([]byte, 0, len(doc))), tm, true, false
 }
 
 // splitYAML splits a YAML stream into its documents as kubectl's reader

@@ -6,6 +6,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/ovn-sync/ovn-sync/desired"
 )
 
 // kubectlPod is a Deployment's running pod as `kubectl get pod -o yaml`
@@ -109,6 +111,39 @@ func BenchmarkYAMLToJSON(b *testing.B) {
 		for b.Loop() {
 			if out, err := general(doc); err != nil || len(out) != len(want) {
 				b.Fatalf("general: %v, %d bytes", err, len(out))
+			}
+		}
+	})
+}
+
+// BenchmarkPodFromYAML reads one kubectl-style pod document into the lean
+// pod ReadManifests keeps, both ways, side by side: "lean" straight from
+// simpleYAML's tree (decodePlainYAML), "json" through the JSON simpleYAML
+// writes and encoding/json, the way every other kind goes. The ratio is
+// what reading pods straight buys a one-shot run.
+func BenchmarkPodFromYAML(b *testing.B) {
+	doc := []byte(kubectlPod(12345))
+	b.Run("lean", func(b *testing.B) {
+		b.SetBytes(int64(len(doc)))
+		b.ReportAllocs()
+		for b.Loop() {
+			var in desired.Inputs
+			if _, _, _, done := decodePlainYAML(doc, &in); !done || len(in.Pods) != 1 {
+				b.Fatalf("decodePlainYAML: done %v, %d pods", done, len(in.Pods))
+			}
+		}
+	})
+	b.Run("json", func(b *testing.B) {
+		b.SetBytes(int64(len(doc)))
+		b.ReportAllocs()
+		for b.Loop() {
+			var in desired.Inputs
+			raw, tm, ok := simpleYAML(doc)
+			if !ok {
+				b.Fatal("simpleYAML: not plain")
+			}
+			if _, err := addObject(raw, tm, &in); err != nil || len(in.Pods) != 1 {
+				b.Fatalf("addObject: %v, %d pods", err, len(in.Pods))
 			}
 		}
 	})
