@@ -16,6 +16,7 @@ import (
 	"github.com/ovn-sync/ovn-sync/bench"
 	"github.com/ovn-sync/ovn-sync/desired"
 	"github.com/ovn-sync/ovn-sync/diff"
+	"github.com/ovn-sync/ovn-sync/internal/liveheap"
 	"github.com/ovn-sync/ovn-sync/observed"
 	"github.com/ovn-sync/ovn-sync/reconcile"
 	"github.com/ovn-sync/ovn-sync/state"
@@ -111,7 +112,7 @@ func measureSize(ctx context.Context, opts options, size int) (sizeResult, error
 	in := bench.Cluster(size)
 	cfg := bench.Config()
 	r := sizeResult{Size: size, Owners: len(in.Pods) + len(in.VirtualMachines)}
-	r.Mem.HeapInputs = liveHeap()
+	r.Mem.HeapInputs = uint64(liveheap.Bytes())
 
 	want, err := measureOvnSync(ctx, opts, &r, in, cfg)
 	if err != nil {
@@ -157,7 +158,7 @@ func measureOvnSync(ctx context.Context, opts options, r *sizeResult, in desired
 	if err := waitCache(ctx, nb, want.Ports.Len()); err != nil {
 		return want, err
 	}
-	r.Mem.HeapCold = liveHeap()
+	r.Mem.HeapCold = uint64(liveheap.Bytes())
 	if err := writeHeapProfile(opts.profileDir, r.Size); err != nil {
 		return want, err
 	}
