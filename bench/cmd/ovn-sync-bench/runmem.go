@@ -24,6 +24,7 @@ import (
 	"github.com/ovn-sync/ovn-sync/desired"
 	"github.com/ovn-sync/ovn-sync/internal/liveheap"
 	"github.com/ovn-sync/ovn-sync/internal/looptest"
+	"github.com/ovn-sync/ovn-sync/internal/nbtest"
 	"github.com/ovn-sync/ovn-sync/observed"
 	"github.com/ovn-sync/ovn-sync/sources"
 )
@@ -101,18 +102,18 @@ func runMemory(ctx context.Context, size int, idle time.Duration) (*runMemResult
 	r := &runMemResult{Size: size, Idle: idle}
 	base := liveheap.Bytes()
 	cfg := bench.Config()
-	srv, err := startServer(ctx)
+	srv, err := nbtest.Serve()
 	if err != nil {
 		return nil, err
 	}
-	defer srv.stop()
+	defer srv.Close()
 
 	logf("memory %d: run mode's cold start", size)
 	start := time.Now()
 	// The generated objects are garbage once listed: only the stores keep them.
 	opts := func() looptest.Options {
 		in := bench.Cluster(size)
-		return looptest.Options{NBAddr: srv.endpoint(), Config: &cfg, Passes: "incremental",
+		return looptest.Options{NBAddr: srv.Addr(), Config: &cfg, Passes: "incremental",
 			Resources: clusterResources(in), BeforeStart: listOnce(in)}
 	}()
 	loop, err := looptest.New(opts)
@@ -181,7 +182,7 @@ func runMemory(ctx context.Context, size int, idle time.Duration) (*runMemResult
 		return nil, errors.New("informers did not sync")
 	}
 	h1 := heap()
-	nb, err := observed.Dial(ctx, observed.Options{Endpoints: []string{srv.endpoint()}})
+	nb, err := observed.Dial(ctx, observed.Options{Endpoints: []string{srv.Addr()}})
 	if err != nil {
 		return nil, err
 	}
