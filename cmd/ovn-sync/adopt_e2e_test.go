@@ -15,7 +15,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 
-	"github.com/ovn-sync/ovn-sync/internal/kubetest"
 	"github.com/ovn-sync/ovn-sync/internal/looptest"
 	"github.com/ovn-sync/ovn-sync/internal/nbtest"
 	"github.com/ovn-sync/ovn-sync/sources"
@@ -680,13 +679,10 @@ spec: {nodeName: node-2, hostname: db-1, subdomain: db, containers: [{name: c, i
 // kube-apiserver: the objects are created, then ovn-sync run --adopt
 // kube-ovn starts.
 func TestRunAdoptKubeOVN(t *testing.T) {
-	nbtest.Require(t)
-	k := kubetest.Start(t)
-	nbs := nbtest.Start(t)
+	e := startEnv(t, envOptions{ServiceAccount: true})
+	k, nbs, nb := e.k, e.nbs, e.nb
 	writeKubeOVNRows(t, nbs)
 	before := snapshotNB(t, nbs)
-	k.Namespace("kube-system")
-	k.ApplyFile("../../deploy/rbac.yaml")
 	objects := filepath.Join(t.TempDir(), "cluster.yaml")
 	if err := os.WriteFile(objects, []byte(kubeOVNObjects), 0o644); err != nil {
 		t.Fatal(err)
@@ -704,9 +700,7 @@ func TestRunAdoptKubeOVN(t *testing.T) {
 	patchStatus(t, k, "vmi", "vm1", `{"status":{"phase":"Running","nodeName":"node-1"}}`)
 	k.Create(corev1.SchemeGroupVersion.WithResource("pods"), kubeOVNLauncher(string(vmi.GetUID())))
 
-	run := startRun(t, k.ServiceAccountKubeconfig, nbs.Addr(), "--leader-elect=false", "--adopt", "kube-ovn",
-		"--default-subnets", "10.16.0.0/16", "--default-gateway", "10.16.0.1")
-	nb := nbWatch(t, nbs.Addr())
+	run := e.run("--leader-elect=false", "--adopt", "kube-ovn", "--default-subnets", "10.16.0.0/16", "--default-gateway", "10.16.0.1")
 	for _, p := range kubeOVNPorts {
 		portIs(t, nb, p.name, "adopted", func(q *state.Port) error {
 			if q == nil || q.Owner != p.owner || q.Switch != p.sw {
@@ -721,7 +715,7 @@ func TestRunAdoptKubeOVN(t *testing.T) {
 		}
 		return nil
 	})
-	looptest.WaitFor(t, 30*time.Second, "ready", func() error { _, err := run.get("/readyz"); return err })
+	run.waitReady()
 	checkAdopted(t, nbs, before)
 	if n := run.metric("ovn_sync_problems"); n != 0 {
 		t.Errorf("%v problems after adoption:\n%s", n, run.logTail(4000))

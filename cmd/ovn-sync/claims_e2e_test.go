@@ -19,7 +19,6 @@ import (
 	ipamclaimsv1alpha1 "github.com/ovn-sync/ovn-sync/apis/ipamclaims/v1alpha1"
 	"github.com/ovn-sync/ovn-sync/internal/kubetest"
 	"github.com/ovn-sync/ovn-sync/internal/looptest"
-	"github.com/ovn-sync/ovn-sync/internal/nbtest"
 	"github.com/ovn-sync/ovn-sync/observed"
 	"github.com/ovn-sync/ovn-sync/sources"
 )
@@ -210,14 +209,10 @@ func portIP(nb *observed.NB, name string) string {
 // address, not the lowest free one; a deleted VM's claim holds its
 // address until the claim is deleted too.
 func TestRunIPAMClaims(t *testing.T) {
-	nbtest.Require(t)
-	k := kubetest.Start(t)
-	k.InstallCRDFiles("testdata/ipamclaims/k8s.cni.cncf.io_ipamclaims.yaml")
-	nbs := nbtest.Start(t)
+	e := startEnv(t, envOptions{CRDFiles: []string{"testdata/ipamclaims/k8s.cni.cncf.io_ipamclaims.yaml"},
+		ServiceAccount: true, Namespaces: []string{"vms"}})
+	k, nbs, nb := e.k, e.nbs, e.nb
 	ctx := context.Background()
-	k.Namespace("kube-system")
-	k.ApplyFile("../../deploy/rbac.yaml")
-	k.Namespace("vms")
 	c := claimCluster{t: t, k: k}
 	c.create(sources.GVRNetworkAttachmentDefinition, `
 apiVersion: k8s.cni.cncf.io/v1
@@ -237,8 +232,7 @@ spec:
 	c.fillClaim("web.data", "192.168.10.50/24")
 	c.vm("web2")
 	c.fillClaim("web2.data", "192.168.10.50/24")
-	run := startRun(t, k.ServiceAccountKubeconfig, nbs.Addr(), "--leader-elect=false", "--default-subnets", "10.16.0.0/16")
-	nb := nbWatch(t, nbs.Addr())
+	run := e.run("--leader-elect=false", "--default-subnets", "10.16.0.0/16")
 	const (
 		dbPort  = "db.vms.l2.vms.ovn"
 		webPort = "web.vms.l2.vms.ovn"
@@ -374,7 +368,7 @@ spec:
 		}
 	}
 	nbs.Wipe()
-	run = startRun(t, k.ServiceAccountKubeconfig, nbs.Addr(), "--leader-elect=false", "--default-subnets", "10.16.0.0/16")
+	run = e.run("--leader-elect=false", "--default-subnets", "10.16.0.0/16")
 	nb = nbWatch(t, nbs.Addr())
 	looptest.WaitFor(t, 60*time.Second, "db and web back on their claims' addresses", func() error {
 		if a := portIP(nb, dbPort); a != "192.168.10.3" {

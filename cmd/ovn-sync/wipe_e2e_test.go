@@ -17,7 +17,6 @@ import (
 
 	"github.com/ovn-sync/ovn-sync/internal/kubetest"
 	"github.com/ovn-sync/ovn-sync/internal/looptest"
-	"github.com/ovn-sync/ovn-sync/internal/nbtest"
 	"github.com/ovn-sync/ovn-sync/observed"
 	"github.com/ovn-sync/ovn-sync/sources"
 )
@@ -233,13 +232,9 @@ func sameAddresses(addr string, want map[string]string) error {
 // owner converges on its own addresses, the restored ports of the pods
 // that are gone are deleted, and no address is held twice.
 func TestRunNBWipe(t *testing.T) {
-	nbtest.Require(t)
-	k := kubetest.Start(t)
-	nbs := nbtest.Start(t)
+	e := startEnv(t, envOptions{ServiceAccount: true, Namespaces: []string{"wipe"}})
+	k, nbs, nb := e.k, e.nbs, e.nb
 	ctx := context.Background()
-	k.Namespace("kube-system")
-	k.ApplyFile("../../deploy/rbac.yaml")
-	k.Namespace("wipe")
 	c := wipeCluster{t: t, k: k}
 	if _, err := c.create(sources.GVRNetworkAttachmentDefinition, `
 apiVersion: k8s.cni.cncf.io/v1
@@ -254,9 +249,8 @@ spec:
 	c.owners(0, 1000)
 	t.Logf("1000 owners created in %s", time.Since(start).Round(time.Millisecond))
 
-	run := startRun(t, k.ServiceAccountKubeconfig, nbs.Addr(), "--leader-elect=false", "--allow-mass-delete",
+	run := e.run("--leader-elect=false", "--allow-mass-delete",
 		"--default-subnets", "10.16.0.0/16", "--kube-api-qps", "500", "--kube-api-burst", "1000", "-v", "0")
-	nb := nbWatch(t, nbs.Addr())
 	ports := sumPorts(0, 1000, 1)
 	looptest.WaitFor(t, 120*time.Second, "every owner's ports", func() error {
 		if n := len(wipeAddresses(nb)); n != ports {
