@@ -697,7 +697,7 @@ func TestRunAdoptKubeOVN(t *testing.T) {
 	}
 	vm := k.Create(sources.GVRVirtualMachine, kubeOVNVM(""))
 	vmi := k.Create(sources.GVRVirtualMachineInstance, kubeOVNVMI(string(vm.GetUID()), ""))
-	patchStatus(t, k, "vmi", "vm1", `{"status":{"phase":"Running","nodeName":"node-1"}}`)
+	patchStatus(t, k, sources.GVRVirtualMachineInstance, "tenant", "vm1", `{"status":{"phase":"Running","nodeName":"node-1"}}`)
 	k.Create(corev1.SchemeGroupVersion.WithResource("pods"), kubeOVNLauncher(string(vmi.GetUID())))
 
 	run := e.run("--leader-elect=false", "--adopt", "kube-ovn", "--default-subnets", "10.16.0.0/16", "--default-gateway", "10.16.0.1")

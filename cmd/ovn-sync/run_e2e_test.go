@@ -13,7 +13,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 
-	"github.com/ovn-sync/ovn-sync/internal/kubetest"
 	"github.com/ovn-sync/ovn-sync/internal/looptest"
 	"github.com/ovn-sync/ovn-sync/observed"
 	"github.com/ovn-sync/ovn-sync/sources"
@@ -86,46 +85,6 @@ func absent(p *state.Port) error {
 	return nil
 }
 
-func patchStatus(t *testing.T, k *kubetest.Server, res string, name, body string) {
-	t.Helper()
-	var err error
-	switch res {
-	case "vmi":
-		_, err = k.Dynamic.Resource(sources.GVRVirtualMachineInstance).Namespace("tenant").Patch(context.Background(), name, types.MergePatchType, []byte(body), metav1.PatchOptions{}, "status")
-	case "vmim":
-		_, err = k.Dynamic.Resource(sources.GVRVirtualMachineInstanceMigration).Namespace("tenant").Patch(context.Background(), name, types.MergePatchType, []byte(body), metav1.PatchOptions{}, "status")
-	}
-	if err != nil {
-		t.Fatalf("patch %s %s status: %v", res, name, err)
-	}
-}
-
-func launcherPod(name, node string, vmiUID types.UID) *corev1.Pod {
-	ctrl := true
-	return &corev1.Pod{
-		ObjectMeta: metav1.ObjectMeta{
-			Name: name, Namespace: "tenant",
-			Labels:      map[string]string{"kubevirt.io": "virt-launcher", "vm.kubevirt.io/name": "db"},
-			Annotations: map[string]string{"kubevirt.io/domain": "db"},
-			OwnerReferences: []metav1.OwnerReference{{APIVersion: "kubevirt.io/v1", Kind: "VirtualMachineInstance",
-				Name: "db", UID: vmiUID, Controller: &ctrl}},
-		},
-		Spec: corev1.PodSpec{NodeName: node, Containers: []corev1.Container{{Name: "compute", Image: "virt-launcher"}}},
-	}
-}
-
-const vmTemplate = `
-  template:
-    spec:
-      domain:
-        devices:
-          interfaces:
-          - {name: default, masquerade: {}}
-          - {name: blue, bridge: {}}
-      networks:
-      - {name: default, pod: {}}
-      - {name: blue, multus: {networkName: blue}}`
-
 // TestRunKubeVirtLifecycle is the issue's scenario, end to end: a real
 // kube-apiserver and etcd, a real ovsdb-server, the ovn-sync binary
 // running as the service account bound by deploy/rbac.yaml.
@@ -144,12 +103,7 @@ metadata: {name: blue, namespace: tenant}
 spec:
   config: '{"cniVersion":"0.3.1","name":"blue","type":"ovn-k8s-cni-overlay","topology":"layer2","subnets":"192.168.100.0/24","netAttachDefName":"tenant/blue"}'
 `)
-	vm := k.Create(sources.GVRVirtualMachine, `
-apiVersion: kubevirt.io/v1
-kind: VirtualMachine
-metadata: {name: db, namespace: tenant}
-spec:
-  runStrategy: Halted`+vmTemplate)
+	vm := k.Create(sources.GVRVirtualMachine, vmManifest("tenant", "db", "Halted", "blue", "blue"))
 	const def, blue = "db.tenant", "db.tenant.blue.tenant.ovn"
 	p0 := portIs(t, nb, def, "created for the stopped VM", present)
 	b0 := portIs(t, nb, blue, "created for the stopped VM", present)
@@ -161,25 +115,9 @@ spec:
 	}
 
 	// Start: a VMI and its launcher pod on node-a.
-	ctrl := true
-	vmi := k.Create(sources.GVRVirtualMachineInstance, fmt.Sprintf(`
-apiVersion: kubevirt.io/v1
-kind: VirtualMachineInstance
-metadata:
-  name: db
-  namespace: tenant
-  ownerReferences: [{apiVersion: kubevirt.io/v1, kind: VirtualMachine, name: db, uid: %s, controller: %v}]
-spec:
-  domain:
-    devices:
-      interfaces:
-      - {name: default, masquerade: {}}
-      - {name: blue, bridge: {}}
-  networks:
-  - {name: default, pod: {}}
-  - {name: blue, multus: {networkName: blue}}`, vm.GetUID(), ctrl))
-	patchStatus(t, k, "vmi", "db", `{"status":{"phase":"Running","nodeName":"node-a"}}`)
-	pa, err := k.Kube.CoreV1().Pods("tenant").Create(ctx, launcherPod("virt-launcher-db-aaaaa", "node-a", vmi.GetUID()), metav1.CreateOptions{})
+	vmi := k.Create(sources.GVRVirtualMachineInstance, vmiManifest(vm))
+	patchStatus(t, k, sources.GVRVirtualMachineInstance, "tenant", "db", `{"status":{"phase":"Running","nodeName":"node-a"}}`)
+	pa, err := k.Kube.CoreV1().Pods("tenant").Create(ctx, looptest.LauncherOf(vmi, "virt-launcher-db-aaaaa", "node-a"), metav1.CreateOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -220,12 +158,12 @@ apiVersion: kubevirt.io/v1
 kind: VirtualMachineInstanceMigration
 metadata: {name: db-mig, namespace: tenant}
 spec: {vmiName: db}`)
-	patchStatus(t, k, "vmim", "db-mig", `{"status":{"phase":"Running","migrationState":{"sourceNode":"node-a","targetNode":"node-b"}}}`)
-	pb, err := k.Kube.CoreV1().Pods("tenant").Create(ctx, launcherPod("virt-launcher-db-bbbbb", "node-b", vmi.GetUID()), metav1.CreateOptions{})
+	patchStatus(t, k, sources.GVRVirtualMachineInstanceMigration, "tenant", "db-mig", `{"status":{"phase":"Running","migrationState":{"sourceNode":"node-a","targetNode":"node-b"}}}`)
+	pb, err := k.Kube.CoreV1().Pods("tenant").Create(ctx, looptest.LauncherOf(vmi, "virt-launcher-db-bbbbb", "node-b"), metav1.CreateOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	patchStatus(t, k, "vmi", "db", `{"status":{"migrationState":{"sourceNode":"node-a","targetNode":"node-b","sourcePod":"virt-launcher-db-aaaaa","targetPod":"virt-launcher-db-bbbbb"}}}`)
+	patchStatus(t, k, sources.GVRVirtualMachineInstance, "tenant", "db", `{"status":{"migrationState":{"sourceNode":"node-a","targetNode":"node-b","sourcePod":"virt-launcher-db-aaaaa","targetPod":"virt-launcher-db-bbbbb"}}}`)
 	portIs(t, nb, def, "bound to both nodes", chassis("node-a,node-b", "rarp"))
 	portIs(t, nb, blue, "bound to both nodes", chassis("node-a,node-b", "rarp"))
 	looptest.WaitFor(t, 30*time.Second, "target launcher pod annotated", func() error {
@@ -240,8 +178,8 @@ spec: {vmiName: db}`)
 	})
 
 	// Complete: the VMI runs on node-b; the source pod goes.
-	patchStatus(t, k, "vmi", "db", `{"status":{"nodeName":"node-b","migrationState":{"completed":true}}}`)
-	patchStatus(t, k, "vmim", "db-mig", `{"status":{"phase":"Succeeded"}}`)
+	patchStatus(t, k, sources.GVRVirtualMachineInstance, "tenant", "db", `{"status":{"nodeName":"node-b","migrationState":{"completed":true}}}`)
+	patchStatus(t, k, sources.GVRVirtualMachineInstanceMigration, "tenant", "db-mig", `{"status":{"phase":"Succeeded"}}`)
 	if err := k.Kube.CoreV1().Pods("tenant").Delete(ctx, pa.Name, now); err != nil {
 		t.Fatal(err)
 	}
@@ -511,12 +449,7 @@ metadata: {name: blue, namespace: tenant}
 spec:
   config: '{"cniVersion":"0.3.1","name":"blue","type":"ovn-k8s-cni-overlay","topology":"layer2","subnets":"192.168.100.0/24","netAttachDefName":"tenant/blue"}'
 `)
-	k.Create(sources.GVRVirtualMachine, `
-apiVersion: kubevirt.io/v1
-kind: VirtualMachine
-metadata: {name: db, namespace: tenant}
-spec:
-  runStrategy: Halted`+vmTemplate)
+	k.Create(sources.GVRVirtualMachine, vmManifest("tenant", "db", "Halted", "blue", "blue"))
 	portIs(t, e.nb, "db.tenant.blue.tenant.ovn", "created for a VM whose CRD came after start", present)
 	t.Logf("CRDs installed, NAD and VM created: the VM's ports in the NB after %s", time.Since(start).Round(time.Millisecond))
 }
