@@ -85,6 +85,16 @@ func absent(p *state.Port) error {
 	return nil
 }
 
+// blueNAD is the layer2 network tenant/blue, which the VMs of these tests
+// attach to as their interface blue.
+const blueNAD = `
+apiVersion: k8s.cni.cncf.io/v1
+kind: NetworkAttachmentDefinition
+metadata: {name: blue, namespace: tenant}
+spec:
+  config: '{"cniVersion":"0.3.1","name":"blue","type":"ovn-k8s-cni-overlay","topology":"layer2","subnets":"192.168.100.0/24","netAttachDefName":"tenant/blue"}'
+`
+
 // TestRunKubeVirtLifecycle is the issue's scenario, end to end: a real
 // kube-apiserver and etcd, a real ovsdb-server, the ovn-sync binary
 // running as the service account bound by deploy/rbac.yaml.
@@ -96,13 +106,7 @@ func TestRunKubeVirtLifecycle(t *testing.T) {
 	run.waitReady()
 
 	// A NAD and a stopped VM whose Multus network is only in its template.
-	k.Create(sources.GVRNetworkAttachmentDefinition, `
-apiVersion: k8s.cni.cncf.io/v1
-kind: NetworkAttachmentDefinition
-metadata: {name: blue, namespace: tenant}
-spec:
-  config: '{"cniVersion":"0.3.1","name":"blue","type":"ovn-k8s-cni-overlay","topology":"layer2","subnets":"192.168.100.0/24","netAttachDefName":"tenant/blue"}'
-`)
+	k.Create(sources.GVRNetworkAttachmentDefinition, blueNAD)
 	vm := k.Create(sources.GVRVirtualMachine, vmManifest("tenant", "db", "Halted", "blue", "blue"))
 	const def, blue = "db.tenant", "db.tenant.blue.tenant.ovn"
 	p0 := portIs(t, nb, def, "created for the stopped VM", present)
@@ -442,13 +446,7 @@ func TestRunCRDsInstalledAfterStart(t *testing.T) {
 
 	start := time.Now()
 	k.InstallCRDs()
-	k.Create(sources.GVRNetworkAttachmentDefinition, `
-apiVersion: k8s.cni.cncf.io/v1
-kind: NetworkAttachmentDefinition
-metadata: {name: blue, namespace: tenant}
-spec:
-  config: '{"cniVersion":"0.3.1","name":"blue","type":"ovn-k8s-cni-overlay","topology":"layer2","subnets":"192.168.100.0/24","netAttachDefName":"tenant/blue"}'
-`)
+	k.Create(sources.GVRNetworkAttachmentDefinition, blueNAD)
 	k.Create(sources.GVRVirtualMachine, vmManifest("tenant", "db", "Halted", "blue", "blue"))
 	portIs(t, e.nb, "db.tenant.blue.tenant.ovn", "created for a VM whose CRD came after start", present)
 	t.Logf("CRDs installed, NAD and VM created: the VM's ports in the NB after %s", time.Since(start).Round(time.Millisecond))
