@@ -679,7 +679,7 @@ spec: {nodeName: node-2, hostname: db-1, subdomain: db, containers: [{name: c, i
 // kube-apiserver: the objects are created, then ovn-sync run --adopt
 // kube-ovn starts.
 func TestRunAdoptKubeOVN(t *testing.T) {
-	e := startEnv(t, envOptions{ServiceAccount: true})
+	e := startEnv(t, envOptions{RBAC: deployRBAC})
 	k, nbs, nb := e.k, e.nbs, e.nb
 	writeKubeOVNRows(t, nbs)
 	before := snapshotNB(t, nbs)

@@ -164,7 +164,7 @@ func portIP(nb *observed.NB, name string) string {
 // address until the claim is deleted too.
 func TestRunIPAMClaims(t *testing.T) {
 	e := startEnv(t, envOptions{CRDFiles: []string{"testdata/ipamclaims/k8s.cni.cncf.io_ipamclaims.yaml"},
-		ServiceAccount: true, Namespaces: []string{"vms"}})
+		RBAC: deployRBAC, Namespaces: []string{"vms"}})
 	k, nbs, nb := e.k, e.nbs, e.nb
 	ctx := context.Background()
 	c := claimCluster{t: t, k: k}

@@ -34,7 +34,7 @@ var scrapeLabels = []string{"job", "instance", "namespace", "pod", "container", 
 // deploy/prometheus/alerts.yaml against its /metrics: each metric they
 // select must be exported and each label they name carried.
 func TestDashboardAndAlertMetrics(t *testing.T) {
-	e := startEnv(t, envOptions{ServiceAccount: true, Namespaces: []string{"tenant"}})
+	e := startEnv(t, envOptions{RBAC: deployRBAC, Namespaces: []string{"tenant"}})
 	k, nbs, nb := e.k, e.nbs, e.nb
 	args, memLimit := deploymentFlags(t, "../../deploy/deployment.yaml", "../../deploy/config.yaml")
 	run := e.runWith(runOptions{Flags: args, Env: []string{"GOMEMLIMIT=" + memLimit}})

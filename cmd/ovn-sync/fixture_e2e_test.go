@@ -28,7 +28,7 @@ import (
 // real kube-apiserver and etcd, a real ovsdb-server, and the test's own
 // client of that NB.
 //
-//	e := startEnv(t, envOptions{ServiceAccount: true, Namespaces: []string{"tenant"}})
+//	e := startEnv(t, envOptions{RBAC: deployRBAC, Namespaces: []string{"tenant"}})
 //	run := e.run("--leader-elect=false")
 //	run.waitReady()
 //	createPod(t, e.k, pausePod("tenant", "web", "node-a"))
@@ -40,21 +40,26 @@ type runEnv struct {
 	// nb is the test's own view of the NB, over its unix socket.
 	nb *observed.NB
 	// kubeconfig is whom processes authenticate as: the service account
-	// of deploy/rbac.yaml under envOptions.ServiceAccount, else the
-	// cluster admin.
+	// kubetest.ServiceAccountUser under envOptions.RBAC, else the cluster
+	// admin.
 	kubeconfig string
 	// nbFlags tell a process where the NB is, and over ssl how to
 	// authenticate to it.
 	nbFlags []string
 }
 
+// deployRBAC is the RBAC a deployment of ovn-sync applies.
+const deployRBAC = "../../deploy/rbac.yaml"
+
 // envOptions are what a runEnv differs in.
 type envOptions struct {
 	// Namespaces are created once the API server is up.
 	Namespaces []string
-	// ServiceAccount applies deploy/rbac.yaml, and processes run as the
-	// service account it binds: the manifests must suffice.
-	ServiceAccount bool
+	// RBAC is a file of RBAC manifests (deployRBAC, say) to apply, and
+	// processes run as the service account they bind
+	// (kubetest.ServiceAccountUser): the manifests must suffice. Without
+	// it processes run as the cluster admin.
+	RBAC string
 	// WithoutCRDs starts the API server without the KubeVirt, Multus and
 	// kube-ovn CRDs (kubetest.StartBare): a cluster where they come later,
 	// or never.
@@ -82,8 +87,8 @@ func startEnv(t *testing.T, o envOptions) *runEnv {
 		e.k.InstallCRDFiles(o.CRDFiles...)
 	}
 	e.kubeconfig = e.k.Kubeconfig
-	if o.ServiceAccount {
-		e.k.ApplyFile("../../deploy/rbac.yaml")
+	if o.RBAC != "" {
+		e.k.ApplyFile(o.RBAC)
 		e.kubeconfig = e.k.ServiceAccountKubeconfig
 	}
 	for _, ns := range o.Namespaces {

@@ -99,7 +99,7 @@ spec:
 // kube-apiserver and etcd, a real ovsdb-server, the ovn-sync binary
 // running as the service account bound by deploy/rbac.yaml.
 func TestRunKubeVirtLifecycle(t *testing.T) {
-	e := startEnv(t, envOptions{ServiceAccount: true, Namespaces: []string{"tenant"}})
+	e := startEnv(t, envOptions{RBAC: deployRBAC, Namespaces: []string{"tenant"}})
 	k, nbs, nb := e.k, e.nbs, e.nb
 	ctx := context.Background()
 	run := e.run("--leader-elect=false", "--default-subnets", "10.16.0.0/16", "--default-gateway", "10.16.0.1")
@@ -439,7 +439,7 @@ func TestRunLeaderElection(t *testing.T) {
 // a VM created right after gets its ports within seconds, not at the next
 // resync.
 func TestRunCRDsInstalledAfterStart(t *testing.T) {
-	e := startEnv(t, envOptions{WithoutCRDs: true, ServiceAccount: true, Namespaces: []string{"tenant"}})
+	e := startEnv(t, envOptions{WithoutCRDs: true, RBAC: deployRBAC, Namespaces: []string{"tenant"}})
 	k := e.k
 	run := e.run("--leader-elect=false", "--resync", "1h")
 	run.waitReady()

@@ -194,7 +194,7 @@ func sameAddresses(addr string, want map[string]string) error {
 // owner converges on its own addresses, the restored ports of the pods
 // that are gone are deleted, and no address is held twice.
 func TestRunNBWipe(t *testing.T) {
-	e := startEnv(t, envOptions{ServiceAccount: true, Namespaces: []string{"wipe"}})
+	e := startEnv(t, envOptions{RBAC: deployRBAC, Namespaces: []string{"wipe"}})
 	k, nbs, nb := e.k, e.nbs, e.nb
 	ctx := context.Background()
 	c := wipeCluster{t: t, k: k}
