@@ -13,7 +13,6 @@ import (
 	"testing"
 	"time"
 
-	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/ovn-sync/ovn-sync/deploy"
@@ -268,35 +267,6 @@ func dryRunRBAC(t *testing.T) string {
 		t.Fatal(err)
 	}
 	return path
-}
-
-// applyKubeOVNCluster creates the objects of kube-ovn's cluster that keep
-// documents keeps: kubeOVNObjects, the StatefulSet's pods and the running
-// VM vm1 with its VMI and launcher pod.
-func applyKubeOVNCluster(t *testing.T, k *kubetest.Server, keep func(doc string) bool) {
-	t.Helper()
-	var docs []string
-	for _, doc := range strings.Split(kubeOVNObjects, "\n---") {
-		if keep(doc + "\n") {
-			docs = append(docs, doc)
-		}
-	}
-	path := filepath.Join(t.TempDir(), "cluster.yaml")
-	if err := os.WriteFile(path, []byte(strings.Join(docs, "\n---")), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	k.ApplyFile(path)
-	sts, err := k.Kube.AppsV1().StatefulSets("ns1").Get(context.Background(), "db", metav1.GetOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	for i := range 2 {
-		k.Create(corev1.SchemeGroupVersion.WithResource("pods"), kubeOVNStatefulSetPod(i, string(sts.UID)))
-	}
-	vm := k.Create(sources.GVRVirtualMachine, kubeOVNVM(""))
-	vmi := k.Create(sources.GVRVirtualMachineInstance, kubeOVNVMI(string(vm.GetUID()), ""))
-	patchStatus(t, k, sources.GVRVirtualMachineInstance, "tenant", "vm1", `{"status":{"phase":"Running","nodeName":"node-1"}}`)
-	k.Create(corev1.SchemeGroupVersion.WithResource("pods"), kubeOVNLauncher(string(vmi.GetUID())))
 }
 
 // resourceVersions maps every object of the kinds ovn-sync reads to its
