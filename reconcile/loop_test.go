@@ -18,7 +18,6 @@ import (
 
 	"github.com/ovn-sync/ovn-sync/internal/looptest"
 	"github.com/ovn-sync/ovn-sync/internal/nbtest"
-	"github.com/ovn-sync/ovn-sync/reconcile"
 	"github.com/ovn-sync/ovn-sync/sources"
 )
 
@@ -226,28 +225,8 @@ func TestRunnerWithholdsDeletesUntilNewInformerSynced(t *testing.T) {
 		t.Errorf("solo.ns uuid %q, want %q: deleted while VMIs were not synced", u, soloUUID)
 	}
 	release()
-	waitConvergedTo(t, tr, s, "solo.ns", soloUUID)
-}
-
-// waitConvergedTo waits until a pass plans nothing and checks that port
-// name is still the row with uuid.
-func waitConvergedTo(t *testing.T, tr *looptest.Runner, s *nbtest.Server, name, uuid string) {
-	t.Helper()
-	waitConverged(t, tr)
-	if u := s.Get("Logical_Switch_Port", name, "_uuid"); u != uuid {
-		t.Errorf("%s uuid %q, want %q", name, u, uuid)
+	tr.WaitConverged(t)
+	if u := s.Get("Logical_Switch_Port", "solo.ns", "_uuid"); u != soloUUID {
+		t.Errorf("solo.ns uuid %q, want %q", u, soloUUID)
 	}
-}
-
-// waitConverged waits until a pass over what the informers hold would
-// change nothing.
-func waitConverged(t *testing.T, tr *looptest.Runner) {
-	t.Helper()
-	looptest.WaitFor(t, 15*time.Second, "converged", func() error {
-		out := reconcile.Compute(tr.NB, reconcile.All(tr.Src.Inputs().Inputs), reconcile.Options{Config: tr.Config})
-		if !out.Plan.Empty() {
-			return fmt.Errorf("plan not empty:\n%s", out.Plan)
-		}
-		return nil
-	})
 }

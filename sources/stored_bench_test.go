@@ -10,6 +10,7 @@ import (
 	"k8s.io/client-go/tools/cache"
 
 	"github.com/ovn-sync/ovn-sync/bench"
+	"github.com/ovn-sync/ovn-sync/internal/liveheap"
 )
 
 // BenchmarkStores holds the pods, VMs and VMIs of a generated cluster in
@@ -73,19 +74,11 @@ func BenchmarkStores(b *testing.B) {
 				b.StopTimer()
 				// What the stores hold: the live heap with them, less
 				// the live heap once they are dropped.
-				with := liveHeap()
+				with := liveheap.Bytes()
 				runtime.KeepAlive(s)
 				s, stores = nil, nil
-				b.ReportMetric(float64(with-liveHeap())/float64(count), "B/object")
+				b.ReportMetric(float64(with-liveheap.Bytes())/float64(count), "B/object")
 			})
 		}
 	}
-}
-
-// liveHeap is the heap in use after a collection.
-func liveHeap() int64 {
-	runtime.GC()
-	var m runtime.MemStats
-	runtime.ReadMemStats(&m)
-	return int64(m.HeapAlloc)
 }

@@ -411,6 +411,35 @@ spec: {nodeName: node-1, containers: [{name: compute, image: virt-launcher}]}
 `
 }
 
+// applyKubeOVNCluster creates kube-ovn's cluster in k: the documents of
+// kubeOVNObjects that keep keeps (every one when keep is nil), the
+// StatefulSet's pods and the running VM vm1 with its VMI and launcher pod.
+func applyKubeOVNCluster(t *testing.T, k *kubetest.Server, keep func(doc string) bool) {
+	t.Helper()
+	var docs []string
+	for _, doc := range strings.Split(kubeOVNObjects, "\n---") {
+		if keep == nil || keep(doc+"\n") {
+			docs = append(docs, doc)
+		}
+	}
+	path := filepath.Join(t.TempDir(), "cluster.yaml")
+	if err := os.WriteFile(path, []byte(strings.Join(docs, "\n---")), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	k.ApplyFile(path)
+	sts, err := k.Kube.AppsV1().StatefulSets("ns1").Get(context.Background(), "db", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range 2 {
+		k.Create(corev1.SchemeGroupVersion.WithResource("pods"), kubeOVNStatefulSetPod(i, string(sts.UID)))
+	}
+	vm := k.Create(sources.GVRVirtualMachine, kubeOVNVM(""))
+	vmi := k.Create(sources.GVRVirtualMachineInstance, kubeOVNVMI(string(vm.GetUID()), ""))
+	patchStatus(t, k, sources.GVRVirtualMachineInstance, "tenant", "vm1", `{"status":{"phase":"Running","nodeName":"node-1"}}`)
+	k.Create(corev1.SchemeGroupVersion.WithResource("pods"), kubeOVNLauncher(string(vmi.GetUID())))
+}
+
 // kubeOVNPort is one row as kube-ovn would have written it, and what
 // ovn-sync must make of it.
 type kubeOVNPort struct {
@@ -680,33 +709,13 @@ spec: {nodeName: node-2, hostname: db-1, subdomain: db, containers: [{name: c, i
 // kube-apiserver: the objects are created, then ovn-sync run --adopt
 // kube-ovn starts.
 func TestRunAdoptKubeOVN(t *testing.T) {
-	nbtest.Require(t)
-	k := kubetest.Start(t)
-	nbs := nbtest.Start(t)
+	e := startEnv(t, envOptions{RBAC: deployRBAC})
+	k, nbs, nb := e.k, e.nbs, e.nb
 	writeKubeOVNRows(t, nbs)
 	before := snapshotNB(t, nbs)
-	k.Namespace("kube-system")
-	k.ApplyFile("../../deploy/rbac.yaml")
-	objects := filepath.Join(t.TempDir(), "cluster.yaml")
-	if err := os.WriteFile(objects, []byte(kubeOVNObjects), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	k.ApplyFile(objects)
-	sts, err := k.Kube.AppsV1().StatefulSets("ns1").Get(context.Background(), "db", metav1.GetOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	for i := range 2 {
-		k.Create(corev1.SchemeGroupVersion.WithResource("pods"), kubeOVNStatefulSetPod(i, string(sts.UID)))
-	}
-	vm := k.Create(sources.GVRVirtualMachine, kubeOVNVM(""))
-	vmi := k.Create(sources.GVRVirtualMachineInstance, kubeOVNVMI(string(vm.GetUID()), ""))
-	patchStatus(t, k, "vmi", "vm1", `{"status":{"phase":"Running","nodeName":"node-1"}}`)
-	k.Create(corev1.SchemeGroupVersion.WithResource("pods"), kubeOVNLauncher(string(vmi.GetUID())))
+	applyKubeOVNCluster(t, k, nil)
 
-	run := startRun(t, k.ServiceAccountKubeconfig, nbs.Addr(), "--leader-elect=false", "--adopt", "kube-ovn",
-		"--default-subnets", "10.16.0.0/16", "--default-gateway", "10.16.0.1")
-	nb := nbWatch(t, nbs.Addr())
+	run := e.run("--leader-elect=false", "--adopt", "kube-ovn", "--default-subnets", "10.16.0.0/16", "--default-gateway", "10.16.0.1")
 	for _, p := range kubeOVNPorts {
 		portIs(t, nb, p.name, "adopted", func(q *state.Port) error {
 			if q == nil || q.Owner != p.owner || q.Switch != p.sw {
@@ -721,7 +730,7 @@ func TestRunAdoptKubeOVN(t *testing.T) {
 		}
 		return nil
 	})
-	looptest.WaitFor(t, 30*time.Second, "ready", func() error { _, err := run.get("/readyz"); return err })
+	run.waitReady()
 	checkAdopted(t, nbs, before)
 	if n := run.metric("ovn_sync_problems"); n != 0 {
 		t.Errorf("%v problems after adoption:\n%s", n, run.logTail(4000))

@@ -9,12 +9,9 @@ import (
 	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
-	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	"github.com/ovn-sync/ovn-sync/internal/kubetest"
 	"github.com/ovn-sync/ovn-sync/internal/looptest"
-	"github.com/ovn-sync/ovn-sync/internal/nbtest"
 	"github.com/ovn-sync/ovn-sync/observed"
 	"github.com/ovn-sync/ovn-sync/sources"
 	"github.com/ovn-sync/ovn-sync/state"
@@ -28,28 +25,21 @@ import (
 // (ovn.kubernetes.io/logical_switch): no full build either, and a pod
 // created in it afterwards is on that Subnet's switch.
 func TestRunIrrelevantChurn(t *testing.T) {
-	nbtest.Require(t)
-	k := kubetest.Start(t)
-	nbs := nbtest.Start(t)
+	e := startEnv(t, envOptions{Namespaces: []string{"shop"}})
+	k, nb := e.k, e.nb
 	ctx := context.Background()
-	k.Namespace("shop")
-	run := startRun(t, k.Kubeconfig, nbs.Addr(), "--leader-elect=false", "--publish=false")
-	nb := nbWatch(t, nbs.Addr())
-	looptest.WaitFor(t, 30*time.Second, "ready", func() error { _, err := run.get("/readyz"); return err })
+	run := e.run("--leader-elect=false", "--publish=false")
+	run.waitReady()
 
 	sets := k.Kube.AppsV1().StatefulSets("shop")
-	set, err := sets.Create(ctx, &appsv1.StatefulSet{
-		ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: "shop"},
-		Spec: appsv1.StatefulSetSpec{Replicas: new(int32(3)), ServiceName: "web",
-			Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": "web"}},
-			Template: corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{"app": "web"}},
-				Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "c", Image: "pause"}}}}},
-	}, metav1.CreateOptions{})
+	set, err := sets.Create(ctx, webStatefulSet("shop"), metav1.CreateOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	for i := range 3 {
-		createPod(t, k, fmt.Sprintf("web-%d", i), fmt.Sprintf("node-%d", i), map[string]string{"app": "web"})
+		p := pausePod("shop", fmt.Sprintf("web-%d", i), fmt.Sprintf("node-%d", i))
+		p.Labels = map[string]string{"app": "web"}
+		createPod(t, k, p)
 	}
 	for i := range 3 {
 		portIs(t, nb, fmt.Sprintf("web-%d.shop", i), "present", present)
@@ -131,7 +121,7 @@ spec: {cidrBlock: 10.66.0.0/24, gateway: 10.66.0.1}
 		}
 		return nil
 	})
-	createPod(t, k, "late", "node-1", nil)
+	createPod(t, k, pausePod("shop", "late", "node-1"))
 	portIs(t, nb, "late.shop", "on switch sub1", func(p *state.Port) error {
 		if p == nil {
 			return fmt.Errorf("absent")
@@ -149,17 +139,6 @@ spec: {cidrBlock: 10.66.0.0/24, gateway: 10.66.0.1}
 	}
 	if got := run.metric("ovn_sync_builds_total", `kind="full"`); got != fulls {
 		t.Errorf("ovn_sync_builds_total{kind=\"full\"} = %v after the Namespace named a Subnet and a pod was created, want %v", got, fulls)
-	}
-}
-
-func createPod(t *testing.T, k *kubetest.Server, name, node string, labels map[string]string) {
-	t.Helper()
-	_, err := k.Kube.CoreV1().Pods("shop").Create(context.Background(), &corev1.Pod{
-		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "shop", Labels: labels},
-		Spec:       corev1.PodSpec{NodeName: node, Containers: []corev1.Container{{Name: "c", Image: "pause"}}},
-	}, metav1.CreateOptions{})
-	if err != nil {
-		t.Fatal(err)
 	}
 }
 

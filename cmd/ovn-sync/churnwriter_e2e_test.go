@@ -79,30 +79,19 @@ kind: Subnet
 metadata: {name: churn}
 spec: {cidrBlock: 10.77.0.0/24, gateway: 10.77.0.1, protocol: IPv4, namespaces: [web]}
 `)
-	const replicas = 3
-	set, err := k.Kube.AppsV1().StatefulSets("web").Create(ctx, &appsv1.StatefulSet{
-		ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: "web"},
-		Spec: appsv1.StatefulSetSpec{Replicas: new(int32(replicas)), ServiceName: "web",
-			Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": "web"}},
-			Template: corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{"app": "web"}},
-				Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "c", Image: "pause"}}}}},
-	}, metav1.CreateOptions{})
+	set, err := k.Kube.AppsV1().StatefulSets("web").Create(ctx, webStatefulSet("web"), metav1.CreateOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	c := &backgroundChurn{k: k, ns: ns, set: set}
 	owner := metav1.OwnerReference{APIVersion: "apps/v1", Kind: "StatefulSet", Name: set.Name, UID: set.UID,
 		Controller: new(true), BlockOwnerDeletion: new(true)}
-	for i := range replicas {
+	for i := range int(*set.Spec.Replicas) {
 		name, node := fmt.Sprintf("web-%d", i), fmt.Sprintf("node-%d", i)
-		_, err := k.Kube.CoreV1().Pods("web").Create(ctx, &corev1.Pod{
-			ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "web", OwnerReferences: []metav1.OwnerReference{owner},
-				Labels: map[string]string{"app": "web", "statefulset.kubernetes.io/pod-name": name}},
-			Spec: corev1.PodSpec{NodeName: node, Containers: []corev1.Container{{Name: "c", Image: "pause"}}},
-		}, metav1.CreateOptions{})
-		if err != nil {
-			t.Fatal(err)
-		}
+		p := pausePod("web", name, node)
+		p.OwnerReferences = []metav1.OwnerReference{owner}
+		p.Labels = map[string]string{"app": "web", "statefulset.kubernetes.io/pod-name": name}
+		createPod(t, k, p)
 		c.ips = append(c.ips, k.Create(sources.GVRIP, fmt.Sprintf(`
 apiVersion: kubeovn.io/v1
 kind: IP
@@ -122,6 +111,18 @@ spec:
 `, name, node, 10+i, containerID(i))))
 	}
 	return c
+}
+
+// webStatefulSet is StatefulSet web of namespace ns: three replicas
+// labelled app=web, with no pods (no controller runs to make them).
+func webStatefulSet(ns string) *appsv1.StatefulSet {
+	return &appsv1.StatefulSet{
+		ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: ns},
+		Spec: appsv1.StatefulSetSpec{Replicas: new(int32(3)), ServiceName: "web",
+			Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": "web"}},
+			Template: corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{"app": "web"}},
+				Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "c", Image: "pause"}}}}},
+	}
 }
 
 // containerID is the i-th sandbox's ID, 64 hex digits as the runtime's.

@@ -12,58 +12,31 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
-	"sigs.k8s.io/yaml"
 
 	ipamclaimsv1alpha1 "github.com/ovn-sync/ovn-sync/apis/ipamclaims/v1alpha1"
 	"github.com/ovn-sync/ovn-sync/internal/kubetest"
 	"github.com/ovn-sync/ovn-sync/internal/looptest"
-	"github.com/ovn-sync/ovn-sync/internal/nbtest"
 	"github.com/ovn-sync/ovn-sync/observed"
 	"github.com/ovn-sync/ovn-sync/sources"
 )
 
 // claimCluster writes, in namespace vms, the objects KubeVirt and
 // kubevirt/ipam-extensions write for VMs on a NAD that allows persistent
-// IPs: the VM, its VMI and launcher pod (whose network selection element
-// the webhook gave "ipam-claim-reference"), and the claim the VMI
-// controller creates, named "<vm>.<network>" and owned by the VM, with a
-// finalizer and the kubevirt.io/vm label.
+// IPs: the VM (interface data on NAD l2), its VMI and launcher pod (whose
+// network selection element the webhook gave "ipam-claim-reference"), and
+// the claim the VMI controller creates, named "<vm>.<network>" and owned
+// by the VM, with a finalizer and the kubevirt.io/vm label.
 type claimCluster struct {
 	t *testing.T
 	k *kubetest.Server
 }
 
-func (c claimCluster) create(gvr schema.GroupVersionResource, manifest string) *unstructured.Unstructured {
-	c.t.Helper()
-	var obj map[string]any
-	if err := yaml.Unmarshal([]byte(manifest), &obj); err != nil {
-		c.t.Fatal(err)
-	}
-	out, err := c.k.Dynamic.Resource(gvr).Namespace("vms").Create(context.Background(), &unstructured.Unstructured{Object: obj}, metav1.CreateOptions{})
-	if err != nil {
-		c.t.Fatalf("create %s: %v", gvr.Resource, err)
-	}
-	return out
-}
-
-const claimVMSpec = `
-      domain: {devices: {interfaces: [{name: default, masquerade: {}}, {name: data, bridge: {}}]}}
-      networks: [{name: default, pod: {}}, {name: data, multus: {networkName: l2}}]`
-
 // vm creates a stopped VM and, as ipam-extensions does, its claim.
 func (c claimCluster) vm(name string) *unstructured.Unstructured {
 	c.t.Helper()
-	vm := c.create(sources.GVRVirtualMachine, fmt.Sprintf(`
-apiVersion: kubevirt.io/v1
-kind: VirtualMachine
-metadata: {name: %s, namespace: vms}
-spec:
-  runStrategy: Halted
-  template:
-    spec:%s`, name, claimVMSpec))
-	c.create(sources.GVRIPAMClaim, fmt.Sprintf(`
+	vm := c.k.Create(sources.GVRVirtualMachine, vmManifest("vms", name, "Halted", "data", "l2"))
+	c.k.Create(sources.GVRIPAMClaim, fmt.Sprintf(`
 apiVersion: k8s.cni.cncf.io/v1alpha1
 kind: IPAMClaim
 metadata:
@@ -81,41 +54,21 @@ spec: {network: tenantnet, interface: ""}`, name, name, name, vm.GetUID()))
 // ipam-extensions' webhook adds.
 func (c claimCluster) start(vm *unstructured.Unstructured, pod, node string) {
 	c.t.Helper()
-	name := vm.GetName()
-	vmi := c.create(sources.GVRVirtualMachineInstance, fmt.Sprintf(`
-apiVersion: kubevirt.io/v1
-kind: VirtualMachineInstance
-metadata:
-  name: %s
-  namespace: vms
-  ownerReferences: [{apiVersion: kubevirt.io/v1, kind: VirtualMachine, name: %s, uid: %s, controller: true}]
-spec:%s`, name, name, vm.GetUID(), strings.ReplaceAll(claimVMSpec, "\n      ", "\n  ")))
-	c.setVMIStatus(name, fmt.Sprintf(`{"status":{"phase":"Running","nodeName":%q}}`, node))
+	vmi := c.k.Create(sources.GVRVirtualMachineInstance, vmiManifest(vm))
+	c.setVMIStatus(vm.GetName(), fmt.Sprintf(`{"status":{"phase":"Running","nodeName":%q}}`, node))
 	c.launcher(vmi, pod, node)
 }
 
 func (c claimCluster) launcher(vmi *unstructured.Unstructured, pod, node string) {
 	c.t.Helper()
-	name := vmi.GetName()
-	nets := fmt.Sprintf(`[{"name":"l2","namespace":"vms","interface":"pod3a6eb0790f3","ipam-claim-reference":"%s.data"}]`, name)
-	c.create(gvrPod, fmt.Sprintf(`
-apiVersion: v1
-kind: Pod
-metadata:
-  name: %s
-  namespace: vms
-  labels: {kubevirt.io: virt-launcher, vm.kubevirt.io/name: %s}
-  annotations: {kubevirt.io/domain: %s, k8s.v1.cni.cncf.io/networks: '%s'}
-  ownerReferences: [{apiVersion: kubevirt.io/v1, kind: VirtualMachineInstance, name: %s, uid: %s, controller: true}]
-spec: {nodeName: %s, containers: [{name: compute, image: virt-launcher}]}`, pod, name, name, nets, name, vmi.GetUID(), node))
+	p := looptest.LauncherOf(vmi, pod, node)
+	p.Annotations["k8s.v1.cni.cncf.io/networks"] = fmt.Sprintf(`[{"name":"l2","namespace":"vms","interface":"pod3a6eb0790f3","ipam-claim-reference":"%s.data"}]`, vmi.GetName())
+	createPod(c.t, c.k, p)
 }
 
 func (c claimCluster) setVMIStatus(name, status string) {
 	c.t.Helper()
-	if _, err := c.k.Dynamic.Resource(sources.GVRVirtualMachineInstance).Namespace("vms").Patch(context.Background(), name,
-		types.MergePatchType, []byte(status), metav1.PatchOptions{}, "status"); err != nil {
-		c.t.Fatal(err)
-	}
+	patchStatus(c.t, c.k, sources.GVRVirtualMachineInstance, "vms", name, status)
 }
 
 // stop deletes VM name's VMI and launcher pods.
@@ -210,16 +163,12 @@ func portIP(nb *observed.NB, name string) string {
 // address, not the lowest free one; a deleted VM's claim holds its
 // address until the claim is deleted too.
 func TestRunIPAMClaims(t *testing.T) {
-	nbtest.Require(t)
-	k := kubetest.Start(t)
-	k.InstallCRDFiles("testdata/ipamclaims/k8s.cni.cncf.io_ipamclaims.yaml")
-	nbs := nbtest.Start(t)
+	e := startEnv(t, envOptions{CRDFiles: []string{"testdata/ipamclaims/k8s.cni.cncf.io_ipamclaims.yaml"},
+		RBAC: deployRBAC, Namespaces: []string{"vms"}})
+	k, nbs, nb := e.k, e.nbs, e.nb
 	ctx := context.Background()
-	k.Namespace("kube-system")
-	k.ApplyFile("../../deploy/rbac.yaml")
-	k.Namespace("vms")
 	c := claimCluster{t: t, k: k}
-	c.create(sources.GVRNetworkAttachmentDefinition, `
+	c.k.Create(sources.GVRNetworkAttachmentDefinition, `
 apiVersion: k8s.cni.cncf.io/v1
 kind: NetworkAttachmentDefinition
 metadata: {name: l2, namespace: vms}
@@ -228,7 +177,7 @@ spec:
 `)
 	// A pod that takes the lowest address first, and goes before the NB
 	// is wiped: then the lowest free address is not db's.
-	c.create(gvrPod, `{apiVersion: v1, kind: Pod, metadata: {name: early, namespace: vms, annotations: {k8s.v1.cni.cncf.io/networks: l2}},
+	c.k.Create(gvrPod, `{apiVersion: v1, kind: Pod, metadata: {name: early, namespace: vms, annotations: {k8s.v1.cni.cncf.io/networks: l2}},
   spec: {nodeName: node-1, containers: [{name: c, image: pause}]}}`)
 	// Claims filled before ovn-sync ran (a cluster taken over, say): one
 	// gives its VM its address; another naming the same address, of a VM
@@ -237,8 +186,7 @@ spec:
 	c.fillClaim("web.data", "192.168.10.50/24")
 	c.vm("web2")
 	c.fillClaim("web2.data", "192.168.10.50/24")
-	run := startRun(t, k.ServiceAccountKubeconfig, nbs.Addr(), "--leader-elect=false", "--default-subnets", "10.16.0.0/16")
-	nb := nbWatch(t, nbs.Addr())
+	run := e.run("--leader-elect=false", "--default-subnets", "10.16.0.0/16")
 	const (
 		dbPort  = "db.vms.l2.vms.ovn"
 		webPort = "web.vms.l2.vms.ovn"
@@ -374,7 +322,7 @@ spec:
 		}
 	}
 	nbs.Wipe()
-	run = startRun(t, k.ServiceAccountKubeconfig, nbs.Addr(), "--leader-elect=false", "--default-subnets", "10.16.0.0/16")
+	run = e.run("--leader-elect=false", "--default-subnets", "10.16.0.0/16")
 	nb = nbWatch(t, nbs.Addr())
 	looptest.WaitFor(t, 60*time.Second, "db and web back on their claims' addresses", func() error {
 		if a := portIP(nb, dbPort); a != "192.168.10.3" {
@@ -398,7 +346,7 @@ spec:
 		return nil
 	})
 	// A pass after that one: a pod created now has its port.
-	c.create(gvrPod, `{apiVersion: v1, kind: Pod, metadata: {name: marker, namespace: vms, annotations: {k8s.v1.cni.cncf.io/networks: l2}},
+	c.k.Create(gvrPod, `{apiVersion: v1, kind: Pod, metadata: {name: marker, namespace: vms, annotations: {k8s.v1.cni.cncf.io/networks: l2}},
   spec: {nodeName: node-1, containers: [{name: c, image: pause}]}}`)
 	looptest.WaitFor(t, 30*time.Second, "the marker pod's port", func() error {
 		if a := portIP(nb, "marker.vms.l2.vms.ovn"); a == "" || a == "192.168.10.50" {

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"context"
 	"encoding/json"
 	"fmt"
 	"os"
@@ -15,12 +14,9 @@ import (
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/yaml"
 
-	"github.com/ovn-sync/ovn-sync/internal/kubetest"
 	"github.com/ovn-sync/ovn-sync/internal/looptest"
-	"github.com/ovn-sync/ovn-sync/internal/nbtest"
 	"github.com/ovn-sync/ovn-sync/internal/promcheck"
 )
 
@@ -38,18 +34,10 @@ var scrapeLabels = []string{"job", "instance", "namespace", "pod", "container", 
 // deploy/prometheus/alerts.yaml against its /metrics: each metric they
 // select must be exported and each label they name carried.
 func TestDashboardAndAlertMetrics(t *testing.T) {
-	nbtest.Require(t)
-	k := kubetest.Start(t)
-	nbs := nbtest.Start(t)
-	ctx := context.Background()
-	k.Namespace("kube-system")
-	k.ApplyFile("../../deploy/rbac.yaml")
-	k.Namespace("tenant")
-
+	e := startEnv(t, envOptions{RBAC: deployRBAC, Namespaces: []string{"tenant"}})
+	k, nbs, nb := e.k, e.nbs, e.nb
 	args, memLimit := deploymentFlags(t, "../../deploy/deployment.yaml", "../../deploy/config.yaml")
-	t.Setenv("GOMEMLIMIT", memLimit) // the child inherits it
-	run := startRun(t, k.ServiceAccountKubeconfig, nbs.Addr(), args...)
-	nb := nbWatch(t, nbs.Addr())
+	run := e.runWith(runOptions{Flags: args, Env: []string{"GOMEMLIMIT=" + memLimit}})
 	looptest.WaitFor(t, 60*time.Second, "leading and ready", func() error {
 		if run.metric("ovn_sync_leader") != 1 {
 			return fmt.Errorf("not leading")
@@ -60,12 +48,9 @@ func TestDashboardAndAlertMetrics(t *testing.T) {
 
 	pod := func(name string, annotations map[string]string) {
 		t.Helper()
-		if _, err := k.Kube.CoreV1().Pods("tenant").Create(ctx, &corev1.Pod{
-			ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "tenant", Annotations: annotations},
-			Spec:       corev1.PodSpec{NodeName: "node-a", Containers: []corev1.Container{{Name: "c", Image: "pause"}}},
-		}, metav1.CreateOptions{}); err != nil {
-			t.Fatal(err)
-		}
+		p := pausePod("tenant", name, "node-a")
+		p.Annotations = annotations
+		createPod(t, k, p)
 	}
 	pod("web", nil)
 	first := portIs(t, nb, "web.tenant", "created", present)

@@ -13,14 +13,12 @@ import (
 	"testing"
 	"time"
 
-	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/ovn-sync/ovn-sync/deploy"
 	"github.com/ovn-sync/ovn-sync/desired"
 	"github.com/ovn-sync/ovn-sync/internal/kubetest"
 	"github.com/ovn-sync/ovn-sync/internal/looptest"
-	"github.com/ovn-sync/ovn-sync/internal/nbtest"
 	"github.com/ovn-sync/ovn-sync/sources"
 )
 
@@ -39,13 +37,10 @@ const lostPort = "vm2.tenant.attachnet.default.ovn"
 // what /plan said: the rows it named as /plan has them, every other row as
 // it was.
 func TestRunDryRunBesideKubeOVN(t *testing.T) {
-	nbtest.Require(t)
-	k := kubetest.Start(t)
-	nbs := nbtest.Start(t)
+	e := startEnv(t, envOptions{RBAC: dryRunRBAC(t)})
+	k, nbs := e.k, e.nbs
 	writeKubeOVNRows(t, nbs)
 	nbs.NBCtl("lsp-del", lostPort)
-	k.Namespace("kube-system")
-	applyDryRunRBAC(t, k)
 	applyKubeOVNCluster(t, k, func(doc string) bool { return !strings.Contains(doc, "name: "+lostPort+"\n") })
 	before := snapshotNB(t, nbs)
 	dbBefore, err := os.ReadFile(nbs.DBFile)
@@ -54,8 +49,8 @@ func TestRunDryRunBesideKubeOVN(t *testing.T) {
 	}
 	versionsBefore := resourceVersions(t, k)
 
-	dry := startRunBare(t, k.ServiceAccountKubeconfig, nbs.Addr(), "--dry-run", "--adopt", "kube-ovn",
-		"--default-subnets", "10.16.0.0/16", "--default-gateway", "10.16.0.1")
+	dry := e.runWith(runOptions{Flags: []string{"--dry-run", "--adopt", "kube-ovn",
+		"--default-subnets", "10.16.0.0/16", "--default-gateway", "10.16.0.1"}, OwnPasses: true})
 	var plan dryRunPlan
 	looptest.WaitFor(t, 60*time.Second, "/plan naming the lost port", func() error {
 		body, err := dry.get("/plan?o=json")
@@ -94,12 +89,7 @@ func TestRunDryRunBesideKubeOVN(t *testing.T) {
 	// A change in Kubernetes makes another pass, which writes nothing
 	// either.
 	passes := dry.metric("ovn_sync_passes_total", `result="success"`)
-	if _, err := k.Kube.CoreV1().Pods("default").Create(context.Background(), &corev1.Pod{
-		ObjectMeta: metav1.ObjectMeta{Name: "late", Namespace: "default"},
-		Spec:       corev1.PodSpec{NodeName: "node-1", Containers: []corev1.Container{{Name: "c", Image: "nginx"}}},
-	}, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
+	createPod(t, k, pausePod("default", "late", "node-1"))
 	looptest.WaitFor(t, 30*time.Second, "a pass for the new pod", func() error {
 		if n := dry.metric("ovn_sync_passes_total", `result="success"`); n <= passes {
 			return fmt.Errorf("%v passes", n)
@@ -128,8 +118,8 @@ func TestRunDryRunBesideKubeOVN(t *testing.T) {
 	}
 
 	// The same objects and NB, written: exactly what /plan said.
-	run := startRun(t, k.Kubeconfig, nbs.Addr(), "--leader-elect=false", "--adopt", "kube-ovn",
-		"--default-subnets", "10.16.0.0/16", "--default-gateway", "10.16.0.1")
+	run := e.runWith(runOptions{Kubeconfig: k.Kubeconfig, Flags: []string{"--leader-elect=false", "--adopt", "kube-ovn",
+		"--default-subnets", "10.16.0.0/16", "--default-gateway", "10.16.0.1"}})
 	looptest.WaitFor(t, 60*time.Second, "converged", func() error {
 		body, err := run.get("/plan?o=json")
 		if err != nil {
@@ -263,9 +253,10 @@ func ovsdbSet(t *testing.T, raw string) []string {
 	return vals
 }
 
-// applyDryRunRBAC creates the roles of the chart's dry run for the service
-// account ServiceAccountKubeconfig authenticates as.
-func applyDryRunRBAC(t *testing.T, k *kubetest.Server) {
+// dryRunRBAC writes the roles of the chart's dry run, for the service
+// account ServiceAccountKubeconfig authenticates as, to a file, and
+// returns its path.
+func dryRunRBAC(t *testing.T) string {
 	t.Helper()
 	files, err := deploy.Render("../../deploy/chart/ovn-sync", deploy.Release, map[string]any{"dryRun": map[string]any{"enabled": true}})
 	if err != nil {
@@ -275,36 +266,7 @@ func applyDryRunRBAC(t *testing.T, k *kubetest.Server) {
 	if err := os.WriteFile(path, []byte(files["rbac.yaml"]), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	k.ApplyFile(path)
-}
-
-// applyKubeOVNCluster creates the objects of kube-ovn's cluster that keep
-// documents keeps: kubeOVNObjects, the StatefulSet's pods and the running
-// VM vm1 with its VMI and launcher pod.
-func applyKubeOVNCluster(t *testing.T, k *kubetest.Server, keep func(doc string) bool) {
-	t.Helper()
-	var docs []string
-	for _, doc := range strings.Split(kubeOVNObjects, "\n---") {
-		if keep(doc + "\n") {
-			docs = append(docs, doc)
-		}
-	}
-	path := filepath.Join(t.TempDir(), "cluster.yaml")
-	if err := os.WriteFile(path, []byte(strings.Join(docs, "\n---")), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	k.ApplyFile(path)
-	sts, err := k.Kube.AppsV1().StatefulSets("ns1").Get(context.Background(), "db", metav1.GetOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	for i := range 2 {
-		k.Create(corev1.SchemeGroupVersion.WithResource("pods"), kubeOVNStatefulSetPod(i, string(sts.UID)))
-	}
-	vm := k.Create(sources.GVRVirtualMachine, kubeOVNVM(""))
-	vmi := k.Create(sources.GVRVirtualMachineInstance, kubeOVNVMI(string(vm.GetUID()), ""))
-	patchStatus(t, k, "vmi", "vm1", `{"status":{"phase":"Running","nodeName":"node-1"}}`)
-	k.Create(corev1.SchemeGroupVersion.WithResource("pods"), kubeOVNLauncher(string(vmi.GetUID())))
+	return path
 }
 
 // resourceVersions maps every object of the kinds ovn-sync reads to its

@@ -11,13 +11,11 @@ import (
 	"math"
 	"net"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
-	"syscall"
 	"testing"
 	"time"
 
@@ -521,32 +519,15 @@ func waitRows(t *testing.T, nb *observed.NB, n int, done <-chan struct{}, what s
 
 // applyProc is an "ovn-sync apply -o json" child process.
 type applyProc struct {
-	cmd            *exec.Cmd
+	*child
 	stdout, stderr bytes.Buffer
-	done           chan struct{}
-	exit           int
 }
 
 func startApply(t *testing.T, fc faultCluster, addr string, extra ...string) *applyProc {
 	t.Helper()
 	args := append(append([]string{"apply", "-f", fc.dir, "--nb", addr, "-o", "json"}, faultNetFlags...), extra...)
-	p := &applyProc{cmd: exec.Command(binary, args...), done: make(chan struct{})}
-	p.cmd.Stdout, p.cmd.Stderr = &p.stdout, &p.stderr
-	p.cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
-	if err := p.cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	go func() {
-		err := p.cmd.Wait()
-		p.exit = 0
-		if ee, ok := err.(*exec.ExitError); ok {
-			p.exit = ee.ExitCode()
-		} else if err != nil {
-			p.exit = -2
-		}
-		close(p.done)
-	}()
-	t.Cleanup(func() { _ = p.cmd.Process.Kill(); <-p.done })
+	p := &applyProc{}
+	p.child = startChild(t, args, nil, &p.stdout, &p.stderr)
 	return p
 }
 

@@ -16,9 +16,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
 
-	"github.com/ovn-sync/ovn-sync/internal/kubetest"
 	"github.com/ovn-sync/ovn-sync/internal/looptest"
-	"github.com/ovn-sync/ovn-sync/internal/nbtest"
 	"github.com/ovn-sync/ovn-sync/state"
 )
 
@@ -59,14 +57,12 @@ var latencyModes = []latencyMode{
 // deleted once it has stopped, so the next one starts from the same
 // background.
 func TestRunEventLatency(t *testing.T) {
-	nbtest.Require(t)
 	sizes, rate := latencySizes(t), latencyChurnRate(t)
 	begin := time.Now()
-	k := kubetest.Start(t)
-	t.Logf("API server up in %s", time.Since(begin).Round(time.Millisecond))
-	k.Namespace("lat")
-	pods := k.Kube.CoreV1().Pods("lat")
-	churn := newBackgroundChurn(t, k, "lat")
+	e := startEnv(t, envOptions{Namespaces: []string{"lat"}})
+	t.Logf("API server and NB up in %s", time.Since(begin).Round(time.Millisecond))
+	pods := e.k.Kube.CoreV1().Pods("lat")
+	churn := newBackgroundChurn(t, e.k, "lat")
 	const timed = 40
 	type row struct {
 		size int
@@ -85,7 +81,7 @@ func TestRunEventLatency(t *testing.T) {
 		have = size
 		for _, m := range latencyModes {
 			t.Run(fmt.Sprintf("existing=%d/%s", size, m.name), func(t *testing.T) {
-				rows = append(rows, row{size, m.name, measureLatency(t, k.Kubeconfig, pods, size, timed, m, churn, rate)})
+				rows = append(rows, row{size, m.name, measureLatency(e.withFreshNB(t), pods, size, timed, m, churn, rate)})
 			})
 		}
 	}
@@ -160,17 +156,16 @@ type latencyResult struct {
 	rate          float64
 }
 
-// measureLatency starts "ovn-sync run" in mode m on a fresh NB, with size
-// pods already in the API, then creates n pods one at a time, and n more
-// while churn writes at rate writes a second, and returns, for each, the
+// measureLatency starts "ovn-sync run" in mode m on e, whose NB is fresh,
+// with size pods already in the API, then creates n pods one at a time, and
+// n more while churn writes at rate writes a second, and returns, for each, the
 // time from just before its Create call to its port's insert as another
 // NB client sees it. It checks that every pod has a port with an address
 // of its own, and that the background writes caused no full build the
 // quiet phase had not; it stops the process and deletes the pods it
 // created.
-func measureLatency(t *testing.T, kubeconfig string, pods typedcorev1.PodInterface, size, n int, m latencyMode, churn *backgroundChurn, rate float64) latencyResult {
-	nbs := nbtest.Start(t)
-	nb := nbWatch(t, nbs.Addr())
+func measureLatency(e *runEnv, pods typedcorev1.PodInterface, size, n int, m latencyMode, churn *backgroundChurn, rate float64) latencyResult {
+	t, nb := e.t, e.nb
 	// The watcher tells of every port inserted, as it applies the update
 	// the NB sent; the send never blocks libovsdb, and what piles
 	// up before a measurement is drained.
@@ -186,7 +181,7 @@ func measureLatency(t *testing.T, kubeconfig string, pods typedcorev1.PodInterfa
 	start := time.Now()
 	// No resync during the run: a full pass on a timer would be counted
 	// against the phase it fell in.
-	run := startRunBare(t, kubeconfig, nbs.Addr(), append([]string{"--leader-elect=false", "--publish=false", "--resync=1h"}, m.flags...)...)
+	run := e.runWith(runOptions{Flags: append([]string{"--leader-elect=false", "--publish=false", "--resync=1h"}, m.flags...), OwnPasses: true})
 	owned := func() int {
 		c := 0
 		for _, p := range nb.State().Ports.All() {
@@ -411,8 +406,5 @@ func backgroundPod(i int) string { return fmt.Sprintf("bg-%04d", i) }
 
 // latencyPod is a plain pod on one of three nodes.
 func latencyPod(name string, i int) *corev1.Pod {
-	return &corev1.Pod{
-		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "lat"},
-		Spec:       corev1.PodSpec{NodeName: fmt.Sprintf("node-%d", i%3), Containers: []corev1.Container{{Name: "c", Image: "pause"}}},
-	}
+	return pausePod("lat", name, fmt.Sprintf("node-%d", i%3))
 }

@@ -3,11 +3,11 @@ package main
 import (
 	"context"
 	"fmt"
-	"runtime"
 	"testing"
 	"time"
 
 	"github.com/ovn-sync/ovn-sync/bench/eventlat"
+	"github.com/ovn-sync/ovn-sync/internal/liveheap"
 	"github.com/ovn-sync/ovn-sync/internal/nbtest"
 )
 
@@ -112,21 +112,13 @@ func BenchmarkHeldPerEvent(b *testing.B) {
 				}
 			}
 			run() // the first of its kind may set up what the next reuse
-			before := liveHeap()
+			before := liveheap.Bytes()
 			b.ResetTimer()
 			for range b.N {
 				run()
 			}
 			b.StopTimer()
-			b.ReportMetric(float64(liveHeap()-before)/float64(b.N), "held-B/event")
+			b.ReportMetric(float64(liveheap.Bytes()-before)/float64(b.N), "held-B/event")
 		})
 	}
-}
-
-// liveHeap is the heap in use after a collection.
-func liveHeap() int64 {
-	runtime.GC()
-	var m runtime.MemStats
-	runtime.ReadMemStats(&m)
-	return int64(m.HeapAlloc)
 }

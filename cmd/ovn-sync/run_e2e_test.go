@@ -1,15 +1,8 @@
 package main
 
 import (
-	"bufio"
 	"context"
 	"fmt"
-	"io"
-	"net"
-	"net/http"
-	"os"
-	"os/exec"
-	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -20,181 +13,15 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 
-	"github.com/ovn-sync/ovn-sync/internal/kubetest"
 	"github.com/ovn-sync/ovn-sync/internal/looptest"
-	"github.com/ovn-sync/ovn-sync/internal/nbtest"
 	"github.com/ovn-sync/ovn-sync/observed"
 	"github.com/ovn-sync/ovn-sync/sources"
 	"github.com/ovn-sync/ovn-sync/state"
 )
 
-// runProc is one "ovn-sync run" child process.
-type runProc struct {
-	t       *testing.T
-	cmd     *exec.Cmd
-	logPath string
-	metrics string // http://127.0.0.1:PORT
-	done    chan struct{}
-}
-
-// startRun starts "ovn-sync run" against the API server and NB and waits
-// until it listens for /readyz. Every incremental pass is checked against a
-// full Build; with OVN_SYNC_FULL_PASSES set, every pass builds in full.
-func startRun(t *testing.T, kubeconfig, nbAddr string, extra ...string) *runProc {
-	t.Helper()
-	mode := "--verify-incremental"
-	if looptest.FullPasses() {
-		mode = "--full-passes"
-	}
-	return startRunBare(t, kubeconfig, nbAddr, append([]string{mode}, extra...)...)
-}
-
-// startRunBare is startRun without a flag for how passes build: the caller
-// chooses, in extra, or takes the binary's default (incremental, unchecked).
-func startRunBare(t *testing.T, kubeconfig, nbAddr string, extra ...string) *runProc {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := l.Addr().String()
-	l.Close()
-	args := []string{"run", "--nb", nbAddr, "--kubeconfig", kubeconfig,
-		"--metrics-addr", addr, "--log-format", "json", "--coalesce", "10ms", "-v", "1"}
-	args = append(args, extra...)
-	logf, err := os.CreateTemp(t.TempDir(), "run-*.log")
-	if err != nil {
-		t.Fatal(err)
-	}
-	p := &runProc{t: t, cmd: exec.Command(binary, args...), logPath: logf.Name(), metrics: "http://" + addr, done: make(chan struct{})}
-	p.cmd.Stdout, p.cmd.Stderr = logf, logf
-	p.cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
-	if err := p.cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	go func() { _ = p.cmd.Wait(); logf.Close(); close(p.done) }()
-	t.Cleanup(func() {
-		if !p.exited() {
-			if body, err := p.get("/metrics"); err == nil && sample(body, "ovn_sync_incremental_mismatches_total") > 0 {
-				t.Errorf("incremental passes differed from a full Build (ovn_sync_incremental_mismatches_total > 0)")
-			}
-		}
-		p.stop(syscall.SIGTERM)
-		if t.Failed() {
-			t.Logf("--- %s\n%s", strings.Join(args, " "), p.logTail(6000))
-		}
-	})
-	looptest.WaitFor(t, 30*time.Second, "metrics endpoint", func() error {
-		if p.exited() {
-			return fmt.Errorf("exited: %s", p.logTail(3000))
-		}
-		_, err := p.get("/healthz")
-		return err
-	})
-	return p
-}
-
-func (p *runProc) exited() bool {
-	select {
-	case <-p.done:
-		return true
-	default:
-		return false
-	}
-}
-
-// stop signals the process and waits for it (10s, then SIGKILL).
-func (p *runProc) stop(sig syscall.Signal) {
-	if p.exited() {
-		return
-	}
-	_ = p.cmd.Process.Signal(sig)
-	select {
-	case <-p.done:
-	case <-time.After(10 * time.Second):
-		_ = p.cmd.Process.Kill()
-		<-p.done
-	}
-}
-
-func (p *runProc) logTail(n int) string {
-	data, _ := os.ReadFile(p.logPath)
-	if len(data) > n {
-		data = data[len(data)-n:]
-	}
-	return string(data)
-}
-
-func (p *runProc) get(path string) (string, error) {
-	resp, err := http.Get(p.metrics + path)
-	if err != nil {
-		return "", err
-	}
-	defer resp.Body.Close()
-	body, _ := io.ReadAll(resp.Body)
-	if resp.StatusCode != http.StatusOK {
-		return string(body), fmt.Errorf("GET %s: %s: %s", path, resp.Status, body)
-	}
-	return string(body), nil
-}
-
-// metric sums every sample of the named metric whose labels contain all of
-// labels (e.g. `action="create"`).
-func (p *runProc) metric(name string, labels ...string) float64 {
-	p.t.Helper()
-	body, err := p.get("/metrics")
-	if err != nil {
-		p.t.Fatal(err)
-	}
-	return sample(body, name, labels...)
-}
-
-// sample sums the samples of the named metric in a /metrics body whose
-// labels contain all of labels.
-func sample(body, name string, labels ...string) float64 {
-	var sum float64
-	sc := bufio.NewScanner(strings.NewReader(body))
-	for sc.Scan() {
-		line := sc.Text()
-		if !strings.HasPrefix(line, name) || strings.HasPrefix(line, "#") {
-			continue
-		}
-		rest := line[len(name):]
-		if rest == "" || (rest[0] != ' ' && rest[0] != '{') {
-			continue
-		}
-		ok := true
-		for _, l := range labels {
-			ok = ok && strings.Contains(rest, l)
-		}
-		if !ok {
-			continue
-		}
-		f := strings.Fields(rest)
-		v, err := strconv.ParseFloat(f[len(f)-1], 64)
-		if err == nil {
-			sum += v
-		}
-	}
-	return sum
-}
-
 // now deletes without a grace period: no kubelet runs to finish a graceful
 // pod delete.
 var now = metav1.DeleteOptions{GracePeriodSeconds: new(int64)}
-
-// nbWatch is the test's own view of the NB.
-func nbWatch(t *testing.T, addr string) *observed.NB {
-	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	nb, err := observed.Dial(ctx, observed.Options{Endpoints: []string{addr}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(nb.Close)
-	return nb
-}
 
 // concurrently calls f for every i in [from, to), 16 at a time, and fails
 // t with the errors.
@@ -258,77 +85,29 @@ func absent(p *state.Port) error {
 	return nil
 }
 
-func patchStatus(t *testing.T, k *kubetest.Server, res string, name, body string) {
-	t.Helper()
-	var err error
-	switch res {
-	case "vmi":
-		_, err = k.Dynamic.Resource(sources.GVRVirtualMachineInstance).Namespace("tenant").Patch(context.Background(), name, types.MergePatchType, []byte(body), metav1.PatchOptions{}, "status")
-	case "vmim":
-		_, err = k.Dynamic.Resource(sources.GVRVirtualMachineInstanceMigration).Namespace("tenant").Patch(context.Background(), name, types.MergePatchType, []byte(body), metav1.PatchOptions{}, "status")
-	}
-	if err != nil {
-		t.Fatalf("patch %s %s status: %v", res, name, err)
-	}
-}
-
-func launcherPod(name, node string, vmiUID types.UID) *corev1.Pod {
-	ctrl := true
-	return &corev1.Pod{
-		ObjectMeta: metav1.ObjectMeta{
-			Name: name, Namespace: "tenant",
-			Labels:      map[string]string{"kubevirt.io": "virt-launcher", "vm.kubevirt.io/name": "db"},
-			Annotations: map[string]string{"kubevirt.io/domain": "db"},
-			OwnerReferences: []metav1.OwnerReference{{APIVersion: "kubevirt.io/v1", Kind: "VirtualMachineInstance",
-				Name: "db", UID: vmiUID, Controller: &ctrl}},
-		},
-		Spec: corev1.PodSpec{NodeName: node, Containers: []corev1.Container{{Name: "compute", Image: "virt-launcher"}}},
-	}
-}
-
-const vmTemplate = `
-  template:
-    spec:
-      domain:
-        devices:
-          interfaces:
-          - {name: default, masquerade: {}}
-          - {name: blue, bridge: {}}
-      networks:
-      - {name: default, pod: {}}
-      - {name: blue, multus: {networkName: blue}}`
-
-// TestRunKubeVirtLifecycle is the issue's scenario, end to end: a real
-// kube-apiserver and etcd, a real ovsdb-server, the ovn-sync binary
-// running as the service account bound by deploy/rbac.yaml.
-func TestRunKubeVirtLifecycle(t *testing.T) {
-	nbtest.Require(t)
-	k := kubetest.Start(t)
-	nbs := nbtest.Start(t)
-	ctx := context.Background()
-	k.Namespace("kube-system")
-	k.ApplyFile("../../deploy/rbac.yaml")
-	k.Namespace("tenant")
-
-	run := startRun(t, k.ServiceAccountKubeconfig, nbs.Addr(), "--leader-elect=false",
-		"--default-subnets", "10.16.0.0/16", "--default-gateway", "10.16.0.1")
-	nb := nbWatch(t, nbs.Addr())
-	looptest.WaitFor(t, 30*time.Second, "ready", func() error { _, err := run.get("/readyz"); return err })
-
-	// A NAD and a stopped VM whose Multus network is only in its template.
-	k.Create(sources.GVRNetworkAttachmentDefinition, `
+// blueNAD is the layer2 network tenant/blue, which the VMs of these tests
+// attach to as their interface blue.
+const blueNAD = `
 apiVersion: k8s.cni.cncf.io/v1
 kind: NetworkAttachmentDefinition
 metadata: {name: blue, namespace: tenant}
 spec:
   config: '{"cniVersion":"0.3.1","name":"blue","type":"ovn-k8s-cni-overlay","topology":"layer2","subnets":"192.168.100.0/24","netAttachDefName":"tenant/blue"}'
-`)
-	vm := k.Create(sources.GVRVirtualMachine, `
-apiVersion: kubevirt.io/v1
-kind: VirtualMachine
-metadata: {name: db, namespace: tenant}
-spec:
-  runStrategy: Halted`+vmTemplate)
+`
+
+// TestRunKubeVirtLifecycle is the issue's scenario, end to end: a real
+// kube-apiserver and etcd, a real ovsdb-server, the ovn-sync binary
+// running as the service account bound by deploy/rbac.yaml.
+func TestRunKubeVirtLifecycle(t *testing.T) {
+	e := startEnv(t, envOptions{RBAC: deployRBAC, Namespaces: []string{"tenant"}})
+	k, nbs, nb := e.k, e.nbs, e.nb
+	ctx := context.Background()
+	run := e.run("--leader-elect=false", "--default-subnets", "10.16.0.0/16", "--default-gateway", "10.16.0.1")
+	run.waitReady()
+
+	// A NAD and a stopped VM whose Multus network is only in its template.
+	k.Create(sources.GVRNetworkAttachmentDefinition, blueNAD)
+	vm := k.Create(sources.GVRVirtualMachine, vmManifest("tenant", "db", "Halted", "blue", "blue"))
 	const def, blue = "db.tenant", "db.tenant.blue.tenant.ovn"
 	p0 := portIs(t, nb, def, "created for the stopped VM", present)
 	b0 := portIs(t, nb, blue, "created for the stopped VM", present)
@@ -340,25 +119,9 @@ spec:
 	}
 
 	// Start: a VMI and its launcher pod on node-a.
-	ctrl := true
-	vmi := k.Create(sources.GVRVirtualMachineInstance, fmt.Sprintf(`
-apiVersion: kubevirt.io/v1
-kind: VirtualMachineInstance
-metadata:
-  name: db
-  namespace: tenant
-  ownerReferences: [{apiVersion: kubevirt.io/v1, kind: VirtualMachine, name: db, uid: %s, controller: %v}]
-spec:
-  domain:
-    devices:
-      interfaces:
-      - {name: default, masquerade: {}}
-      - {name: blue, bridge: {}}
-  networks:
-  - {name: default, pod: {}}
-  - {name: blue, multus: {networkName: blue}}`, vm.GetUID(), ctrl))
-	patchStatus(t, k, "vmi", "db", `{"status":{"phase":"Running","nodeName":"node-a"}}`)
-	pa, err := k.Kube.CoreV1().Pods("tenant").Create(ctx, launcherPod("virt-launcher-db-aaaaa", "node-a", vmi.GetUID()), metav1.CreateOptions{})
+	vmi := k.Create(sources.GVRVirtualMachineInstance, vmiManifest(vm))
+	patchStatus(t, k, sources.GVRVirtualMachineInstance, "tenant", "db", `{"status":{"phase":"Running","nodeName":"node-a"}}`)
+	pa, err := k.Kube.CoreV1().Pods("tenant").Create(ctx, looptest.LauncherOf(vmi, "virt-launcher-db-aaaaa", "node-a"), metav1.CreateOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -399,12 +162,12 @@ apiVersion: kubevirt.io/v1
 kind: VirtualMachineInstanceMigration
 metadata: {name: db-mig, namespace: tenant}
 spec: {vmiName: db}`)
-	patchStatus(t, k, "vmim", "db-mig", `{"status":{"phase":"Running","migrationState":{"sourceNode":"node-a","targetNode":"node-b"}}}`)
-	pb, err := k.Kube.CoreV1().Pods("tenant").Create(ctx, launcherPod("virt-launcher-db-bbbbb", "node-b", vmi.GetUID()), metav1.CreateOptions{})
+	patchStatus(t, k, sources.GVRVirtualMachineInstanceMigration, "tenant", "db-mig", `{"status":{"phase":"Running","migrationState":{"sourceNode":"node-a","targetNode":"node-b"}}}`)
+	pb, err := k.Kube.CoreV1().Pods("tenant").Create(ctx, looptest.LauncherOf(vmi, "virt-launcher-db-bbbbb", "node-b"), metav1.CreateOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	patchStatus(t, k, "vmi", "db", `{"status":{"migrationState":{"sourceNode":"node-a","targetNode":"node-b","sourcePod":"virt-launcher-db-aaaaa","targetPod":"virt-launcher-db-bbbbb"}}}`)
+	patchStatus(t, k, sources.GVRVirtualMachineInstance, "tenant", "db", `{"status":{"migrationState":{"sourceNode":"node-a","targetNode":"node-b","sourcePod":"virt-launcher-db-aaaaa","targetPod":"virt-launcher-db-bbbbb"}}}`)
 	portIs(t, nb, def, "bound to both nodes", chassis("node-a,node-b", "rarp"))
 	portIs(t, nb, blue, "bound to both nodes", chassis("node-a,node-b", "rarp"))
 	looptest.WaitFor(t, 30*time.Second, "target launcher pod annotated", func() error {
@@ -419,8 +182,8 @@ spec: {vmiName: db}`)
 	})
 
 	// Complete: the VMI runs on node-b; the source pod goes.
-	patchStatus(t, k, "vmi", "db", `{"status":{"nodeName":"node-b","migrationState":{"completed":true}}}`)
-	patchStatus(t, k, "vmim", "db-mig", `{"status":{"phase":"Succeeded"}}`)
+	patchStatus(t, k, sources.GVRVirtualMachineInstance, "tenant", "db", `{"status":{"nodeName":"node-b","migrationState":{"completed":true}}}`)
+	patchStatus(t, k, sources.GVRVirtualMachineInstanceMigration, "tenant", "db-mig", `{"status":{"phase":"Succeeded"}}`)
 	if err := k.Kube.CoreV1().Pods("tenant").Delete(ctx, pa.Name, now); err != nil {
 		t.Fatal(err)
 	}
@@ -471,12 +234,9 @@ spec: {vmiName: db}`)
 
 	// A pod asking for an impossible address gets one Event, however many
 	// passes find the problem.
-	if _, err := k.Kube.CoreV1().Pods("tenant").Create(ctx, &corev1.Pod{
-		ObjectMeta: metav1.ObjectMeta{Name: "bad-ip", Namespace: "tenant", Annotations: map[string]string{"ovn.kubernetes.io/ip_address": "999.1.1.1"}},
-		Spec:       corev1.PodSpec{NodeName: "node-a", Containers: []corev1.Container{{Name: "c", Image: "pause"}}},
-	}, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
+	badIP := pausePod("tenant", "bad-ip", "node-a")
+	badIP.Annotations = map[string]string{"ovn.kubernetes.io/ip_address": "999.1.1.1"}
+	createPod(t, k, badIP)
 	looptest.WaitFor(t, 30*time.Second, "an Event on the pod", func() error {
 		evs, err := k.Kube.CoreV1().Events("tenant").List(ctx, metav1.ListOptions{FieldSelector: "involvedObject.name=bad-ip"})
 		if err != nil {
@@ -497,12 +257,7 @@ spec: {vmiName: db}`)
 			t.Fatal(err)
 		}
 		probe := fmt.Sprintf("after-touch-%d", i)
-		if _, err := k.Kube.CoreV1().Pods("tenant").Create(ctx, &corev1.Pod{
-			ObjectMeta: metav1.ObjectMeta{Name: probe, Namespace: "tenant"},
-			Spec:       corev1.PodSpec{NodeName: "node-a", Containers: []corev1.Container{{Name: "c", Image: "pause"}}},
-		}, metav1.CreateOptions{}); err != nil {
-			t.Fatal(err)
-		}
+		createPod(t, k, pausePod("tenant", probe, "node-a"))
 		looptest.WaitFor(t, 30*time.Second, "pod "+probe+" annotated", func() error {
 			p, err := k.Kube.CoreV1().Pods("tenant").Get(ctx, probe, metav1.GetOptions{})
 			if err != nil {
@@ -533,12 +288,7 @@ spec: {vmiName: db}`)
 		}
 		return nil
 	})
-	if _, err := k.Kube.CoreV1().Pods("tenant").Create(ctx, &corev1.Pod{
-		ObjectMeta: metav1.ObjectMeta{Name: "after-restart", Namespace: "tenant"},
-		Spec:       corev1.PodSpec{NodeName: "node-a", Containers: []corev1.Container{{Name: "c", Image: "pause"}}},
-	}, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
+	createPod(t, k, pausePod("tenant", "after-restart", "node-a"))
 	portIs(t, nb, "after-restart.tenant", "created after the NB restarted", present)
 
 	// Delete the VM: its ports go.
@@ -564,16 +314,13 @@ spec: {vmiName: db}`)
 // TestRunBulkPods creates and deletes a few hundred plain pods at once and
 // waits for the NB to converge each time.
 func TestRunBulkPods(t *testing.T) {
-	nbtest.Require(t)
-	k := kubetest.Start(t)
-	nbs := nbtest.Start(t)
+	e := startEnv(t, envOptions{Namespaces: []string{"bulk"}})
+	k, nb := e.k, e.nb
 	ctx := context.Background()
-	k.Namespace("bulk")
 	// The mass-delete guard would refuse deleting all of them at once, as
 	// it should: this test is about convergence.
-	run := startRun(t, k.Kubeconfig, nbs.Addr(), "--leader-elect=false", "--allow-mass-delete", "--publish=false")
-	nb := nbWatch(t, nbs.Addr())
-	looptest.WaitFor(t, 30*time.Second, "ready", func() error { _, err := run.get("/readyz"); return err })
+	run := e.run("--leader-elect=false", "--allow-mass-delete", "--publish=false")
+	run.waitReady()
 	passes0 := run.metric("ovn_sync_passes_total")
 	const n = 300
 	count := func() int {
@@ -587,10 +334,7 @@ func TestRunBulkPods(t *testing.T) {
 	}
 	start := time.Now()
 	concurrently(t, 0, n, func(i int) error {
-		_, err := k.Kube.CoreV1().Pods("bulk").Create(ctx, &corev1.Pod{
-			ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("p-%03d", i), Namespace: "bulk"},
-			Spec:       corev1.PodSpec{NodeName: fmt.Sprintf("node-%d", i%3), Containers: []corev1.Container{{Name: "c", Image: "pause"}}},
-		}, metav1.CreateOptions{})
+		_, err := k.Kube.CoreV1().Pods("bulk").Create(ctx, pausePod("bulk", fmt.Sprintf("p-%03d", i), fmt.Sprintf("node-%d", i%3)), metav1.CreateOptions{})
 		return err
 	})
 	created := time.Since(start)
@@ -630,36 +374,26 @@ func TestRunBulkPods(t *testing.T) {
 // TestRunLeaderElection runs two processes against one API server and one
 // NB: only the leader writes; when it dies the other takes over.
 func TestRunLeaderElection(t *testing.T) {
-	nbtest.Require(t)
-	k := kubetest.Start(t)
-	nbs := nbtest.Start(t)
+	e := startEnv(t, envOptions{Namespaces: []string{"kube-system", "le"}})
+	k, nb := e.k, e.nb
 	ctx := context.Background()
-	k.Namespace("kube-system")
-	k.Namespace("le")
 	le := []string{"--leader-elect=true", "--lease-namespace", "kube-system", "--lease-duration", "3s",
 		"--renew-deadline", "2s", "--retry-period", "250ms"}
-	a := startRun(t, k.Kubeconfig, nbs.Addr(), append(le, "--identity", "a")...)
+	a := e.run(append(le, "--identity", "a")...)
 	looptest.WaitFor(t, 15*time.Second, "a leads", func() error {
 		if a.metric("ovn_sync_leader") != 1 {
 			return fmt.Errorf("not leader")
 		}
 		return nil
 	})
-	b := startRun(t, k.Kubeconfig, nbs.Addr(), append(le, "--identity", "b")...)
-	nb := nbWatch(t, nbs.Addr())
+	b := e.run(append(le, "--identity", "b")...)
 	mkpod := func(name string) {
 		t.Helper()
-		_, err := k.Kube.CoreV1().Pods("le").Create(ctx, &corev1.Pod{
-			ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "le"},
-			Spec:       corev1.PodSpec{NodeName: "n1", Containers: []corev1.Container{{Name: "c", Image: "pause"}}},
-		}, metav1.CreateOptions{})
-		if err != nil {
-			t.Fatal(err)
-		}
+		createPod(t, k, pausePod("le", name, "n1"))
 	}
 	mkpod("one")
 	portIs(t, nb, "one.le", "created by the leader", present)
-	looptest.WaitFor(t, 30*time.Second, "b ready as a standby", func() error { _, err := b.get("/readyz"); return err })
+	b.waitReady() // as a standby
 	if got := b.metric("ovn_sync_leader"); got != 0 {
 		t.Errorf("standby b: ovn_sync_leader = %v, want 0", got)
 	}
@@ -682,8 +416,8 @@ func TestRunLeaderElection(t *testing.T) {
 	}
 
 	// A graceful stop releases the lease: a new process takes over at once.
-	c := startRun(t, k.Kubeconfig, nbs.Addr(), append(le, "--identity", "c")...)
-	looptest.WaitFor(t, 30*time.Second, "c ready as a standby", func() error { _, err := c.get("/readyz"); return err })
+	c := e.run(append(le, "--identity", "c")...)
+	c.waitReady() // as a standby
 	start = time.Now()
 	b.stop(syscall.SIGTERM)
 	looptest.WaitFor(t, 10*time.Second, "c leads", func() error {
@@ -705,31 +439,15 @@ func TestRunLeaderElection(t *testing.T) {
 // a VM created right after gets its ports within seconds, not at the next
 // resync.
 func TestRunCRDsInstalledAfterStart(t *testing.T) {
-	nbtest.Require(t)
-	k := kubetest.StartBare(t)
-	nbs := nbtest.Start(t)
-	k.Namespace("kube-system")
-	k.ApplyFile("../../deploy/rbac.yaml")
-	k.Namespace("tenant")
-	run := startRun(t, k.ServiceAccountKubeconfig, nbs.Addr(), "--leader-elect=false", "--resync", "1h")
-	nb := nbWatch(t, nbs.Addr())
-	looptest.WaitFor(t, 30*time.Second, "ready", func() error { _, err := run.get("/readyz"); return err })
+	e := startEnv(t, envOptions{WithoutCRDs: true, RBAC: deployRBAC, Namespaces: []string{"tenant"}})
+	k := e.k
+	run := e.run("--leader-elect=false", "--resync", "1h")
+	run.waitReady()
 
 	start := time.Now()
 	k.InstallCRDs()
-	k.Create(sources.GVRNetworkAttachmentDefinition, `
-apiVersion: k8s.cni.cncf.io/v1
-kind: NetworkAttachmentDefinition
-metadata: {name: blue, namespace: tenant}
-spec:
-  config: '{"cniVersion":"0.3.1","name":"blue","type":"ovn-k8s-cni-overlay","topology":"layer2","subnets":"192.168.100.0/24","netAttachDefName":"tenant/blue"}'
-`)
-	k.Create(sources.GVRVirtualMachine, `
-apiVersion: kubevirt.io/v1
-kind: VirtualMachine
-metadata: {name: db, namespace: tenant}
-spec:
-  runStrategy: Halted`+vmTemplate)
-	portIs(t, nb, "db.tenant.blue.tenant.ovn", "created for a VM whose CRD came after start", present)
+	k.Create(sources.GVRNetworkAttachmentDefinition, blueNAD)
+	k.Create(sources.GVRVirtualMachine, vmManifest("tenant", "db", "Halted", "blue", "blue"))
+	portIs(t, e.nb, "db.tenant.blue.tenant.ovn", "created for a VM whose CRD came after start", present)
 	t.Logf("CRDs installed, NAD and VM created: the VM's ports in the NB after %s", time.Since(start).Round(time.Millisecond))
 }

@@ -1,16 +1,10 @@
 package main
 
 import (
-	"context"
 	"strings"
 	"testing"
 	"time"
 
-	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-
-	"github.com/ovn-sync/ovn-sync/internal/kubetest"
-	"github.com/ovn-sync/ovn-sync/internal/looptest"
 	"github.com/ovn-sync/ovn-sync/internal/nbtest"
 )
 
@@ -72,18 +66,9 @@ func TestApplySSL(t *testing.T) {
 
 // TestRunSSL runs run mode over ssl: a pod gets its port.
 func TestRunSSL(t *testing.T) {
-	s := nbtest.StartSSL(t)
-	k := kubetest.Start(t)
-	k.Namespace("tls")
-	run := startRun(t, k.Kubeconfig, s.Addr(), append([]string{"--leader-elect=false"},
-		sslFlags(s, s.ClientCert, s.ClientKey, s.CA.Cert)[2:]...)...)
-	nb := nbWatch(t, s.Server.Addr())
-	looptest.WaitFor(t, 30*time.Second, "ready", func() error { _, err := run.get("/readyz"); return err })
-	if _, err := k.Kube.CoreV1().Pods("tls").Create(context.Background(), &corev1.Pod{
-		ObjectMeta: metav1.ObjectMeta{Name: "p", Namespace: "tls"},
-		Spec:       corev1.PodSpec{NodeName: "node-a", Containers: []corev1.Container{{Name: "c", Image: "pause"}}},
-	}, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	portIs(t, nb, "p.tls", "created over ssl", present)
+	e := startEnv(t, envOptions{SSL: true, Namespaces: []string{"tls"}})
+	run := e.run("--leader-elect=false")
+	run.waitReady()
+	createPod(t, e.k, pausePod("tls", "p", "node-a"))
+	portIs(t, e.nb, "p.tls", "created over ssl", present)
 }

@@ -12,12 +12,10 @@ import (
 	"testing"
 	"time"
 
-	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/ovn-sync/ovn-sync/internal/kubetest"
 	"github.com/ovn-sync/ovn-sync/internal/looptest"
-	"github.com/ovn-sync/ovn-sync/internal/nbtest"
 	"github.com/ovn-sync/ovn-sync/observed"
 	"github.com/ovn-sync/ovn-sync/state"
 )
@@ -109,10 +107,7 @@ type churner struct {
 
 func (c *churner) create(ctx context.Context) error {
 	name := fmt.Sprintf("c-%05d", c.next.Add(1))
-	_, err := c.k.Kube.CoreV1().Pods(c.ns).Create(ctx, &corev1.Pod{
-		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: c.ns},
-		Spec:       corev1.PodSpec{NodeName: "node-a", Containers: []corev1.Container{{Name: "c", Image: "pause"}}},
-	}, metav1.CreateOptions{})
+	_, err := c.k.Kube.CoreV1().Pods(c.ns).Create(ctx, pausePod(c.ns, name, "node-a"), metav1.CreateOptions{})
 	if err == nil {
 		c.mu.Lock()
 		c.live = append(c.live, name)
@@ -237,16 +232,13 @@ func head(s []string) []string {
 // alone are under test: the mass-delete guard would mask a store emptied by
 // the break.
 func TestRunAPIWatchBreak(t *testing.T) {
-	nbtest.Require(t)
-	k := kubetest.Start(t)
-	nbs := nbtest.Start(t)
 	const ns = "churn"
-	k.Namespace(ns)
+	e := startEnv(t, envOptions{Namespaces: []string{ns}})
+	k, nbs, nb := e.k, e.nbs, e.nb
 	proxy := k.Proxy()
-	run := startRun(t, proxy.Kubeconfig, nbs.Addr(), "--leader-elect=false", "--allow-mass-delete")
-	nb := nbWatch(t, nbs.Addr())
+	run := e.runWith(runOptions{Kubeconfig: proxy.Kubeconfig, Flags: []string{"--leader-elect=false", "--allow-mass-delete"}})
 	loss := watchPortLoss(nb)
-	looptest.WaitFor(t, 30*time.Second, "ready", func() error { _, err := run.get("/readyz"); return err })
+	run.waitReady()
 
 	c := &churner{t: t, k: k, ns: ns, deletedAt: map[string]time.Time{}}
 	// Pods the churner never deletes: one of them is the drift target.
@@ -343,12 +335,7 @@ func TestRunAPIWatchBreak(t *testing.T) {
 	c.halt()
 	// Writes work again too: a pod created after the restart is annotated.
 	const last = "after-restart"
-	if _, err := k.Kube.CoreV1().Pods(ns).Create(context.Background(), &corev1.Pod{
-		ObjectMeta: metav1.ObjectMeta{Name: last, Namespace: ns},
-		Spec:       corev1.PodSpec{NodeName: "node-a", Containers: []corev1.Container{{Name: "c", Image: "pause"}}},
-	}, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
+	createPod(t, k, pausePod(ns, last, "node-a"))
 	want = c.truth()
 	took = converged(t, nb, ns, want, back, "converged after the API server restarted")
 	t.Logf("API server stopped in %s, down for %s: converged %s after it was ready again (%d API requests in the second before and after), %d ports",

@@ -10,14 +10,10 @@ import (
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	"k8s.io/apimachinery/pkg/types"
-	"sigs.k8s.io/yaml"
 
 	"github.com/ovn-sync/ovn-sync/internal/kubetest"
 	"github.com/ovn-sync/ovn-sync/internal/looptest"
-	"github.com/ovn-sync/ovn-sync/internal/nbtest"
 	"github.com/ovn-sync/ovn-sync/observed"
 	"github.com/ovn-sync/ovn-sync/sources"
 )
@@ -30,15 +26,6 @@ type wipeCluster struct {
 	k *kubetest.Server
 }
 
-func (c wipeCluster) create(gvr schema.GroupVersionResource, manifest string) (*unstructured.Unstructured, error) {
-	var obj map[string]any
-	if err := yaml.Unmarshal([]byte(manifest), &obj); err != nil {
-		return nil, err
-	}
-	u := &unstructured.Unstructured{Object: obj}
-	return c.k.Dynamic.Resource(gvr).Namespace("wipe").Create(context.Background(), u, metav1.CreateOptions{})
-}
-
 var gvrPod = schema.GroupVersionResource{Version: "v1", Resource: "pods"}
 
 func wipePod(name, node, ann string) string {
@@ -46,54 +33,29 @@ func wipePod(name, node, ann string) string {
   spec: {nodeName: %s, containers: [{name: c, image: pause}]}}`, name, ann, node)
 }
 
-const wipeVMSpec = `
-      domain: {devices: {interfaces: [{name: default, masquerade: {}}, {name: l2, bridge: {}}]}}
-      networks: [{name: default, pod: {}}, {name: l2, multus: {networkName: l2}}]`
-
+// vm creates VM name on NAD l2; a running one with its instance and
+// launcher pod, and a second launcher pod and the instance's migration
+// state for a VM named migrating-*. It returns the error of the first
+// write that failed: it is called from many goroutines.
 func (c wipeCluster) vm(name string, running bool) error {
 	strategy := "Halted"
 	if running {
 		strategy = "Always"
 	}
-	vm, err := c.create(sources.GVRVirtualMachine, fmt.Sprintf(`
-apiVersion: kubevirt.io/v1
-kind: VirtualMachine
-metadata: {name: %s, namespace: wipe}
-spec:
-  runStrategy: %s
-  template:
-    spec:%s`, name, strategy, wipeVMSpec))
+	vm, err := c.k.TryCreate(sources.GVRVirtualMachine, vmManifest("wipe", name, strategy, "l2", "l2"))
 	if err != nil || !running {
 		return err
 	}
-	vmi, err := c.create(sources.GVRVirtualMachineInstance, fmt.Sprintf(`
-apiVersion: kubevirt.io/v1
-kind: VirtualMachineInstance
-metadata:
-  name: %s
-  namespace: wipe
-  ownerReferences: [{apiVersion: kubevirt.io/v1, kind: VirtualMachine, name: %s, uid: %s, controller: true}]
-spec:%s`, name, name, vm.GetUID(), strings.ReplaceAll(wipeVMSpec, "\n      ", "\n  ")))
+	vmi, err := c.k.TryCreate(sources.GVRVirtualMachineInstance, vmiManifest(vm))
 	if err != nil {
 		return err
 	}
 	node := "node-" + fmt.Sprint(len(name)%3)
-	status := fmt.Sprintf(`{"status":{"phase":"Running","nodeName":%q}}`, node)
-	if _, err := c.k.Dynamic.Resource(sources.GVRVirtualMachineInstance).Namespace("wipe").Patch(context.Background(), name,
-		types.MergePatchType, []byte(status), metav1.PatchOptions{}, "status"); err != nil {
+	if err := setStatus(c.k, sources.GVRVirtualMachineInstance, "wipe", name, fmt.Sprintf(`{"status":{"phase":"Running","nodeName":%q}}`, node)); err != nil {
 		return err
 	}
 	launcher := func(pod, node string) error {
-		_, err := c.create(gvrPod, fmt.Sprintf(`
-apiVersion: v1
-kind: Pod
-metadata:
-  name: %s
-  namespace: wipe
-  labels: {kubevirt.io: virt-launcher, vm.kubevirt.io/name: %s}
-  annotations: {kubevirt.io/domain: %s}
-  ownerReferences: [{apiVersion: kubevirt.io/v1, kind: VirtualMachineInstance, name: %s, uid: %s, controller: true}]
-spec: {nodeName: %s, containers: [{name: compute, image: virt-launcher}]}`, pod, name, name, name, vmi.GetUID(), node))
+		_, err := c.k.Kube.CoreV1().Pods("wipe").Create(context.Background(), looptest.LauncherOf(vmi, pod, node), metav1.CreateOptions{})
 		return err
 	}
 	if err := launcher("virt-launcher-"+name+"-a", node); err != nil {
@@ -106,8 +68,7 @@ spec: {nodeName: %s, containers: [{name: compute, image: virt-launcher}]}`, pod,
 			return err
 		}
 		ms := fmt.Sprintf(`{"status":{"migrationState":{"sourceNode":%q,"targetNode":"node-9","migrationUid":"m1"}}}`, node)
-		_, err = c.k.Dynamic.Resource(sources.GVRVirtualMachineInstance).Namespace("wipe").Patch(context.Background(), name,
-			types.MergePatchType, []byte(ms), metav1.PatchOptions{}, "status")
+		err = setStatus(c.k, sources.GVRVirtualMachineInstance, "wipe", name, ms)
 	}
 	return err
 }
@@ -128,7 +89,7 @@ func (c wipeCluster) owners(from, to int) {
 		if i%3 == 0 {
 			ann = "k8s.v1.cni.cncf.io/networks: l2"
 		}
-		_, err := c.create(gvrPod, wipePod(fmt.Sprintf("pod-%04d", i), fmt.Sprintf("node-%d", i%3), ann))
+		_, err := c.k.TryCreate(gvrPod, wipePod(fmt.Sprintf("pod-%04d", i), fmt.Sprintf("node-%d", i%3), ann))
 		return err
 	})
 }
@@ -233,30 +194,23 @@ func sameAddresses(addr string, want map[string]string) error {
 // owner converges on its own addresses, the restored ports of the pods
 // that are gone are deleted, and no address is held twice.
 func TestRunNBWipe(t *testing.T) {
-	nbtest.Require(t)
-	k := kubetest.Start(t)
-	nbs := nbtest.Start(t)
+	e := startEnv(t, envOptions{RBAC: deployRBAC, Namespaces: []string{"wipe"}})
+	k, nbs, nb := e.k, e.nbs, e.nb
 	ctx := context.Background()
-	k.Namespace("kube-system")
-	k.ApplyFile("../../deploy/rbac.yaml")
-	k.Namespace("wipe")
 	c := wipeCluster{t: t, k: k}
-	if _, err := c.create(sources.GVRNetworkAttachmentDefinition, `
+	k.Create(sources.GVRNetworkAttachmentDefinition, `
 apiVersion: k8s.cni.cncf.io/v1
 kind: NetworkAttachmentDefinition
 metadata: {name: l2, namespace: wipe}
 spec:
   config: '{"cniVersion":"0.4.0","name":"l2","type":"ovn-k8s-cni-overlay","topology":"layer2","subnets":"192.168.0.0/20","netAttachDefName":"wipe/l2"}'
-`); err != nil {
-		t.Fatal(err)
-	}
+`)
 	start := time.Now()
 	c.owners(0, 1000)
 	t.Logf("1000 owners created in %s", time.Since(start).Round(time.Millisecond))
 
-	run := startRun(t, k.ServiceAccountKubeconfig, nbs.Addr(), "--leader-elect=false", "--allow-mass-delete",
+	run := e.run("--leader-elect=false", "--allow-mass-delete",
 		"--default-subnets", "10.16.0.0/16", "--kube-api-qps", "500", "--kube-api-burst", "1000", "-v", "0")
-	nb := nbWatch(t, nbs.Addr())
 	ports := sumPorts(0, 1000, 1)
 	looptest.WaitFor(t, 120*time.Second, "every owner's ports", func() error {
 		if n := len(wipeAddresses(nb)); n != ports {

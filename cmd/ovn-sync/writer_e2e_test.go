@@ -13,8 +13,6 @@ import (
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	"github.com/ovn-sync/ovn-sync/desired"
-	"github.com/ovn-sync/ovn-sync/diff"
 	"github.com/ovn-sync/ovn-sync/internal/looptest"
 	"github.com/ovn-sync/ovn-sync/internal/nbtest"
 	"github.com/ovn-sync/ovn-sync/state"
@@ -86,7 +84,7 @@ func TestRunConcurrentWriter(t *testing.T) {
 		stop()
 		t.Logf("round %d: %d edits by the other writer", round, edits)
 		caughtUp(t, s, tr, fmt.Sprintf("hammer-done-%d", round))
-		waitConverged(t, tr)
+		tr.WaitConverged(t)
 
 		// A foreign port takes the lowest free address; pods created once
 		// ovn-sync has seen it must not get that address.
@@ -101,7 +99,7 @@ func TestRunConcurrentWriter(t *testing.T) {
 		})
 		tr.Pods(t, nextPod, nextPod+2)
 		nextPod += 2
-		waitConverged(t, tr)
+		tr.WaitConverged(t)
 		for i := nextPod - 2; i < nextPod; i++ {
 			p := tr.NB.State().Ports.Get(fmt.Sprintf("p%d.ns", i))
 			if p == nil || slices.ContainsFunc(p.Addresses, func(a string) bool { return slices.Contains(strings.Fields(a), ip.String()) }) {
@@ -232,28 +230,6 @@ func caughtUp(t *testing.T, s *nbtest.Server, tr *looptest.Runner, name string) 
 	looptest.WaitFor(t, 10*time.Second, "the NB cache caught up with the server", func() error {
 		if tr.NB.State().Switches[name] == nil {
 			return fmt.Errorf("switch %s not in the cache yet", name)
-		}
-		return nil
-	})
-}
-
-// waitConverged waits until the runner's informers hold every pod and a
-// pass over them and the NB cache would plan nothing.
-func waitConverged(t *testing.T, tr *looptest.Runner) {
-	t.Helper()
-	looptest.WaitFor(t, 10*time.Second, "ovn-sync converged", func() error {
-		pods, err := tr.Kube.CoreV1().Pods("ns").List(context.Background(), metav1.ListOptions{})
-		if err != nil {
-			return err
-		}
-		snap := tr.Src.Inputs()
-		if len(snap.Inputs.Pods) != len(pods.Items) {
-			return fmt.Errorf("informer holds %d pods of %d", len(snap.Inputs.Pods), len(pods.Items))
-		}
-		have := tr.NB.State()
-		want := desired.Build(snap.Inputs, tr.Config, have).Want
-		if p := diff.Compute(want, have, diff.Policy{}); !p.Empty() {
-			return fmt.Errorf("pending:\n%s", p)
 		}
 		return nil
 	})

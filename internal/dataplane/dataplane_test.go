@@ -16,7 +16,6 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	k8stypes "k8s.io/apimachinery/pkg/types"
 	kubevirtv1 "kubevirt.io/api/core/v1"
 
 	"github.com/ovn-sync/ovn-sync/apply"
@@ -579,16 +578,9 @@ func (k *kubeCluster) createPod(p *corev1.Pod) {
 
 // launcher is a running virt-launcher pod of vmi on node.
 func launcher(name string, vmi *kubevirtv1.VirtualMachineInstance, node string) *corev1.Pod {
-	return &corev1.Pod{
-		TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "Pod"},
-		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: vmi.Namespace, UID: k8stypes.UID("uid-" + name),
-			Labels:      map[string]string{"kubevirt.io": "virt-launcher", "vm.kubevirt.io/name": vmi.Name},
-			Annotations: map[string]string{"kubevirt.io/domain": vmi.Name},
-			OwnerReferences: []metav1.OwnerReference{{APIVersion: "kubevirt.io/v1", Kind: "VirtualMachineInstance",
-				Name: vmi.Name, UID: vmi.UID, Controller: ptr(true)}}},
-		Spec:   corev1.PodSpec{NodeName: node, Containers: []corev1.Container{{Name: "compute", Image: "virt-launcher"}}},
-		Status: corev1.PodStatus{Phase: corev1.PodRunning},
-	}
+	p := looptest.LauncherOf(vmi, name, node)
+	p.Status.Phase = corev1.PodRunning
+	return p
 }
 
 func ptr[T any](v T) *T { return &v }

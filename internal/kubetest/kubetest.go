@@ -486,16 +486,26 @@ func (s *Server) Namespace(name string) {
 // client, given its resource, and returns it as stored.
 func (s *Server) Create(gvr schema.GroupVersionResource, manifest string) *unstructured.Unstructured {
 	s.t.Helper()
+	out, err := s.TryCreate(gvr, manifest)
+	if err != nil {
+		s.t.Fatal(err)
+	}
+	return out
+}
+
+// TryCreate is Create returning the error instead of failing the test: for
+// a test's other goroutines.
+func (s *Server) TryCreate(gvr schema.GroupVersionResource, manifest string) (*unstructured.Unstructured, error) {
 	var obj map[string]any
 	if err := yaml.Unmarshal([]byte(manifest), &obj); err != nil {
-		s.t.Fatalf("manifest: %v", err)
+		return nil, fmt.Errorf("manifest: %w", err)
 	}
 	u := &unstructured.Unstructured{Object: obj}
 	out, err := s.Dynamic.Resource(gvr).Namespace(u.GetNamespace()).Create(context.Background(), u, metav1.CreateOptions{})
 	if err != nil {
-		s.t.Fatalf("create %s %s/%s: %v", gvr.Resource, u.GetNamespace(), u.GetName(), err)
+		return nil, fmt.Errorf("create %s %s/%s: %w", gvr.Resource, u.GetNamespace(), u.GetName(), err)
 	}
-	return out
+	return out, nil
 }
 
 // ApplyFile creates every object of a multi-document YAML file through the

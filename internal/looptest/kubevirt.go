@@ -47,13 +47,24 @@ func VMI(vm, node string) *kubevirtv1.VirtualMachineInstance {
 // Launcher is the virt-launcher pod "virt-launcher-<vm>-<suffix>" of vm's
 // instance, on node.
 func Launcher(vm, suffix, node string) *corev1.Pod {
+	return LauncherOf(VMI(vm, node), fmt.Sprintf("virt-launcher-%s-%s", vm, suffix), node)
+}
+
+// LauncherOf is the virt-launcher pod named name that KubeVirt runs for
+// the instance vmi on node: in vmi's namespace, owned by vmi, labelled and
+// annotated with its name, with UID "uid-<name>" (an API server gives it
+// one of its own). Tests against a real API server create it from the
+// instance the server stored; tests on fake clients from VMI's.
+func LauncherOf(vmi metav1.Object, name, node string) *corev1.Pod {
 	t := true
-	p := Pod(fmt.Sprintf("virt-launcher-%s-%s", vm, suffix))
-	p.Spec.NodeName = node
-	p.Labels = map[string]string{"kubevirt.io": "virt-launcher", "kubevirt.io/created-by": "vmi-" + vm, "vm.kubevirt.io/name": vm}
-	p.Annotations = map[string]string{"kubevirt.io/domain": vm}
-	p.OwnerReferences = []metav1.OwnerReference{{APIVersion: "kubevirt.io/v1", Kind: "VirtualMachineInstance", Name: vm, UID: types.UID("vmi-" + vm), Controller: &t}}
-	return p
+	return &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Namespace: vmi.GetNamespace(), Name: name, UID: types.UID("uid-" + name),
+			Labels:      map[string]string{"kubevirt.io": "virt-launcher", "kubevirt.io/created-by": string(vmi.GetUID()), "vm.kubevirt.io/name": vmi.GetName()},
+			Annotations: map[string]string{"kubevirt.io/domain": vmi.GetName()},
+			OwnerReferences: []metav1.OwnerReference{{APIVersion: "kubevirt.io/v1", Kind: "VirtualMachineInstance",
+				Name: vmi.GetName(), UID: vmi.GetUID(), Controller: &t}}},
+		Spec: corev1.PodSpec{NodeName: node, Containers: []corev1.Container{{Name: "compute", Image: "virt-launcher"}}},
+	}
 }
 
 // Migration is a running migration, named name, of vm's instance from

@@ -275,6 +275,28 @@ func (r *Runner) WaitPorts(t testing.TB, what string, want int) {
 	})
 }
 
+// WaitConverged waits until the informers hold every pod the fake API
+// server lists and a pass over what they hold would plan nothing against
+// the NB: the loop has caught up with every change made before the call.
+func (r *Runner) WaitConverged(t testing.TB) {
+	t.Helper()
+	WaitFor(t, 15*time.Second, "converged", func() error {
+		pods, err := r.Kube.CoreV1().Pods(metav1.NamespaceAll).List(context.Background(), metav1.ListOptions{})
+		if err != nil {
+			return err
+		}
+		in := r.Src.Inputs().Inputs
+		if len(in.Pods) != len(pods.Items) {
+			return fmt.Errorf("informer holds %d pods of %d", len(in.Pods), len(pods.Items))
+		}
+		out := reconcile.Compute(r.NB, reconcile.All(in), reconcile.Options{Config: r.Config})
+		if !out.Plan.Empty() {
+			return fmt.Errorf("plan not empty:\n%s", out.Plan)
+		}
+		return nil
+	})
+}
+
 // Metric sums the samples of the named metric whose labels include every
 // pair of labels ("name", "value", ...).
 func (r *Runner) Metric(name string, labels ...string) float64 {

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -17,13 +18,15 @@ import (
 const SchemaPath = "/usr/share/ovn/ovn-nb.ovsschema"
 
 // Server is a running ovsdb-server holding one OVN_Northbound database.
+// A Server from Serve has no test: its methods that fail one (NBCtl, Get,
+// Commits, Restart, Wipe, Backup, Restore) are for Start's servers.
 type Server struct {
 	Dir    string // the temporary directory holding the db, socket, log and control socket
 	Sock   string // the unix socket path
 	DBFile string
 	ctl    string
 	cmd    *exec.Cmd
-	t      testing.TB
+	t      testing.TB // nil for Serve's
 	// args are more ovsdb-server arguments, given at every start (StartSSL's
 	// remote and PKI files).
 	args []string
@@ -32,23 +35,48 @@ type Server struct {
 // Addr is the server's address in the form ovn-sync's --nb flag takes.
 func (s *Server) Addr() string { return "unix:" + s.Sock }
 
+// tools are the programs a Server runs: ovsdb-tool creates its database,
+// ovsdb-server serves it, ovsdb-client waits for it to answer and takes
+// backups. Tests also need ovn-nbctl.
+var tools = []string{"ovsdb-server", "ovsdb-tool", "ovsdb-client"}
+
 // Require skips t (or fails it under CI) when the OVN tools are missing.
 func Require(t testing.TB) {
 	t.Helper()
 	if os.Getenv("OVN_SYNC_SKIP_INTEGRATION") != "" {
 		t.Skip("OVN_SYNC_SKIP_INTEGRATION set")
 	}
-	for _, tool := range []string{"ovsdb-server", "ovsdb-tool", "ovn-nbctl"} {
-		if _, err := exec.LookPath(tool); err != nil {
-			if os.Getenv("CI") != "" {
-				t.Fatalf("%s not found on PATH: install Debian's ovn-central", tool)
-			}
-			t.Skipf("%s not found on PATH: install Debian's ovn-central to run this test", tool)
+	if tool := missingTool(append([]string{"ovn-nbctl"}, tools...)); tool != "" {
+		if os.Getenv("CI") != "" {
+			t.Fatalf("%s not found on PATH: install Debian's ovn-central", tool)
 		}
+		t.Skipf("%s not found on PATH: install Debian's ovn-central to run this test", tool)
 	}
 	if _, err := os.Stat(SchemaPath); err != nil {
 		t.Fatalf("OVN NB schema: %v", err)
 	}
+}
+
+// Available returns an error naming the first tool or file Serve needs that
+// the machine lacks, nil when it has them all.
+func Available() error {
+	if tool := missingTool(tools); tool != "" {
+		return fmt.Errorf("%s not found on PATH: install Debian's ovn-central", tool)
+	}
+	if _, err := os.Stat(SchemaPath); err != nil {
+		return fmt.Errorf("OVN NB schema: %w", err)
+	}
+	return nil
+}
+
+// missingTool returns the first of names not on PATH, "" when none is.
+func missingTool(names []string) string {
+	for _, n := range names {
+		if _, err := exec.LookPath(n); err != nil {
+			return n
+		}
+	}
+	return ""
 }
 
 // Start creates a fresh NB database and serves it until the test ends.
@@ -61,43 +89,74 @@ func Start(t testing.TB) *Server {
 func startWith(t testing.TB, args []string) *Server {
 	t.Helper()
 	Require(t)
-	// Unix socket paths are limited to ~107 bytes; t.TempDir can be longer.
-	dir, err := os.MkdirTemp("", "nbtest")
+	s, err := serve(args)
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { os.RemoveAll(dir) })
-	s := &Server{Dir: dir, Sock: filepath.Join(dir, "nb.sock"), DBFile: filepath.Join(dir, "nb.db"), ctl: filepath.Join(dir, "nb.ctl"), t: t, args: args}
-	if out, err := exec.Command("ovsdb-tool", "create", s.DBFile, SchemaPath).CombinedOutput(); err != nil {
-		t.Fatalf("ovsdb-tool create: %v: %s", err, out)
-	}
-	s.start()
-	t.Cleanup(s.Stop)
+	s.t = t
+	t.Cleanup(s.Close)
 	return s
 }
 
+// Serve creates a fresh NB database in a new temporary directory and
+// serves it until Close: Start for a program that is not a test, such as
+// the benchmark harness. Available says whether the machine can.
+func Serve() (*Server, error) { return serve(nil) }
+
+func serve(args []string) (*Server, error) {
+	// Unix socket paths are limited to ~107 bytes; t.TempDir can be longer.
+	dir, err := os.MkdirTemp("", "nbtest")
+	if err != nil {
+		return nil, err
+	}
+	s := &Server{Dir: dir, Sock: filepath.Join(dir, "nb.sock"), DBFile: filepath.Join(dir, "nb.db"), ctl: filepath.Join(dir, "nb.ctl"), args: args}
+	if out, err := exec.Command("ovsdb-tool", "create", s.DBFile, SchemaPath).CombinedOutput(); err != nil {
+		os.RemoveAll(dir)
+		return nil, fmt.Errorf("ovsdb-tool create: %w: %s", err, out)
+	}
+	if err := s.run(); err != nil {
+		os.RemoveAll(dir)
+		return nil, err
+	}
+	return s, nil
+}
+
+// start is run for a test's server: it fails the test.
 func (s *Server) start() {
 	s.t.Helper()
+	if err := s.run(); err != nil {
+		s.t.Fatal(err)
+	}
+}
+
+// run starts ovsdb-server on the database and returns once it answers; if
+// it does not, it is stopped again.
+func (s *Server) run() error {
 	s.cmd = exec.Command("ovsdb-server", s.DBFile, "--no-chdir",
 		"--unixctl="+s.ctl, "--log-file="+filepath.Join(s.Dir, "nb.log"), "-vconsole:off",
 		"--remote=punix:"+s.Sock)
 	s.cmd.Args = append(s.cmd.Args, s.args...)
-	// A test binary killed before its cleanups run takes its servers along.
+	// A process killed before it stops its servers takes them along.
 	s.cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
 	if err := s.cmd.Start(); err != nil {
-		s.t.Fatalf("ovsdb-server: %v", err)
+		s.cmd = nil
+		return fmt.Errorf("ovsdb-server: %w", err)
 	}
 	deadline := time.Now().Add(10 * time.Second)
 	for {
 		if _, err := os.Stat(s.Sock); err == nil {
-			if out, err := exec.Command("ovsdb-client", "--timeout=5", "wait", "unix:"+s.Sock, "OVN_Northbound", "connected").CombinedOutput(); err == nil {
-				return
-			} else if time.Now().After(deadline) {
-				s.t.Fatalf("ovsdb-server not ready: %v: %s", err, out)
+			out, err := exec.Command("ovsdb-client", "--timeout=5", "wait", "unix:"+s.Sock, "OVN_Northbound", "connected").CombinedOutput()
+			if err == nil {
+				return nil
+			}
+			if time.Now().After(deadline) {
+				s.Stop()
+				return fmt.Errorf("ovsdb-server not ready: %w: %s", err, out)
 			}
 		}
 		if time.Now().After(deadline) {
-			s.t.Fatalf("ovsdb-server did not create %s", s.Sock)
+			s.Stop()
+			return fmt.Errorf("ovsdb-server did not create %s", s.Sock)
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
@@ -112,6 +171,22 @@ func (s *Server) Stop() {
 	_ = s.cmd.Wait()
 	_ = os.Remove(s.Sock)
 	s.cmd = nil
+}
+
+// Close stops the server and removes its directory: the end of a Server
+// from Serve (Start's close when the test ends).
+func (s *Server) Close() {
+	s.Stop()
+	os.RemoveAll(s.Dir)
+}
+
+// Pid is the running ovsdb-server's process ID, 0 while it is stopped: the
+// benchmark harness reads its CPU time.
+func (s *Server) Pid() int {
+	if s.cmd == nil || s.cmd.Process == nil {
+		return 0
+	}
+	return s.cmd.Process.Pid
 }
 
 // Restart stops the server and starts it again on the same database and socket.
@@ -194,25 +269,45 @@ func nbctl(db string, timeout time.Duration, args []string) (string, error) {
 }
 
 // Commits returns the number of records in the database file. A standalone
-// ovsdb-server appends one record per committed transaction, so the
-// difference between two calls counts the transactions committed in between.
+// ovsdb-server appends one record per committed transaction (the first
+// record is the schema), so the difference between two calls counts the
+// transactions committed in between. A compaction in between would make it
+// shrink; the server compacts no sooner than 10 minutes after it starts.
 func (s *Server) Commits() int {
 	s.t.Helper()
-	f, err := os.Open(s.DBFile)
+	n, err := s.TryCommits()
 	if err != nil {
 		s.t.Fatal(err)
 	}
-	defer f.Close()
-	n := 0
-	sc := bufio.NewScanner(f)
-	sc.Buffer(make([]byte, 1<<20), 1<<30)
-	for sc.Scan() {
-		if bytes.HasPrefix(sc.Bytes(), []byte("OVSDB JSON ")) {
-			n++
-		}
-	}
-	if err := sc.Err(); err != nil {
-		s.t.Fatal(err)
-	}
 	return n
+}
+
+// TryCommits is Commits returning the error instead of failing the test.
+func (s *Server) TryCommits() (int, error) {
+	f, err := os.Open(s.DBFile)
+	if err != nil {
+		return 0, err
+	}
+	defer f.Close()
+	r := bufio.NewReaderSize(f, 1<<16)
+	n := 0
+	for {
+		header, err := r.ReadString('\n')
+		if err == io.EOF && header == "" {
+			return n, nil
+		}
+		if err != nil {
+			return n, fmt.Errorf("%s: record %d: %w", s.DBFile, n+1, err)
+		}
+		// "OVSDB JSON <length> <sha1>\n" then <length> bytes of JSON.
+		var length int64
+		var sum string
+		if _, err := fmt.Sscanf(header, "OVSDB JSON %d %s", &length, &sum); err != nil {
+			return n, fmt.Errorf("%s: record %d: header %q: %w", s.DBFile, n+1, strings.TrimSpace(header), err)
+		}
+		if _, err := r.Discard(int(length)); err != nil {
+			return n, fmt.Errorf("%s: record %d: %w", s.DBFile, n+1, err)
+		}
+		n++
+	}
 }

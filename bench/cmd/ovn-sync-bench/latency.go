@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/ovn-sync/ovn-sync/bench/eventlat"
+	"github.com/ovn-sync/ovn-sync/internal/nbtest"
 )
 
 // latencyResult is measurement (g) at one size, for one kind of pass and
@@ -122,14 +123,14 @@ func latencyAtSize(ctx context.Context, opts options, size int) ([]latencyResult
 // switches, building and written to as run says, on a fresh server.
 func latencyAt(ctx context.Context, size, switches int, run latencyRun, rounds int, gap time.Duration) (latencyResult, error) {
 	r := latencyResult{Existing: size, Passes: run.passes, Switches: switches, Churn: run.churn, Samples: map[eventlat.Event][]time.Duration{}}
-	srv, err := startServer(ctx)
+	srv, err := nbtest.Serve()
 	if err != nil {
 		return r, err
 	}
-	defer srv.stop()
+	defer srv.Close()
 	what := fmt.Sprintf("(g) %d existing over %d switches, %s passes, %d writes/s", size, switches, run.passes, run.churn)
 	logf("%s: cold start", what)
-	c, err := eventlat.Start(ctx, eventlat.Options{Existing: size, Switches: switches, NBAddr: srv.endpoint(), Passes: run.passes, Churn: run.churn})
+	c, err := eventlat.Start(ctx, eventlat.Options{Existing: size, Switches: switches, NBAddr: srv.Addr(), Passes: run.passes, Churn: run.churn})
 	if err != nil {
 		return r, fmt.Errorf("%s: %w", what, err)
 	}
@@ -174,7 +175,7 @@ func latencyAt(ctx context.Context, size, switches int, run latencyRun, rounds i
 		return r, err
 	}
 	logf("%s: the NB alone, %d writes of each kind", what, rounds)
-	f, err := eventlat.NBFloor(ctx, srv.endpoint(), eventlat.DefaultSwitch, rounds, gap)
+	f, err := eventlat.NBFloor(ctx, srv.Addr(), eventlat.DefaultSwitch, rounds, gap)
 	r.NBFloor = &f
 	return r, err
 }

@@ -73,6 +73,7 @@ import (
 	"time"
 
 	"github.com/ovn-sync/ovn-sync/apply"
+	"github.com/ovn-sync/ovn-sync/internal/nbtest"
 )
 
 // options are the command's flags.
@@ -256,7 +257,7 @@ func main() {
 // run measures every size, prints the table and writes the report files.
 // command is the command line recorded in the report.
 func run(ctx context.Context, opts options, command string) error {
-	if err := requireTools(); err != nil {
+	if err := nbtest.Available(); err != nil {
 		return err
 	}
 	if opts.profileDir != "" {

@@ -16,6 +16,8 @@ import (
 	"github.com/ovn-sync/ovn-sync/bench"
 	"github.com/ovn-sync/ovn-sync/desired"
 	"github.com/ovn-sync/ovn-sync/diff"
+	"github.com/ovn-sync/ovn-sync/internal/liveheap"
+	"github.com/ovn-sync/ovn-sync/internal/nbtest"
 	"github.com/ovn-sync/ovn-sync/observed"
 	"github.com/ovn-sync/ovn-sync/reconcile"
 	"github.com/ovn-sync/ovn-sync/state"
@@ -111,7 +113,7 @@ func measureSize(ctx context.Context, opts options, size int) (sizeResult, error
 	in := bench.Cluster(size)
 	cfg := bench.Config()
 	r := sizeResult{Size: size, Owners: len(in.Pods) + len(in.VirtualMachines)}
-	r.Mem.HeapInputs = liveHeap()
+	r.Mem.HeapInputs = uint64(liveheap.Bytes())
 
 	want, err := measureOvnSync(ctx, opts, &r, in, cfg)
 	if err != nil {
@@ -139,11 +141,11 @@ func measureSize(ctx context.Context, opts options, size int) (sizeResult, error
 // (d) churn on one server, and returns the cold start's desired state for
 // the per-object pattern to write.
 func measureOvnSync(ctx context.Context, opts options, r *sizeResult, in desired.Inputs, cfg desired.Config) (want state.State, err error) {
-	srv, err := startServer(ctx)
+	srv, err := nbtest.Serve()
 	if err != nil {
 		return want, err
 	}
-	defer srv.stop()
+	defer srv.Close()
 
 	// Each pass rebuilds every owner (desired.Build), as a resync does.
 	src := source{in: in}
@@ -157,7 +159,7 @@ func measureOvnSync(ctx context.Context, opts options, r *sizeResult, in desired
 	if err := waitCache(ctx, nb, want.Ports.Len()); err != nil {
 		return want, err
 	}
-	r.Mem.HeapCold = liveHeap()
+	r.Mem.HeapCold = uint64(liveheap.Bytes())
 	if err := writeHeapProfile(opts.profileDir, r.Size); err != nil {
 		return want, err
 	}
@@ -178,8 +180,8 @@ func measureOvnSync(ctx context.Context, opts options, r *sizeResult, in desired
 
 // coldStart dials the empty NB and writes the whole cluster, timing from
 // the dial until the last transaction is committed.
-func coldStart(ctx context.Context, opts options, srv *server, r *sizeResult, src source, cfg desired.Config) (*observed.NB, state.State, error) {
-	commits0, err := srv.commits()
+func coldStart(ctx context.Context, opts options, srv *nbtest.Server, r *sizeResult, src source, cfg desired.Config) (*observed.NB, state.State, error) {
+	commits0, err := srv.TryCommits()
 	if err != nil {
 		return nil, state.State{}, err
 	}
@@ -187,10 +189,10 @@ func coldStart(ctx context.Context, opts options, srv *server, r *sizeResult, sr
 	if err != nil {
 		return nil, state.State{}, err
 	}
-	server0, _ := srv.cpu()
+	server0, _ := processCPU(srv.Pid())
 	client0 := selfCPU()
 	start := time.Now()
-	nb, err := observed.Dial(ctx, observed.Options{Endpoints: []string{srv.endpoint()}, LeaderOnly: true})
+	nb, err := observed.Dial(ctx, observed.Options{Endpoints: []string{srv.Addr()}, LeaderOnly: true})
 	if err != nil {
 		stop()
 		return nil, state.State{}, err
@@ -199,7 +201,7 @@ func coldStart(ctx context.Context, opts options, srv *server, r *sizeResult, sr
 	p, want, err := runPass(ctx, opts, nb, src, cfg, newProgress(fmt.Sprintf("%d: cold start, ops", r.Size), 0))
 	wall := time.Since(start)
 	r.Cold.ClientCPU = selfCPU() - client0
-	server1, _ := srv.cpu()
+	server1, _ := processCPU(srv.Pid())
 	stop()
 	r.Cold.pass, r.Cold.Wall = p, wall
 	r.Cold.ServerCPU = server1 - server0
@@ -207,16 +209,16 @@ func coldStart(ctx context.Context, opts options, srv *server, r *sizeResult, sr
 		nb.Close()
 		return nil, want, err
 	}
-	commits1, err := srv.commits()
+	commits1, err := srv.TryCommits()
 	r.Cold.Commits = commits1 - commits0
 	return nb, want, err
 }
 
 // noopPasses runs opts.noopPasses full passes over the warm cache and
 // checks that none of them committed anything.
-func noopPasses(ctx context.Context, opts options, srv *server, nb *observed.NB, size int, src source, cfg desired.Config) (noopResult, error) {
+func noopPasses(ctx context.Context, opts options, srv *nbtest.Server, nb *observed.NB, size int, src source, cfg desired.Config) (noopResult, error) {
 	var res noopResult
-	commits0, err := srv.commits()
+	commits0, err := srv.TryCommits()
 	if err != nil {
 		return res, err
 	}
@@ -224,7 +226,7 @@ func noopPasses(ctx context.Context, opts options, srv *server, nb *observed.NB,
 	if err != nil {
 		return res, err
 	}
-	server0, _ := srv.cpu()
+	server0, _ := processCPU(srv.Pid())
 	for range max(opts.noopPasses, 2) {
 		p, _, err := runPass(ctx, opts, nb, src, cfg, nil)
 		if err != nil {
@@ -233,21 +235,21 @@ func noopPasses(ctx context.Context, opts options, srv *server, nb *observed.NB,
 		}
 		res.Passes = append(res.Passes, p)
 	}
-	server1, _ := srv.cpu()
+	server1, _ := processCPU(srv.Pid())
 	stop()
 	res.ServerCPU = server1 - server0
-	commits1, err := srv.commits()
+	commits1, err := srv.TryCommits()
 	res.Commits = commits1 - commits0
 	return res, err
 }
 
 // churnPass changes about 1% of the ports through their owners and times
 // the one pass that follows.
-func churnPass(ctx context.Context, opts options, srv *server, nb *observed.NB, size int, src source, cfg desired.Config) (churnResult, error) {
+func churnPass(ctx context.Context, opts options, srv *nbtest.Server, nb *observed.NB, size int, src source, cfg desired.Config) (churnResult, error) {
 	var res churnResult
 	changed, counts := churnInputs(src.in, size)
 	res.Inputs = counts
-	commits0, err := srv.commits()
+	commits0, err := srv.TryCommits()
 	if err != nil {
 		return res, err
 	}
@@ -255,15 +257,15 @@ func churnPass(ctx context.Context, opts options, srv *server, nb *observed.NB, 
 	if err != nil {
 		return res, err
 	}
-	server0, _ := srv.cpu()
+	server0, _ := processCPU(srv.Pid())
 	p, want, err := runPass(ctx, opts, nb, source{in: changed}, cfg, nil)
-	server1, _ := srv.cpu()
+	server1, _ := processCPU(srv.Pid())
 	stop()
 	res.pass, res.ServerCPU = p, server1-server0
 	if err != nil {
 		return res, err
 	}
-	commits1, err := srv.commits()
+	commits1, err := srv.TryCommits()
 	res.Commits = commits1 - commits0
 	if err != nil {
 		return res, err

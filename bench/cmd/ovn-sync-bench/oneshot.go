@@ -21,6 +21,7 @@ import (
 
 	"github.com/ovn-sync/ovn-sync/desired"
 	"github.com/ovn-sync/ovn-sync/desired/netconf"
+	"github.com/ovn-sync/ovn-sync/internal/nbtest"
 	"github.com/ovn-sync/ovn-sync/sources"
 	"github.com/ovn-sync/ovn-sync/state"
 )
@@ -171,11 +172,11 @@ func (r *oneShotResult) sides(bin, baseline string) []oneShotRunTarget {
 // it wrote, checking that the first committed every port and the second
 // nothing.
 func coldAndNoop(ctx context.Context, bin, file string, ports int) (cold, noop processRun, err error) {
-	srv, err := startServer(ctx)
+	srv, err := nbtest.Serve()
 	if err != nil {
 		return cold, noop, err
 	}
-	defer srv.stop()
+	defer srv.Close()
 	if cold, err = runApply(ctx, srv, bin, file); err != nil {
 		return cold, noop, err
 	}
@@ -193,14 +194,14 @@ func coldAndNoop(ctx context.Context, bin, file string, ports int) (cold, noop p
 
 // runApply runs `bin apply -f file --nb srv` as a child process and times
 // it from the start of the process to its exit.
-func runApply(ctx context.Context, srv *server, bin, file string) (processRun, error) {
+func runApply(ctx context.Context, srv *nbtest.Server, bin, file string) (processRun, error) {
 	var r processRun
-	commits0, err := srv.commits()
+	commits0, err := srv.TryCommits()
 	if err != nil {
 		return r, err
 	}
-	server0, _ := srv.cpu()
-	cmd := exec.CommandContext(ctx, bin, "apply", "-f", file, "--nb", srv.endpoint(), "-o", "json")
+	server0, _ := processCPU(srv.Pid())
+	cmd := exec.CommandContext(ctx, bin, "apply", "-f", file, "--nb", srv.Addr(), "-o", "json")
 	var stderr strings.Builder
 	cmd.Stdout, cmd.Stderr = nil, &stderr
 	start := time.Now()
@@ -209,7 +210,7 @@ func runApply(ctx context.Context, srv *server, bin, file string) (processRun, e
 	if err != nil {
 		return r, fmt.Errorf("%s apply: %w: %s", bin, err, stderr.String())
 	}
-	server1, _ := srv.cpu()
+	server1, _ := processCPU(srv.Pid())
 	r.ServerCPU = server1 - server0
 	if st := cmd.ProcessState; st != nil {
 		r.CPU = st.UserTime() + st.SystemTime()
@@ -217,7 +218,7 @@ func runApply(ctx context.Context, srv *server, bin, file string) (processRun, e
 			r.MaxRSS = ru.Maxrss << 10
 		}
 	}
-	commits1, err := srv.commits()
+	commits1, err := srv.TryCommits()
 	r.Commits = commits1 - commits0
 	return r, err
 }

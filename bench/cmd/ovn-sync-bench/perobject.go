@@ -15,6 +15,7 @@ import (
 
 	"github.com/ovn-sync/ovn-sync/apply"
 	"github.com/ovn-sync/ovn-sync/diff"
+	"github.com/ovn-sync/ovn-sync/internal/nbtest"
 	"github.com/ovn-sync/ovn-sync/nbdb"
 	"github.com/ovn-sync/ovn-sync/observed"
 	"github.com/ovn-sync/ovn-sync/state"
@@ -103,11 +104,11 @@ func (r perObjectResult) method() string {
 // addresses computed in advance: its own IPAM is not timed.
 func runPerObject(ctx context.Context, want state.State, opts perObjectOptions) (perObjectResult, error) {
 	r := perObjectResult{Monitor: opts.monitor, Ports: want.Ports.Len()}
-	srv, err := startServer(ctx)
+	srv, err := nbtest.Serve()
 	if err != nil {
 		return r, err
 	}
-	defer srv.stop()
+	defer srv.Close()
 	if err := syncPorts(ctx, srv, state.State{Switches: want.Switches, Ports: state.NewPorts(0)}); err != nil {
 		return r, fmt.Errorf("create switches: %w", err)
 	}
@@ -119,13 +120,13 @@ func runPerObject(ctx context.Context, want state.State, opts perObjectOptions) 
 
 	ports := slices.SortedFunc(maps.Values(want.Ports.Map()), func(a, b *state.Port) int { return cmp.Compare(a.Name, b.Name) })
 	sample := min(opts.sample, len(ports))
-	cpu0, _ := srv.cpu()
+	cpu0, _ := processCPU(srv.Pid())
 	bar := newProgress(fmt.Sprintf("per-object (%s monitor)", opts.monitor), len(ports))
 	if err := r.writeFromEmpty(ctx, w, ports, sample, time.Now().Add(opts.budget), bar); err != nil {
 		bar.finish()
 		return r, err
 	}
-	cpu1, _ := srv.cpu()
+	cpu1, _ := processCPU(srv.Pid())
 	r.ServerCPU = cpu1 - cpu0
 	if r.Complete = r.Measured == len(ports); r.Complete {
 		bar.finish()
@@ -139,7 +140,7 @@ func runPerObject(ctx context.Context, want state.State, opts perObjectOptions) 
 		bar.finish()
 		return r, fmt.Errorf("preload %d ports: %w", r.Preloaded, err)
 	}
-	cpu2, _ := srv.cpu()
+	cpu2, _ := processCPU(srv.Pid())
 	start := time.Now()
 	for i, p := range ports[top:] {
 		if err := w.create(ctx, p); err != nil {
@@ -149,7 +150,7 @@ func runPerObject(ctx context.Context, want state.State, opts perObjectOptions) 
 		bar.set(top + i + 1)
 	}
 	r.SampleTime, r.Sampled = time.Since(start), sample
-	cpu3, _ := srv.cpu()
+	cpu3, _ := processCPU(srv.Pid())
 	bar.finish()
 	r.ServerCPU += cpu3 - cpu2
 	r.extrapolate()
@@ -211,11 +212,11 @@ type perObjectWriter struct {
 // ovn-sync's own observed client, so that both sides monitor exactly the
 // same columns; with monitorPorts, a client monitoring the same columns and
 // Logical_Switch.ports.
-func dialPerObject(ctx context.Context, srv *server, m monitor) (*perObjectWriter, error) {
+func dialPerObject(ctx context.Context, srv *nbtest.Server, m monitor) (*perObjectWriter, error) {
 	var c client.Client
 	switch m {
 	case monitorNames:
-		nb, err := observed.Dial(ctx, observed.Options{Endpoints: []string{srv.endpoint()}, LeaderOnly: true})
+		nb, err := observed.Dial(ctx, observed.Options{Endpoints: []string{srv.Addr()}, LeaderOnly: true})
 		if err != nil {
 			return nil, err
 		}
@@ -242,13 +243,13 @@ func dialPerObject(ctx context.Context, srv *server, m monitor) (*perObjectWrite
 
 // dialFullMonitor connects a libovsdb client monitoring the columns
 // observed.Dial monitors plus Logical_Switch.ports.
-func dialFullMonitor(ctx context.Context, srv *server) (client.Client, error) {
+func dialFullMonitor(ctx context.Context, srv *nbtest.Server) (client.Client, error) {
 	dbModel, err := nbdb.FullDatabaseModel()
 	if err != nil {
 		return nil, err
 	}
 	discard := logr.Discard()
-	c, err := client.NewOVSDBClient(dbModel, client.WithEndpoint(srv.endpoint()), client.WithLogger(&discard))
+	c, err := client.NewOVSDBClient(dbModel, client.WithEndpoint(srv.Addr()), client.WithLogger(&discard))
 	if err != nil {
 		return nil, err
 	}
@@ -324,8 +325,8 @@ func lspModel(p *state.Port) *nbdb.LogicalSwitchPort {
 
 // syncPorts makes the NB hold want's switches and ports with an ovn-sync
 // pass through a client of its own.
-func syncPorts(ctx context.Context, srv *server, want state.State) error {
-	nb, err := observed.Dial(ctx, observed.Options{Endpoints: []string{srv.endpoint()}, LeaderOnly: true})
+func syncPorts(ctx context.Context, srv *nbtest.Server, want state.State) error {
+	nb, err := observed.Dial(ctx, observed.Options{Endpoints: []string{srv.Addr()}, LeaderOnly: true})
 	if err != nil {
 		return err
 	}

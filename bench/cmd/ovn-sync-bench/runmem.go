@@ -22,7 +22,9 @@ import (
 	kubeovnv1 "github.com/ovn-sync/ovn-sync/apis/kubeovn/v1"
 	"github.com/ovn-sync/ovn-sync/bench"
 	"github.com/ovn-sync/ovn-sync/desired"
+	"github.com/ovn-sync/ovn-sync/internal/liveheap"
 	"github.com/ovn-sync/ovn-sync/internal/looptest"
+	"github.com/ovn-sync/ovn-sync/internal/nbtest"
 	"github.com/ovn-sync/ovn-sync/observed"
 	"github.com/ovn-sync/ovn-sync/sources"
 )
@@ -98,20 +100,20 @@ func runMemoryChild(ctx context.Context, opts options) error {
 // objects of a fake API server.
 func runMemory(ctx context.Context, size int, idle time.Duration) (*runMemResult, error) {
 	r := &runMemResult{Size: size, Idle: idle}
-	base := liveHeap()
+	base := liveheap.Bytes()
 	cfg := bench.Config()
-	srv, err := startServer(ctx)
+	srv, err := nbtest.Serve()
 	if err != nil {
 		return nil, err
 	}
-	defer srv.stop()
+	defer srv.Close()
 
 	logf("memory %d: run mode's cold start", size)
 	start := time.Now()
 	// The generated objects are garbage once listed: only the stores keep them.
 	opts := func() looptest.Options {
 		in := bench.Cluster(size)
-		return looptest.Options{NBAddr: srv.endpoint(), Config: &cfg, Passes: "incremental",
+		return looptest.Options{NBAddr: srv.Addr(), Config: &cfg, Passes: "incremental",
 			Resources: clusterResources(in), BeforeStart: listOnce(in)}
 	}()
 	loop, err := looptest.New(opts)
@@ -146,7 +148,7 @@ func runMemory(ctx context.Context, size int, idle time.Duration) (*runMemResult
 	if r.PeakRSS, err = peakRSS(); err != nil {
 		return nil, err
 	}
-	r.Heap = liveHeap() - base
+	r.Heap = uint64(liveheap.Bytes() - base)
 	debug.FreeOSMemory()
 	if r.FreedRSS, err = statusField("VmRSS"); err != nil {
 		return nil, err
@@ -161,9 +163,9 @@ func runMemory(ctx context.Context, size int, idle time.Duration) (*runMemResult
 
 	// The parts, one at a time, over the NB the loop filled, from the heap
 	// the ended loop leaves once its goroutines are gone.
-	heap := func() int64 { return int64(liveHeap()) }
+	heap := liveheap.Bytes
 	h0 := settledHeap()
-	r.HeapLeft = h0 - int64(base)
+	r.HeapLeft = h0 - base
 	ictx, stopInformers := context.WithCancel(ctx)
 	defer stopInformers()
 	kube, dyn := kubefake.NewClientset(), dynamicfake.NewSimpleDynamicClientWithCustomListKinds(runtime.NewScheme(), sources.ListKinds)
@@ -180,7 +182,7 @@ func runMemory(ctx context.Context, size int, idle time.Duration) (*runMemResult
 		return nil, errors.New("informers did not sync")
 	}
 	h1 := heap()
-	nb, err := observed.Dial(ctx, observed.Options{Endpoints: []string{srv.endpoint()}})
+	nb, err := observed.Dial(ctx, observed.Options{Endpoints: []string{srv.Addr()}})
 	if err != nil {
 		return nil, err
 	}
@@ -214,10 +216,10 @@ func runMemory(ctx context.Context, size int, idle time.Duration) (*runMemResult
 // goroutines of a client or an informer that was stopped end, and let go
 // of what they hold, after the call that stops them returns.
 func settledHeap() int64 {
-	h := int64(liveHeap())
+	h := liveheap.Bytes()
 	for range 20 {
 		time.Sleep(250 * time.Millisecond)
-		next := int64(liveHeap())
+		next := liveheap.Bytes()
 		if next > h-h/100 {
 			return min(h, next)
 		}

@@ -1,0 +1,13 @@
+// Package liveheap reads how much of the Go heap is live: what a process
+// still holds, with the garbage collected first. Benchmarks and the
+// benchmark harness measure what a structure keeps as the difference of two
+// readings, one with it and one without:
+//
+//	before := liveheap.Bytes()
+//	kept := build()
+//	held := liveheap.Bytes() - before
+//	runtime.KeepAlive(kept)
+//
+// A reading runs a full collection, which stops the world: call it between
+// measurements, never inside a timed loop.
+package liveheap
