@@ -66,23 +66,23 @@ func testLoopIncrementalPasses(t *testing.T, passes string) {
 			return nil
 		}
 	}
-	looptest.WaitFor(t, 5*time.Second, "the VM running on n1", chassis("n1"))
+	looptest.WaitFor(t, 30*time.Second, "the VM running on n1", chassis("n1"))
 	_, err = migrations.Create(ctx, looptest.Unstructured(t, looptest.Migration("vm1", "mig1", "n1", "n2")), metav1.CreateOptions{})
 	must(err)
 	_, err = pods.Create(ctx, looptest.Launcher("vm1", "b", "n2"), metav1.CreateOptions{})
 	must(err)
-	looptest.WaitFor(t, 5*time.Second, "the VM migrating", chassis("n1,n2"))
+	looptest.WaitFor(t, 30*time.Second, "the VM migrating", chassis("n1,n2"))
 	must(vmis.Delete(ctx, "vm1", metav1.DeleteOptions{}))
 	must(migrations.Delete(ctx, "mig1", metav1.DeleteOptions{}))
 	for _, s := range []string{"a", "b"} {
 		must(pods.Delete(ctx, "virt-launcher-vm1-"+s, metav1.DeleteOptions{}))
 	}
-	looptest.WaitFor(t, 5*time.Second, "the VM stopped", chassis(""))
+	looptest.WaitFor(t, 30*time.Second, "the VM stopped", chassis(""))
 
 	if n := tr.Metric("ovn_sync_builds_total", "kind", "incremental"); n < 5 {
 		t.Errorf("%v incremental builds, want most passes incremental", n)
 	}
-	looptest.WaitFor(t, 5*time.Second, "the NB as a full Build wants it", func() error {
+	looptest.WaitFor(t, 30*time.Second, "the NB as a full Build wants it", func() error {
 		have := tr.NB.State()
 		want := desired.Build(tr.Src.Inputs().Inputs, tr.Config, have).Want
 		if p := diff.Compute(want, have, diff.Policy{}); !p.Empty() {

@@ -213,7 +213,7 @@ func (f *fakeLoop) metric(name string, labels ...string) float64 {
 
 func (f *fakeLoop) waitPorts(t *testing.T, want int) {
 	t.Helper()
-	looptest.WaitFor(t, 10*time.Second, fmt.Sprintf("%d ports", want), func() error {
+	looptest.WaitFor(t, 30*time.Second, fmt.Sprintf("%d ports", want), func() error {
 		if n := f.nb.State().OwnedPorts(); n != want {
 			return fmt.Errorf("%d ports", n)
 		}
@@ -237,7 +237,7 @@ func TestLoopCoalesces(t *testing.T) {
 	f := startFakeLoopReport(t, 100*time.Millisecond, report, nil)
 	t.Cleanup(release) // before the loop's own cleanup waits for it
 	f.waitPorts(t, 0)
-	looptest.WaitFor(t, 5*time.Second, "the startup pass", func() error {
+	looptest.WaitFor(t, 30*time.Second, "the startup pass", func() error {
 		if f.metric("ovn_sync_passes_total", "result", "success") < 1 {
 			return fmt.Errorf("no pass")
 		}
@@ -290,7 +290,7 @@ func TestLoopNextPassAtOnce(t *testing.T) {
 		return h
 	}
 	f := startFakeLoopReport(t, time.Hour, report, nil)
-	looptest.WaitFor(t, 5*time.Second, "the startup pass", func() error {
+	looptest.WaitFor(t, 30*time.Second, "the startup pass", func() error {
 		if f.metric("ovn_sync_passes_total", "result", "success") < 1 {
 			return fmt.Errorf("no pass")
 		}
@@ -335,7 +335,7 @@ func TestLoopNextPassAtOnce(t *testing.T) {
 // once, however long the coalescing bound.
 func TestLoopStartsAtOnceWhenQuiet(t *testing.T) {
 	f := startFakeLoop(t, time.Hour, nil)
-	looptest.WaitFor(t, 5*time.Second, "the startup pass", func() error {
+	looptest.WaitFor(t, 30*time.Second, "the startup pass", func() error {
 		if f.metric("ovn_sync_passes_total", "result", "success") < 1 {
 			return fmt.Errorf("no pass")
 		}
@@ -355,7 +355,7 @@ func TestLoopWithholdsDeletes(t *testing.T) {
 	f.src.setSynced(sources.KindVirtualMachine, false)
 	f.src.set(func(pods map[string]*corev1.Pod) { delete(pods, "p0"); addPods(pods, 3, 4) })
 	f.waitPorts(t, 4)
-	looptest.WaitFor(t, 5*time.Second, "the delete withheld", func() error {
+	looptest.WaitFor(t, 30*time.Second, "the delete withheld", func() error {
 		if n := f.metric("ovn_sync_withheld_deletes"); n != 1 {
 			return fmt.Errorf("withheld %v", n)
 		}
@@ -373,7 +373,7 @@ func TestLoopWithholdsDeletes(t *testing.T) {
 	f.src.set(func(map[string]*corev1.Pod) {})
 	f.waitPorts(t, 4)
 	// The pass sets the gauge after it counted its repairs.
-	looptest.WaitFor(t, 5*time.Second, "the delete's pass ended", func() error {
+	looptest.WaitFor(t, 30*time.Second, "the delete's pass ended", func() error {
 		if n := f.metric("ovn_sync_owned_ports"); n != 4 {
 			return fmt.Errorf("owned ports %v", n)
 		}
@@ -390,7 +390,7 @@ func TestLoopGuardBacksOff(t *testing.T) {
 	f := startFakeLoop(t, time.Millisecond, func(pods map[string]*corev1.Pod) { addPods(pods, 0, 40) })
 	f.waitPorts(t, 40)
 	f.src.set(func(pods map[string]*corev1.Pod) { clear(pods) })
-	looptest.WaitFor(t, 5*time.Second, "a refused pass", func() error {
+	looptest.WaitFor(t, 30*time.Second, "a refused pass", func() error {
 		if f.metric("ovn_sync_passes_total", "result", "refused") < 1 {
 			return fmt.Errorf("none refused")
 		}
@@ -416,7 +416,7 @@ func TestLoopRepairsDrift(t *testing.T) {
 	f.waitPorts(t, 2)
 	// The edit must come after the startup pass has ended, or that pass
 	// may repair it without a drift event.
-	looptest.WaitFor(t, 5*time.Second, "the startup pass", func() error {
+	looptest.WaitFor(t, 30*time.Second, "the startup pass", func() error {
 		if f.metric("ovn_sync_passes_total", "result", "success") < 1 {
 			return fmt.Errorf("no pass")
 		}
@@ -431,7 +431,7 @@ func TestLoopRepairsDrift(t *testing.T) {
 	if _, err := f.nb.Client().Transact(context.Background(), upd...); err != nil {
 		t.Fatal(err)
 	}
-	looptest.WaitFor(t, 5*time.Second, "the edit repaired", func() error {
+	looptest.WaitFor(t, 30*time.Second, "the edit repaired", func() error {
 		p := f.nb.State().Ports.Get("p0.ns")
 		if p == nil || p.RequestedChassis != "n1" {
 			return fmt.Errorf("p0.ns = %+v", p)
@@ -443,7 +443,7 @@ func TestLoopRepairsDrift(t *testing.T) {
 	}
 	// The pass counts its repair after its transaction, which the NB
 	// shows first.
-	looptest.WaitFor(t, 5*time.Second, "the repair counted", func() error {
+	looptest.WaitFor(t, 30*time.Second, "the repair counted", func() error {
 		if n := f.metric("ovn_sync_drift_repairs_total"); n < 1 {
 			return fmt.Errorf("drift repairs %v, want at least 1", n)
 		}
@@ -468,7 +468,7 @@ func TestLoopCountsRepairsAmongChanges(t *testing.T) {
 	f := startFakeLoopReport(t, time.Millisecond, report, func(pods map[string]*corev1.Pod) { addPods(pods, 0, 3) })
 	t.Cleanup(release) // before the loop's own cleanup waits for it
 	f.waitPorts(t, 3)
-	looptest.WaitFor(t, 5*time.Second, "the startup pass", func() error {
+	looptest.WaitFor(t, 30*time.Second, "the startup pass", func() error {
 		if f.metric("ovn_sync_passes_total", "result", "success") < 1 {
 			return fmt.Errorf("no pass")
 		}
@@ -491,7 +491,7 @@ func TestLoopCountsRepairsAmongChanges(t *testing.T) {
 	if _, err := f.nb.Client().Transact(context.Background(), upd...); err != nil {
 		t.Fatal(err)
 	}
-	looptest.WaitFor(t, 5*time.Second, "the edit seen as drift", func() error {
+	looptest.WaitFor(t, 30*time.Second, "the edit seen as drift", func() error {
 		if n := f.metric("ovn_sync_drift_events_total", "table", nbdb.LogicalSwitchPortTable); n < 1 {
 			return fmt.Errorf("drift events %v", n)
 		}
@@ -499,7 +499,7 @@ func TestLoopCountsRepairsAmongChanges(t *testing.T) {
 	})
 	f.src.set(func(pods map[string]*corev1.Pod) { delete(pods, "p1"); addPods(pods, 4, 5) })
 	release()
-	looptest.WaitFor(t, 5*time.Second, "the edit repaired and the pods' ports changed", func() error {
+	looptest.WaitFor(t, 30*time.Second, "the edit repaired and the pods' ports changed", func() error {
 		s := f.nb.State()
 		if p := s.Ports.Get("p0.ns"); p == nil || p.RequestedChassis != "n1" {
 			return fmt.Errorf("p0.ns = %+v", p)
@@ -510,7 +510,7 @@ func TestLoopCountsRepairsAmongChanges(t *testing.T) {
 		return nil
 	})
 	// The pass counts after its transaction, which the NB shows first.
-	looptest.WaitFor(t, 5*time.Second, "the repair counted", func() error {
+	looptest.WaitFor(t, 30*time.Second, "the repair counted", func() error {
 		if n := f.metric("ovn_sync_drift_repairs_total"); n < 1 {
 			return fmt.Errorf("drift repairs %v, want 1", n)
 		}
@@ -531,7 +531,7 @@ func TestLoopDryRun(t *testing.T) {
 	plan := func(want string) reconcile.Outcome {
 		t.Helper()
 		var out reconcile.Outcome
-		looptest.WaitFor(t, 5*time.Second, want, func() error {
+		looptest.WaitFor(t, 30*time.Second, want, func() error {
 			var ok bool
 			if out, ok = f.loop.LastOutcome(); !ok || !strings.Contains(out.Plan.String(), want) {
 				return fmt.Errorf("last plan %v:\n%s", ok, out.Plan)

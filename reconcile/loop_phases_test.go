@@ -49,7 +49,7 @@ func (f *fakeLoop) histograms(t *testing.T, name, label string) map[string]histo
 func TestLoopObservesPhases(t *testing.T) {
 	f := startFakeLoop(t, time.Millisecond, func(pods map[string]*corev1.Pod) { addPods(pods, 0, 3) })
 	f.waitPorts(t, 3)
-	looptest.WaitFor(t, 10*time.Second, "every pass's phases observed", func() error {
+	looptest.WaitFor(t, 30*time.Second, "every pass's phases observed", func() error {
 		passes := f.metric("ovn_sync_passes_total")
 		if passes < 1 {
 			return fmt.Errorf("no pass")

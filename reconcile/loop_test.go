@@ -25,7 +25,7 @@ func TestRunnerMassDeleteGuard(t *testing.T) {
 	tr := looptest.Start(t, looptest.Options{Publish: true})
 	tr.Pods(t, 0, 40)
 	tr.WaitPorts(t, "a port per pod", 40)
-	looptest.WaitFor(t, 5*time.Second, "pods annotated", func() error {
+	looptest.WaitFor(t, 30*time.Second, "pods annotated", func() error {
 		p, err := tr.Kube.CoreV1().Pods("ns").Get(context.Background(), "p39", metav1.GetOptions{})
 		if err != nil {
 			return err
@@ -45,14 +45,14 @@ func TestRunnerMassDeleteGuard(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	looptest.WaitFor(t, 5*time.Second, "the informers without the deleted pods", func() error {
+	looptest.WaitFor(t, 30*time.Second, "the informers without the deleted pods", func() error {
 		if n := len(tr.Src.Inputs().Inputs.Pods); n != 10 {
 			return fmt.Errorf("%d pods", n)
 		}
 		return nil
 	})
 	tr.Lead()
-	looptest.WaitFor(t, 5*time.Second, "pass refused", func() error {
+	looptest.WaitFor(t, 30*time.Second, "pass refused", func() error {
 		if n := tr.Metric("ovn_sync_passes_total", "kind", "full", "result", "refused"); n < 1 {
 			return fmt.Errorf("refused passes %v", n)
 		}
@@ -78,7 +78,7 @@ func TestRunnerUnreadableWithholdsDeletes(t *testing.T) {
 	if err := tr.Kube.CoreV1().Pods("ns").Delete(context.Background(), "p0", metav1.DeleteOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	looptest.WaitFor(t, 5*time.Second, "delete withheld", func() error {
+	looptest.WaitFor(t, 30*time.Second, "delete withheld", func() error {
 		if n := tr.Metric("ovn_sync_withheld_deletes"); n != 1 {
 			return fmt.Errorf("withheld %v", n)
 		}
@@ -137,7 +137,7 @@ func TestRunnerNoPassBeforeSync(t *testing.T) {
 		},
 	})
 	before := s.Commits()
-	looptest.WaitFor(t, 5*time.Second, "NB cache loaded", func() error {
+	looptest.WaitFor(t, 30*time.Second, "NB cache loaded", func() error {
 		if ok, why := tr.Loop.Synced(); ok || why != "not synced: VirtualMachine" {
 			return fmt.Errorf("Synced() = %v, %q; want only the VMs unsynced", ok, why)
 		}
@@ -192,7 +192,7 @@ func TestRunnerWithholdsDeletesUntilNewInformerSynced(t *testing.T) {
 			release = failList(dyn, "virtualmachineinstances")
 		},
 	})
-	looptest.WaitFor(t, 5*time.Second, "p0's port, and the delete withheld", func() error {
+	looptest.WaitFor(t, 30*time.Second, "p0's port, and the delete withheld", func() error {
 		if tr.NB.State().Ports.Get("p0.ns") == nil || tr.Metric("ovn_sync_withheld_deletes") != 1 {
 			return fmt.Errorf("p0.ns %v, withheld %v", tr.NB.State().Ports.Get("p0.ns") != nil, tr.Metric("ovn_sync_withheld_deletes"))
 		}
@@ -215,7 +215,7 @@ func TestRunnerWithholdsDeletesUntilNewInformerSynced(t *testing.T) {
 		t.Fatal(err)
 	}
 	tr.Pods(t, 1, 2)
-	looptest.WaitFor(t, 5*time.Second, "a pass after the VM went", func() error {
+	looptest.WaitFor(t, 30*time.Second, "a pass after the VM went", func() error {
 		if tr.NB.State().Ports.Get("p1.ns") == nil {
 			return fmt.Errorf("no p1.ns")
 		}

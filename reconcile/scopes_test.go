@@ -53,7 +53,7 @@ func TestLoopScopesKinds(t *testing.T) {
 		if err := change(); err != nil {
 			t.Fatalf("%s: %v", what, err)
 		}
-		looptest.WaitFor(t, 5*time.Second, what+": an incremental pass", func() error {
+		looptest.WaitFor(t, 30*time.Second, what+": an incremental pass", func() error {
 			if n := tr.Metric("ovn_sync_builds_total", "kind", "incremental"); n <= incs {
 				return fmt.Errorf("%v incremental builds", n)
 			}
@@ -95,7 +95,7 @@ func TestLoopScopesKinds(t *testing.T) {
 		_, err := tr.Dyn.Resource(sources.GVRNetworkAttachmentDefinition).Namespace("ns").Update(ctx, u, metav1.UpdateOptions{})
 		return err
 	})
-	looptest.WaitFor(t, 5*time.Second, "the NAD's switch on its new subnet, its pod's port kept", func() error {
+	looptest.WaitFor(t, 30*time.Second, "the NAD's switch on its new subnet, its pod's port kept", func() error {
 		s := tr.NB.State()
 		p, sw := s.Ports.Get("on-blue.ns.blue.ns.ovn"), s.Switches["blue.ns"]
 		if sw == nil || sw.Subnet != "192.168.100.0/23" || p == nil || len(p.Addresses) == 0 || !strings.HasSuffix(p.Addresses[0], " 192.168.100.2") {
@@ -119,7 +119,7 @@ func TestLoopScopesKinds(t *testing.T) {
 	if _, err := tr.Dyn.Resource(sources.GVRSubnet).Create(ctx, sub, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	looptest.WaitFor(t, 5*time.Second, "a full build for the Subnet", func() error {
+	looptest.WaitFor(t, 30*time.Second, "a full build for the Subnet", func() error {
 		if n := tr.Metric("ovn_sync_builds_total", "kind", "full", "reason", desired.ReasonSubnet); n != 1 {
 			return fmt.Errorf("%v full builds for a Subnet", n)
 		}
@@ -138,7 +138,7 @@ func TestLoopScopesKinds(t *testing.T) {
 	if _, err := tr.Dyn.Resource(sources.GVRNetworkAttachmentDefinition).Namespace("ns").Create(ctx, kovn, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	looptest.WaitFor(t, 5*time.Second, "a full build for the kube-ovn NAD", func() error {
+	looptest.WaitFor(t, 30*time.Second, "a full build for the kube-ovn NAD", func() error {
 		if n := tr.Metric("ovn_sync_builds_total", "kind", "full", "reason", desired.ReasonNAD); n != 1 {
 			return fmt.Errorf("%v full builds for a kube-ovn NAD", n)
 		}

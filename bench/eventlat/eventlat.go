@@ -155,46 +155,9 @@ func Start(ctx context.Context, o Options) (c *Cluster, err error) {
 	if o.Churn > 0 && o.Switches < 2 {
 		return nil, fmt.Errorf("churn %d a second: a Subnet's status is written, so at least 2 switches, not %d", o.Churn, o.Switches)
 	}
-	kube := make([]runtime.Object, 0, o.Existing+Sets+o.Switches+1)
-	for i := range o.Existing {
-		p := looptest.Pod(fmt.Sprintf("p%d", i))
-		if j := i % max(o.Switches, 1); j > 0 {
-			p.Namespace = fmt.Sprintf("ns-%d", j)
-		}
-		kube = append(kube, p)
-	}
-	kube = append(kube, looptest.Launcher("vm1", "0", "n1"))
-	for j := range max(o.Switches, 1) {
-		kube = append(kube, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: namespaceOf(j), Labels: map[string]string{"team": "a"}}})
-	}
-	for k := range Sets {
-		replicas := int32(3)
-		kube = append(kube, &appsv1.StatefulSet{
-			ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: fmt.Sprintf("db%d", k), Generation: 1},
-			Spec:       appsv1.StatefulSetSpec{Replicas: &replicas, ServiceName: "db"},
-		})
-	}
-	objs := []any{looptest.VM("vm0"), looptest.VM("vm1"), looptest.VMI("vm1", "n1")}
-	resources := looptest.KubeVirtResources
-	for j := 1; j < o.Switches; j++ {
-		objs = append(objs, &kubeovnv1.Subnet{
-			TypeMeta:   metav1.TypeMeta{APIVersion: kubeovnv1.GroupVersion.String(), Kind: "Subnet"},
-			ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("sub-%d", j)},
-			Spec: kubeovnv1.SubnetSpec{Protocol: "IPv4", CIDRBlock: fmt.Sprintf("10.%d.0.0/16", 64+j),
-				Namespaces: []string{fmt.Sprintf("ns-%d", j)}},
-		})
-		if j == 1 {
-			resources = append(slices.Clone(resources), &metav1.APIResourceList{GroupVersion: kubeovnv1.GroupVersion.String(),
-				APIResources: []metav1.APIResource{{Name: "subnets", Kind: "Subnet"}, {Name: "ips", Kind: "IP"}}})
-		}
-	}
-	var dyn []runtime.Object
-	for _, obj := range objs {
-		u, err := looptest.ToUnstructured(obj)
-		if err != nil {
-			return nil, err
-		}
-		dyn = append(dyn, u)
+	kube, dyn, resources, err := clusterObjects(o)
+	if err != nil {
+		return nil, err
 	}
 	coalesce := o.Coalesce
 	if coalesce == 0 {
@@ -231,16 +194,8 @@ func Start(ctx context.Context, o Options) (c *Cluster, err error) {
 	if readyTimeout == 0 {
 		readyTimeout = 10 * time.Minute
 	}
-	want := o.Existing + 2
-	for deadline := time.Now().Add(readyTimeout); c.r.NB.State().OwnedPorts() < want; {
-		if time.Now().After(deadline) {
-			return c, fmt.Errorf("cold start: %d of %d ports after %s", c.r.NB.State().OwnedPorts(), want, readyTimeout)
-		}
-		select {
-		case <-ctx.Done():
-			return c, ctx.Err()
-		case <-time.After(min(500*time.Millisecond, time.Since(start)/4+10*time.Millisecond)): // State() at 100k is not free
-		}
+	if err := c.waitPorts(ctx, o.Existing+2, readyTimeout, start); err != nil {
+		return c, err
 	}
 	c.Ready = time.Since(start)
 	// Events start once the loop is idle: a cold start's last passes (at
@@ -250,25 +205,98 @@ func Start(ctx context.Context, o Options) (c *Cluster, err error) {
 		return c, fmt.Errorf("after the cold start: %w", err)
 	}
 	if o.Churn > 0 {
-		if err := c.createIPObjects(ctx, o.Existing, max(o.Switches, 1)); err != nil {
+		if err := c.startChurn(ctx, o, readyTimeout); err != nil {
 			return c, err
-		}
-		if err := c.idle(ctx, readyTimeout); err != nil {
-			return c, fmt.Errorf("after the IP objects: %w", err)
-		}
-		c.stopChurn = make(chan struct{})
-		c.droppedBefore = c.r.Metric("ovn_sync_changes_dropped_total")
-		c.churnDone.Add(1)
-		started := make(chan struct{})
-		go c.churn(ctx, o.Churn, o.Switches, started)
-		// Events start under churn: once a write of each kind was made.
-		select {
-		case <-started:
-		case <-ctx.Done():
-			return c, ctx.Err()
 		}
 	}
 	return c, nil
+}
+
+// clusterObjects are the objects the fake API servers start with: o.Existing
+// pods spread over o.Switches namespaces, two VMs (one running), Sets
+// StatefulSets, and a kube-ovn Subnet for every switch but the default
+// network's.
+func clusterObjects(o Options) (kube, dyn []runtime.Object, resources []*metav1.APIResourceList, err error) {
+	kube = make([]runtime.Object, 0, o.Existing+Sets+o.Switches+1)
+	for i := range o.Existing {
+		p := looptest.Pod(fmt.Sprintf("p%d", i))
+		if j := i % max(o.Switches, 1); j > 0 {
+			p.Namespace = fmt.Sprintf("ns-%d", j)
+		}
+		kube = append(kube, p)
+	}
+	kube = append(kube, looptest.Launcher("vm1", "0", "n1"))
+	for j := range max(o.Switches, 1) {
+		kube = append(kube, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: namespaceOf(j), Labels: map[string]string{"team": "a"}}})
+	}
+	for k := range Sets {
+		replicas := int32(3)
+		kube = append(kube, &appsv1.StatefulSet{
+			ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: fmt.Sprintf("db%d", k), Generation: 1},
+			Spec:       appsv1.StatefulSetSpec{Replicas: &replicas, ServiceName: "db"},
+		})
+	}
+	objs := []any{looptest.VM("vm0"), looptest.VM("vm1"), looptest.VMI("vm1", "n1")}
+	resources = looptest.KubeVirtResources
+	for j := 1; j < o.Switches; j++ {
+		objs = append(objs, &kubeovnv1.Subnet{
+			TypeMeta:   metav1.TypeMeta{APIVersion: kubeovnv1.GroupVersion.String(), Kind: "Subnet"},
+			ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("sub-%d", j)},
+			Spec: kubeovnv1.SubnetSpec{Protocol: "IPv4", CIDRBlock: fmt.Sprintf("10.%d.0.0/16", 64+j),
+				Namespaces: []string{fmt.Sprintf("ns-%d", j)}},
+		})
+		if j == 1 {
+			resources = append(slices.Clone(resources), &metav1.APIResourceList{GroupVersion: kubeovnv1.GroupVersion.String(),
+				APIResources: []metav1.APIResource{{Name: "subnets", Kind: "Subnet"}, {Name: "ips", Kind: "IP"}}})
+		}
+	}
+	for _, obj := range objs {
+		u, err := looptest.ToUnstructured(obj)
+		if err != nil {
+			return nil, nil, nil, err
+		}
+		dyn = append(dyn, u)
+	}
+	return kube, dyn, resources, nil
+}
+
+// waitPorts waits until the NB holds want ports of ours, started at start.
+func (c *Cluster) waitPorts(ctx context.Context, want int, timeout time.Duration, start time.Time) error {
+	for deadline := time.Now().Add(timeout); c.r.NB.State().OwnedPorts() < want; {
+		if time.Now().After(deadline) {
+			return fmt.Errorf("cold start: %d of %d ports after %s", c.r.NB.State().OwnedPorts(), want, timeout)
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(min(500*time.Millisecond, time.Since(start)/4+10*time.Millisecond)): // State() at 100k is not free
+		}
+	}
+	return nil
+}
+
+// startChurn creates the IP objects kube-ovn would hold and starts o.Churn
+// writes a second in the background; it returns once a write of each kind
+// was made.
+func (c *Cluster) startChurn(ctx context.Context, o Options, timeout time.Duration) error {
+	if err := c.createIPObjects(ctx, o.Existing, max(o.Switches, 1)); err != nil {
+		return err
+	}
+	if err := c.idle(ctx, timeout); err != nil {
+		return fmt.Errorf("after the IP objects: %w", err)
+	}
+	c.stopChurn = make(chan struct{})
+	c.droppedBefore = c.r.Metric("ovn_sync_changes_dropped_total")
+	c.churnDone.Add(1)
+	started := make(chan struct{})
+	go c.churn(ctx, o.Churn, o.Switches, started)
+	// Events start under churn: once a write of each kind was made.
+	select {
+	case <-started:
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+	return nil
 }
 
 // namespaceOf names the namespace of the pods on switch j: ns on the

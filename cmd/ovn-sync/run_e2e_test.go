@@ -420,7 +420,7 @@ func TestRunLeaderElection(t *testing.T) {
 	c.waitReady() // as a standby
 	start = time.Now()
 	b.stop(syscall.SIGTERM)
-	looptest.WaitFor(t, 10*time.Second, "c leads", func() error {
+	looptest.WaitFor(t, 30*time.Second, "c leads", func() error {
 		if c.metric("ovn_sync_leader") != 1 {
 			return fmt.Errorf("not leader")
 		}

@@ -91,7 +91,7 @@ func TestRunConcurrentWriter(t *testing.T) {
 		ip := lowestFree(tr.NB.State())
 		name := fmt.Sprintf("foreign-low-%d", round)
 		addForeign("ovn-default", name, "0a:00:00:00:02:0"+fmt.Sprint(round)+" "+ip.String())
-		looptest.WaitFor(t, 5*time.Second, "the foreign port in ovn-sync's cache", func() error {
+		looptest.WaitFor(t, 30*time.Second, "the foreign port in ovn-sync's cache", func() error {
 			if tr.NB.State().Ports.Get(name) == nil {
 				return fmt.Errorf("not yet")
 			}
@@ -227,7 +227,7 @@ func foreignRow(t *testing.T, s *nbtest.Server, name string) string {
 func caughtUp(t *testing.T, s *nbtest.Server, tr *looptest.Runner, name string) {
 	t.Helper()
 	s.NBCtl("ls-add", name)
-	looptest.WaitFor(t, 10*time.Second, "the NB cache caught up with the server", func() error {
+	looptest.WaitFor(t, 30*time.Second, "the NB cache caught up with the server", func() error {
 		if tr.NB.State().Switches[name] == nil {
 			return fmt.Errorf("switch %s not in the cache yet", name)
 		}

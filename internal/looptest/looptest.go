@@ -121,42 +121,13 @@ func New(o Options) (*Runner, error) {
 }
 
 func start(ctx context.Context, cancel context.CancelFunc, o Options) (*Runner, error) {
-	// The simple tracker: the field-managed one (NewClientset) builds a
-	// REST mapper of the whole scheme on every create, milliseconds of CPU
-	// and garbage that event latencies would count as the loop's. Nothing
-	// here applies (server-side apply), which is what it is for.
-	kube := kubefake.NewSimpleClientset(o.KubeObjs...)
-	dyn := dynamicfake.NewSimpleDynamicClientWithCustomListKinds(runtime.NewScheme(), sources.ListKinds, o.DynObjs...)
-	kube.Resources = KubeVirtResources
-	if o.Resources != nil {
-		kube.Resources = o.Resources
-	}
-	for _, u := range o.NADs {
-		if _, err := dyn.Resource(sources.GVRNetworkAttachmentDefinition).Namespace(u.GetNamespace()).Create(ctx, u, metav1.CreateOptions{}); err != nil {
-			return nil, err
-		}
-	}
-	if o.BeforeStart != nil {
-		o.BeforeStart(kube, dyn)
+	kube, dyn, err := fakeClients(ctx, o)
+	if err != nil {
+		return nil, err
 	}
 	dial := o.Dial
 	if dial == nil {
-		dial = func(ctx context.Context) (*observed.NB, func(), error) {
-			addr, closeNB := o.NBAddr, func() {}
-			if addr == "" {
-				emb, err := observed.StartEmbedded()
-				if err != nil {
-					return nil, nil, err
-				}
-				addr, closeNB = emb.Endpoint, emb.Close
-			}
-			nb, err := observed.Dial(ctx, observed.Options{Endpoints: []string{addr}})
-			if err != nil {
-				closeNB()
-				return nil, nil, err
-			}
-			return nb, func() { nb.Close(); closeNB() }, nil
-		}
+		dial = dialer(o.NBAddr)
 	}
 	nb, closeNB, err := dial(ctx)
 	if err != nil {
@@ -179,8 +150,75 @@ func start(ctx context.Context, cancel context.CancelFunc, o Options) (*Runner, 
 		closeNB()
 		return nil, err
 	}
+	loop := reconcile.NewLoop(src, nb, loopOptions(o, *cfg, m, mismatches, kube, dyn))
+	watched := make(chan struct{})
+	go func() { defer close(watched); loop.Watch(ctx) }()
+	r := &Runner{Loop: loop, Src: src, Kube: kube, Dyn: dyn, NB: nb, Metrics: m, Config: *cfg, ctx: ctx}
+	r.Lead()
+	r.close = func() error {
+		cancel()
+		<-watched
+		r.StepDown()
+		closeNB()
+		if n := m.Mismatches(); n > 0 {
+			return fmt.Errorf("%d incremental passes differed from a full Build (see ovn_sync_incremental_mismatches_total):\n%s",
+				n, strings.Join(mismatches.get(), "\n"))
+		}
+		return nil
+	}
+	return r, nil
+}
+
+// fakeClients makes the fake API servers holding o's objects.
+func fakeClients(ctx context.Context, o Options) (*kubefake.Clientset, *dynamicfake.FakeDynamicClient, error) {
+	// The simple tracker: the field-managed one (NewClientset) builds a
+	// REST mapper of the whole scheme on every create, milliseconds of CPU
+	// and garbage that event latencies would count as the loop's. Nothing
+	// here applies (server-side apply), which is what it is for.
+	kube := kubefake.NewSimpleClientset(o.KubeObjs...)
+	dyn := dynamicfake.NewSimpleDynamicClientWithCustomListKinds(runtime.NewScheme(), sources.ListKinds, o.DynObjs...)
+	kube.Resources = KubeVirtResources
+	if o.Resources != nil {
+		kube.Resources = o.Resources
+	}
+	for _, u := range o.NADs {
+		if _, err := dyn.Resource(sources.GVRNetworkAttachmentDefinition).Namespace(u.GetNamespace()).Create(ctx, u, metav1.CreateOptions{}); err != nil {
+			return nil, nil, err
+		}
+	}
+	if o.BeforeStart != nil {
+		o.BeforeStart(kube, dyn)
+	}
+	return kube, dyn, nil
+}
+
+// dialer connects to the NB at addr, or to an embedded one when addr is
+// empty.
+func dialer(addr string) func(context.Context) (*observed.NB, func(), error) {
+	return func(ctx context.Context) (*observed.NB, func(), error) {
+		addr, closeNB := addr, func() {}
+		if addr == "" {
+			emb, err := observed.StartEmbedded()
+			if err != nil {
+				return nil, nil, err
+			}
+			addr, closeNB = emb.Endpoint, emb.Close
+		}
+		nb, err := observed.Dial(ctx, observed.Options{Endpoints: []string{addr}})
+		if err != nil {
+			closeNB()
+			return nil, nil, err
+		}
+		return nb, func() { nb.Close(); closeNB() }, nil
+	}
+}
+
+// loopOptions are the loop's options for o: incremental passes each
+// checked against a full Build unless o.Passes says otherwise.
+func loopOptions(o Options, cfg desired.Config, m *reconcile.Metrics, mismatches *logged,
+	kube *kubefake.Clientset, dyn *dynamicfake.FakeDynamicClient) reconcile.LoopOptions {
 	opts := reconcile.LoopOptions{
-		Pass: reconcile.Options{Config: *cfg, MaxDeleteFraction: 0.5,
+		Pass: reconcile.Options{Config: cfg, MaxDeleteFraction: 0.5,
 			Apply: apply.Options{MaxOpsPerTxn: apply.DefaultMaxOpsPerTxn, InFlight: apply.DefaultInFlight}},
 		Resync: 5 * time.Minute, Coalesce: 5 * time.Millisecond, Log: mismatchLog(mismatches), Metrics: m,
 		FullPasses: FullPasses(), VerifyIncremental: true,
@@ -205,23 +243,7 @@ func start(ctx context.Context, cancel context.CancelFunc, o Options) (*Runner, 
 			pub.PublishClaims(ctx, reconcile.ClaimStatuses(out.Result))
 		}
 	}
-	loop := reconcile.NewLoop(src, nb, opts)
-	watched := make(chan struct{})
-	go func() { defer close(watched); loop.Watch(ctx) }()
-	r := &Runner{Loop: loop, Src: src, Kube: kube, Dyn: dyn, NB: nb, Metrics: m, Config: *cfg, ctx: ctx}
-	r.Lead()
-	r.close = func() error {
-		cancel()
-		<-watched
-		r.StepDown()
-		closeNB()
-		if n := m.Mismatches(); n > 0 {
-			return fmt.Errorf("%d incremental passes differed from a full Build (see ovn_sync_incremental_mismatches_total):\n%s",
-				n, strings.Join(mismatches.get(), "\n"))
-		}
-		return nil
-	}
-	return r, nil
+	return opts
 }
 
 // Close ends the loop and the informers and disconnects from the NB. It
@@ -267,7 +289,7 @@ func (r *Runner) Pods(t testing.TB, from, to int) {
 // WaitPorts waits until the NB holds want ports of ours.
 func (r *Runner) WaitPorts(t testing.TB, what string, want int) {
 	t.Helper()
-	WaitFor(t, 5*time.Second, what, func() error {
+	WaitFor(t, 30*time.Second, what, func() error {
 		if n := r.NB.State().OwnedPorts(); n != want {
 			return fmt.Errorf("%d ports, want %d", n, want)
 		}

@@ -16,6 +16,7 @@ import (
 	"github.com/ovn-org/libovsdb/model"
 	"github.com/ovn-org/libovsdb/ovsdb"
 
+	"github.com/ovn-sync/ovn-sync/internal/liveheap"
 	"github.com/ovn-sync/ovn-sync/nbdb"
 	"github.com/ovn-sync/ovn-sync/state"
 )
@@ -188,17 +189,6 @@ func monitorReply(n int) []byte {
 	return b.Bytes()
 }
 
-// liveHeap returns the heap that f leaves allocated, after a GC.
-func liveHeap(f func()) int64 {
-	var before, after runtime.MemStats
-	runtime.GC()
-	runtime.ReadMemStats(&before)
-	f()
-	runtime.GC()
-	runtime.ReadMemStats(&after)
-	return int64(after.HeapAlloc) - int64(before.HeapAlloc)
-}
-
 // TestPortViewMemory: the view's cost per port stays within twice what
 // the same ports take as bare state.Port values (their strings their own,
 // the repeated ones shared, as the view shares them), measured side by side
@@ -211,7 +201,7 @@ func TestPortViewMemory(t *testing.T) {
 	const n = 50000
 	payload := monitorReply(n)
 	var v *View
-	viewBytes := liveHeap(func() {
+	viewBytes := heapOf(func() {
 		v = newTestView()
 		r := newJSONReader(bytes.NewReader(payload))
 		m, err := v.readMessage(r)
@@ -224,7 +214,7 @@ func TestPortViewMemory(t *testing.T) {
 		t.Fatalf("the view loaded %d rows, want %d", v.Len(), n)
 	}
 	var bare []*state.Port
-	bareBytes := liveHeap(func() {
+	bareBytes := heapOf(func() {
 		shared := map[string]string{}
 		share := func(s string) string {
 			if o, ok := shared[s]; ok {
@@ -243,7 +233,7 @@ func TestPortViewMemory(t *testing.T) {
 		}
 	})
 	var tc *cache.TableCache
-	cacheBytes := liveHeap(func() {
+	cacheBytes := heapOf(func() {
 		var reply struct {
 			Result ovsdb.TableUpdates2 `json:"result"`
 		}
@@ -285,4 +275,11 @@ func newTableCache(t testing.TB) *cache.TableCache {
 		t.Fatal(err)
 	}
 	return tc
+}
+
+// heapOf returns the heap that f leaves allocated.
+func heapOf(f func()) int64 {
+	before := liveheap.Bytes()
+	f()
+	return liveheap.Bytes() - before
 }

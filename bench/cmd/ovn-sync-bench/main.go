@@ -168,48 +168,56 @@ func parseFlags(args []string) (options, error) {
 	if fs.NArg() > 0 {
 		return o, fmt.Errorf("unexpected arguments: %q", fs.Args())
 	}
-	for _, s := range strings.Split(*sizes, ",") {
-		n, err := strconv.Atoi(strings.TrimSpace(s))
-		if err != nil || n < 10 {
-			return o, fmt.Errorf("-sizes: %q is not a size of at least 10 ports", s)
-		}
-		o.sizes = append(o.sizes, n)
+	var err error
+	if o.sizes, err = intList("-sizes", *sizes, 10, "a size of at least 10 ports"); err != nil {
+		return o, err
 	}
 	if strings.TrimSpace(*latencySizes) != "" {
-		for _, s := range strings.Split(*latencySizes, ",") {
-			n, err := strconv.Atoi(strings.TrimSpace(s))
-			if err != nil || n < 1 {
-				return o, fmt.Errorf("-latency-sizes: %q is not a positive number of pods", s)
-			}
-			o.latencySizes = append(o.latencySizes, n)
+		if o.latencySizes, err = intList("-latency-sizes", *latencySizes, 1, "a positive number of pods"); err != nil {
+			return o, err
 		}
 	}
-	for _, f := range strings.Split(*latencyChurn, ",") {
-		n, err := strconv.Atoi(strings.TrimSpace(f))
-		if err != nil || n < 0 {
-			return o, fmt.Errorf("-latency-churn: %q is not a rate of writes a second", f)
-		}
-		o.latencyChurn = append(o.latencyChurn, n)
+	if o.latencyChurn, err = intList("-latency-churn", *latencyChurn, 0, "a rate of writes a second"); err != nil {
+		return o, err
 	}
+	return o, o.check()
+}
+
+// intList parses the comma-separated numbers of flag name, each at least
+// least; what says what one is.
+func intList(name, list string, least int, what string) ([]int, error) {
+	var out []int
+	for _, s := range strings.Split(list, ",") {
+		n, err := strconv.Atoi(strings.TrimSpace(s))
+		if err != nil || n < least {
+			return nil, fmt.Errorf("%s: %q is not %s", name, s, what)
+		}
+		out = append(out, n)
+	}
+	return out, nil
+}
+
+// check reports flags that do not go together.
+func (o options) check() error {
 	if o.latencySwitchPorts < 1 {
-		return o, errors.New("-latency-switch-ports must be at least 1")
+		return errors.New("-latency-switch-ports must be at least 1")
 	}
 	if o.latencyOnly && len(o.latencySizes) == 0 {
-		return o, errors.New("-latency-only needs -latency-sizes")
+		return errors.New("-latency-only needs -latency-sizes")
 	}
 	if o.latencyOnly && o.oneShotOnly {
-		return o, errors.New("-latency-only and -oneshot-only each measure one section: give one")
+		return errors.New("-latency-only and -oneshot-only each measure one section: give one")
 	}
 	if o.latencyRounds < 1 || o.latencyFullRounds < 1 {
-		return o, errors.New("-latency-rounds and -latency-full-rounds must be at least 1")
+		return errors.New("-latency-rounds and -latency-full-rounds must be at least 1")
 	}
 	if o.oneShotOnly && o.oneShotPods <= 0 {
-		return o, errors.New("-oneshot-only needs -oneshot above 0")
+		return errors.New("-oneshot-only needs -oneshot above 0")
 	}
 	if o.childOut != "" && o.childLatency == 0 && o.childMemory == 0 && len(o.sizes) != 1 {
-		return o, errors.New("-child-out takes exactly one size")
+		return errors.New("-child-out takes exactly one size")
 	}
-	return o, nil
+	return nil
 }
 
 // childArgs are the flags a child measuring size gets.

@@ -161,8 +161,17 @@ func runMemory(ctx context.Context, size int, idle time.Duration) (*runMemResult
 		return nil, err
 	}
 
-	// The parts, one at a time, over the NB the loop filled, from the heap
-	// the ended loop leaves once its goroutines are gone.
+	if err := r.measureParts(ctx, srv.Addr(), cfg, base); err != nil {
+		return nil, err
+	}
+	logf("memory %d: parts %+v", size, r.Parts)
+	return r, nil
+}
+
+// measureParts measures the parts of run mode's memory, one at a time, over
+// the NB at addr that the loop filled, from the heap the ended loop leaves
+// once its goroutines are gone; base is the heap before the loop.
+func (r *runMemResult) measureParts(ctx context.Context, addr string, cfg desired.Config, base int64) error {
 	heap := liveheap.Bytes
 	h0 := settledHeap()
 	r.HeapLeft = h0 - base
@@ -170,21 +179,21 @@ func runMemory(ctx context.Context, size int, idle time.Duration) (*runMemResult
 	defer stopInformers()
 	kube, dyn := kubefake.NewClientset(), dynamicfake.NewSimpleDynamicClientWithCustomListKinds(runtime.NewScheme(), sources.ListKinds)
 	func() {
-		in := bench.Cluster(size)
+		in := bench.Cluster(r.Size)
 		kube.Resources = clusterResources(in)
 		listOnce(in)(kube, dyn)
 	}()
 	src := sources.NewInformers(sources.InformerOptions{Kube: kube, Dynamic: dyn, Logger: logr.Discard()})
 	if err := src.Start(ictx); err != nil {
-		return nil, err
+		return err
 	}
 	if !src.WaitForCacheSync(ictx) {
-		return nil, errors.New("informers did not sync")
+		return errors.New("informers did not sync")
 	}
 	h1 := heap()
-	nb, err := observed.Dial(ctx, observed.Options{Endpoints: []string{srv.Addr()}})
+	nb, err := observed.Dial(ctx, observed.Options{Endpoints: []string{addr}})
 	if err != nil {
-		return nil, err
+		return err
 	}
 	h2 := heap()
 	have := nb.State()
@@ -193,7 +202,7 @@ func runMemory(ctx context.Context, size int, idle time.Duration) (*runMemResult
 	res := inc.Full(src.Inputs().Inputs, cfg, have)
 	h4 := heap()
 	if res.Want.Ports.Len() < r.Ports {
-		return nil, fmt.Errorf("desired state has %d ports, the NB %d", res.Want.Ports.Len(), r.Ports)
+		return fmt.Errorf("desired state has %d ports, the NB %d", res.Want.Ports.Len(), r.Ports)
 	}
 	inc.Reset()
 	h5 := heap()
@@ -208,8 +217,7 @@ func runMemory(ctx context.Context, size int, idle time.Duration) (*runMemResult
 		{Name: partObserved, Added: h3 - h2, DroppedWith: partCache},
 		{Name: partDesired, Added: h4 - h3, Dropped: h4 - h5},
 	}
-	logf("memory %d: parts %+v", size, r.Parts)
-	return r, nil
+	return nil
 }
 
 // settledHeap returns the live heap once it has stopped falling: the
