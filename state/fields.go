@@ -11,7 +11,9 @@ package state
 // rows. So a new managed key or column is a field of Port or Switch and its
 // entry here, plus its name in diff's JSON form (portJSON, switchJSON, whose
 // names and order are stable output) and, for a column no entry names yet,
-// where nbdb's row model keeps it (observed's portSet, portMap, switchMap).
+// where it is read: the port view's decoder for a port's column
+// (observed/portview's portSetField and the like), observed's switchMap for a
+// switch's.
 // state's TestFieldsCoverPortAndSwitch fails for a field of Port or Switch
 // without an entry, and observed's TestFieldsRoundTrip for an entry that
 // any of these places leaves out.
