@@ -137,19 +137,22 @@ func TestRunDryRunBesideKubeOVN(t *testing.T) {
 	checkDidPlan(t, before, snapshotNB(t, nbs), plan)
 }
 
+// planChange is one change of a plan's JSON, as far as the test reads it.
+type planChange struct {
+	Action string `json:"action"`
+	Kind   string `json:"kind"`
+	Name   string `json:"name"`
+	After  struct {
+		Addresses    []string `json:"addresses"`
+		PortSecurity []string `json:"port_security"`
+		Owner        string   `json:"owner"`
+	} `json:"after"`
+}
+
 // dryRunPlan is what /plan?o=json says, as far as the test reads it.
 type dryRunPlan struct {
 	Plan struct {
-		Changes []struct {
-			Action string `json:"action"`
-			Kind   string `json:"kind"`
-			Name   string `json:"name"`
-			After  struct {
-				Addresses    []string `json:"addresses"`
-				PortSecurity []string `json:"port_security"`
-				Owner        string   `json:"owner"`
-			} `json:"after"`
-		} `json:"changes"`
+		Changes []planChange `json:"changes"`
 	} `json:"plan"`
 	Costs struct {
 		Named []struct {
@@ -161,16 +164,7 @@ type dryRunPlan struct {
 }
 
 func (p dryRunPlan) creates(port string) bool {
-	return slices.ContainsFunc(p.Plan.Changes, func(c struct {
-		Action string `json:"action"`
-		Kind   string `json:"kind"`
-		Name   string `json:"name"`
-		After  struct {
-			Addresses    []string `json:"addresses"`
-			PortSecurity []string `json:"port_security"`
-			Owner        string   `json:"owner"`
-		} `json:"after"`
-	}) bool {
+	return slices.ContainsFunc(p.Plan.Changes, func(c planChange) bool {
 		return c.Action == "create" && c.Kind == "logical_switch_port" && c.Name == port
 	})
 }
