@@ -58,6 +58,7 @@ type runFlags struct {
 	retryPeriod   time.Duration
 
 	metricsAddr string
+	pprof       bool
 	publish     bool
 	events      bool
 	logFormat   string
@@ -106,6 +107,7 @@ func newRunFlags(stderr io.Writer) *runFlags {
 	fs.DurationVar(&r.renewDeadline, "renew-deadline", 10*time.Second, "the leader stops writing when it could not renew for this long")
 	fs.DurationVar(&r.retryPeriod, "retry-period", 2*time.Second, "how often to try to take or renew the Lease")
 	fs.StringVar(&r.metricsAddr, "metrics-addr", ":9476", "listen `address` for /metrics, /healthz, /readyz (empty: none)")
+	fs.BoolVar(&r.pprof, "pprof", false, "also serve Go's profiles (heap, CPU, goroutines) under /debug/pprof/ on --metrics-addr")
 	fs.BoolVar(&r.publish, "publish", true, "annotate pods with their addresses (kube-ovn compatible)")
 	fs.BoolVar(&r.events, "events", true, "emit Kubernetes Events for problems")
 	fs.StringVar(&r.logFormat, "log-format", "auto", "json, console, or auto (console on a terminal, else json)")
@@ -268,7 +270,7 @@ func runMain(ctx context.Context, rf *runFlags, log logr.Logger) error {
 	// Health first, so that a probe sees the process while it connects.
 	var started atomic.Pointer[reconcile.Loop]
 	if rf.metricsAddr != "" {
-		stop, err := serveHTTP(log, rf.metricsAddr, w.m, &started)
+		stop, err := serveHTTP(log, httpOptions{addr: rf.metricsAddr, pprof: rf.pprof}, w.m, &started)
 		if err != nil {
 			return fmt.Errorf("--metrics-addr %s: %w", rf.metricsAddr, err)
 		}

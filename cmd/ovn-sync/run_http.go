@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"net/http/pprof"
 	"sync/atomic"
 	"time"
 
@@ -15,12 +16,26 @@ import (
 	"github.com/ovn-sync/ovn-sync/reconcile"
 )
 
-// serveHTTP runs, on addr, /metrics, /healthz, /readyz (ready once the
+// httpOptions are what run serves over HTTP.
+type httpOptions struct {
+	addr string
+	// pprof also serves Go's profiles (net/http/pprof) under /debug/pprof/.
+	pprof bool
+}
+
+// serveHTTP runs, on o.addr, /metrics, /healthz, /readyz (ready once the
 // loop has started and says so) and /plan (the last pass's plan, as
 // "ovn-sync plan" prints it; ?o=json as its -o json) until the returned
 // function is called.
-func serveHTTP(log logr.Logger, addr string, m *reconcile.Metrics, loop *atomic.Pointer[reconcile.Loop]) (func(), error) {
+func serveHTTP(log logr.Logger, o httpOptions, m *reconcile.Metrics, loop *atomic.Pointer[reconcile.Loop]) (func(), error) {
 	mux := http.NewServeMux()
+	if o.pprof {
+		mux.HandleFunc("/debug/pprof/", pprof.Index)
+		mux.HandleFunc("/debug/pprof/cmdline", pprof.Cmdline)
+		mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
+		mux.HandleFunc("/debug/pprof/symbol", pprof.Symbol)
+		mux.HandleFunc("/debug/pprof/trace", pprof.Trace)
+	}
 	mux.Handle("/metrics", promhttp.HandlerFor(m.Registry(), promhttp.HandlerOpts{Registry: m.Registry()}))
 	mux.HandleFunc("/healthz", func(w http.ResponseWriter, _ *http.Request) { _, _ = w.Write([]byte("ok")) })
 	mux.HandleFunc("/readyz", func(w http.ResponseWriter, _ *http.Request) {
@@ -36,7 +51,7 @@ func serveHTTP(log logr.Logger, addr string, m *reconcile.Metrics, loop *atomic.
 		_, _ = w.Write([]byte("ok"))
 	})
 	mux.HandleFunc("/plan", func(w http.ResponseWriter, r *http.Request) { servePlan(w, r, loop.Load()) })
-	l, err := net.Listen("tcp", addr)
+	l, err := net.Listen("tcp", o.addr)
 	if err != nil {
 		return nil, err
 	}
