@@ -527,7 +527,7 @@ func startApply(t *testing.T, fc faultCluster, addr string, extra ...string) *ap
 	t.Helper()
 	args := append(append([]string{"apply", "-f", fc.dir, "--nb", addr, "-o", "json"}, faultNetFlags...), extra...)
 	p := &applyProc{}
-	p.child = startChild(t, args, nil, &p.stdout, &p.stderr)
+	p.child = startChild(t, append([]string{binary}, args...), nil, &p.stdout, &p.stderr)
 	return p
 }
 

@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"syscall"
@@ -150,6 +151,12 @@ type runOptions struct {
 	// checked against a full Build, or with OVN_SYNC_FULL_PASSES set every
 	// pass builds in full.
 	OwnPasses bool
+	// Binary, when set, is run instead of the one the tests built (one
+	// built from an older commit, say).
+	Binary string
+	// Cgroup, when set, is a cgroup directory the process joins before
+	// it starts (it is then run through sh, which joins and execs it).
+	Cgroup string
 }
 
 // run starts "ovn-sync run" with flags: runWith with only flags.
@@ -190,7 +197,14 @@ func (e *runEnv) runWith(o runOptions) *runProc {
 		t.Fatal(err)
 	}
 	defer logf.Close() // the process has its own
-	p := &runProc{t: t, child: startChild(t, args, o.Env, logf, logf), logPath: logf.Name(), metrics: "http://" + addr}
+	argv := append([]string{binary}, args...)
+	if o.Binary != "" {
+		argv[0] = o.Binary
+	}
+	if o.Cgroup != "" {
+		argv = append([]string{"sh", "-c", `echo $$ > "$0" && exec "$@"`, filepath.Join(o.Cgroup, "cgroup.procs")}, argv...)
+	}
+	p := &runProc{t: t, child: startChild(t, argv, o.Env, logf, logf), logPath: logf.Name(), metrics: "http://" + addr}
 	t.Cleanup(func() {
 		if !p.exited() {
 			if body, err := p.get("/metrics"); err == nil && sample(body, "ovn_sync_incremental_mismatches_total") > 0 {
@@ -220,11 +234,11 @@ type child struct {
 	exit int           // once done: its exit code, -1 if a signal ended it
 }
 
-// startChild starts the binary with args, env added to the test's
-// environment, writing to stdout and stderr.
-func startChild(t *testing.T, args, env []string, stdout, stderr io.Writer) *child {
+// startChild starts the program and arguments argv, env added to the
+// test's environment, writing to stdout and stderr.
+func startChild(t *testing.T, argv, env []string, stdout, stderr io.Writer) *child {
 	t.Helper()
-	c := &child{cmd: exec.Command(binary, args...), done: make(chan struct{})}
+	c := &child{cmd: exec.Command(argv[0], argv[1:]...), done: make(chan struct{})}
 	c.cmd.Stdout, c.cmd.Stderr = stdout, stderr
 	if len(env) > 0 {
 		c.cmd.Env = append(os.Environ(), env...)

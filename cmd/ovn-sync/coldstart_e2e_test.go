@@ -1,0 +1,357 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
+
+	"github.com/ovn-sync/ovn-sync/internal/kubetest"
+	"github.com/ovn-sync/ovn-sync/sources"
+)
+
+// coldStartSwitchPods is the most pods TestRunColdStart puts on one
+// switch: OVN binds at most 32,767 ports to one.
+const coldStartSwitchPods = 25000
+
+// TestRunColdStart starts run mode on a cluster that already exists: a
+// real kube-apiserver holding OVN_SYNC_COLDSTART_PODS pods (400 unless
+// set) written as the kubelet leaves a Deployment's running pods, spread
+// over namespaces bound to kube-ovn Subnets, at most coldStartSwitchPods
+// to a switch, and a stopped VM for every hundred pods; ovn-sync starts
+// after them, under the background writes of a busy cluster (10 a second).
+// It asserts that the NB comes to hold every pod's and VM's port and that
+// the process is not killed on the way; with OVN_SYNC_COLDSTART_CGROUP=1 it
+// runs inside a memory cgroup whose limit is the chart's default (1 GiB,
+// or OVN_SYNC_COLDSTART_LIMIT_MB), with the chart's GOMEMLIMIT (90% of
+// it), and asserts the cgroup never hit its limit.
+//
+// It prints the memory the process took: its peak RSS (VmHWM), its RSS
+// once idle for OVN_SYNC_COLDSTART_IDLE (5s unless set), and how long the
+// NB took to hold every port. With OVN_SYNC_COLDSTART_BASELINE set to
+// another ovn-sync binary (built from an older commit, say), the same
+// start is measured with it beside, on a fresh NB, for a ratio. It asserts
+// nothing about the figures: targets live in the benchmarks, and machines
+// are noisy. With OVN_SYNC_COLDSTART_PROFILE set to a directory, the
+// process's heap profile once idle is written there (coldstart.heap).
+// Run it at scale as
+//
+//	OVN_SYNC_COLDSTART_PODS=100000 OVN_SYNC_COLDSTART_CGROUP=1 OVN_SYNC_COLDSTART_IDLE=30s \
+//	  go test -run TestRunColdStart -v -timeout 2h ./cmd/ovn-sync
+func TestRunColdStart(t *testing.T) {
+	pods := envInt(t, "OVN_SYNC_COLDSTART_PODS", 400)
+	idle := envDuration(t, "OVN_SYNC_COLDSTART_IDLE", 5*time.Second)
+	e := startEnv(t, envOptions{RBAC: deployRBAC})
+	vms := coldStartCluster(t, e.k, pods)
+	churn := newBackgroundChurn(t, e.k, "cs-0")
+	want := pods + vms + 3 // and the churn's StatefulSet pods
+	stop := churn.start(t, 10)
+	defer stop()
+
+	binaries := []string{binary}
+	if b := os.Getenv("OVN_SYNC_COLDSTART_BASELINE"); b != "" {
+		binaries = append(binaries, b)
+	}
+	for i, bin := range binaries {
+		env := e
+		if i > 0 {
+			env = e.withFreshNB(t)
+		}
+		r := measureColdStart(t, env, bin, want, idle, os.Getenv("OVN_SYNC_COLDSTART_CGROUP") != "")
+		t.Logf("cold start, %s: %d ports in the NB %s after start; peak RSS %d MB, RSS idle %d MB (peak / idle %.2f), heap in use %d MB, released %d MB%s",
+			bin, want, r.took.Round(time.Millisecond), r.peak>>20, r.idle>>20, float64(r.peak)/float64(r.idle), r.heap>>20, r.released>>20, r.cgroup)
+	}
+}
+
+// coldStart is what one cold start took.
+type coldStart struct {
+	took       time.Duration
+	peak, idle uint64 // bytes of RSS
+	// heap is the heap's spans in use, released what it has given back
+	// to the system, once idle (go_memstats_*).
+	heap, released uint64
+	cgroup     string // the cgroup's own account, when in one
+}
+
+// measureColdStart starts binary bin in run mode against e, waits until
+// the NB holds want ports of ours and then idle, and stops it.
+func measureColdStart(t *testing.T, e *runEnv, bin string, want int, idle time.Duration, inCgroup bool) coldStart {
+	t.Helper()
+	o := runOptions{Binary: bin, OwnPasses: true, Flags: []string{"--leader-elect=false"}}
+	if bin == binary {
+		o.Flags = append(o.Flags, "--pprof")
+	}
+	var cg *memCgroup
+	if inCgroup {
+		limit := uint64(envInt(t, "OVN_SYNC_COLDSTART_LIMIT_MB", 1024)) << 20
+		cg = newMemCgroup(t, limit)
+		o.Cgroup = cg.dir
+		o.Env = []string{fmt.Sprintf("GOMEMLIMIT=%d", limit*90/100)}
+	}
+	start := time.Now()
+	p := e.runWith(o)
+	// Polled four times a second: a State of 100,000 ports is not free,
+	// and this process shares the CPU with the one measured.
+	for n := 0; n < want; n = e.nb.State().OwnedPorts() {
+		if p.exited() {
+			t.Fatalf("ovn-sync exited (code %d) during its cold start: %s", p.exit, p.logTail(3000))
+		}
+		if time.Since(start) > 30*time.Minute {
+			t.Fatalf("cold start: %d ports of %d after %s", n, want, time.Since(start).Round(time.Second))
+		}
+		time.Sleep(250 * time.Millisecond)
+	}
+	r := coldStart{took: time.Since(start)}
+	time.Sleep(idle)
+	r.peak, r.idle = procStatus(t, p.cmd.Process.Pid, "VmHWM"), procStatus(t, p.cmd.Process.Pid, "VmRSS")
+	r.heap = uint64(p.metric("go_memstats_heap_inuse_bytes"))
+	r.released = uint64(p.metric("go_memstats_heap_released_bytes"))
+	if dir := os.Getenv("OVN_SYNC_COLDSTART_PROFILE"); dir != "" && bin == binary {
+		heap, err := p.get("/debug/pprof/heap")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(dir, "coldstart.heap"), []byte(heap), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if cg != nil {
+		peak, fails := cg.read(t, "memory.max_usage_in_bytes"), cg.read(t, "memory.failcnt")
+		if fails > 0 {
+			t.Errorf("the cgroup hit its limit of %d MB %d times (its peak: %d MB)", cg.limit>>20, fails, peak>>20)
+		}
+		r.cgroup = fmt.Sprintf("; in a cgroup of %d MB with GOMEMLIMIT at 90%%: its peak %d MB, limit hit %d times", cg.limit>>20, peak>>20, fails)
+	}
+	if p.exited() {
+		t.Fatalf("ovn-sync exited (code %d) once idle: %s", p.exit, p.logTail(3000))
+	}
+	return r
+}
+
+// coldStartCluster creates the cluster TestRunColdStart starts on: pods
+// pods over namespaces cs-0, cs-1, ... bound to Subnets, and a stopped VM
+// (pod network only) for every hundred pods, in cs-0. It returns the VMs
+// made.
+func coldStartCluster(t *testing.T, k *kubetest.Server, pods int) (vms int) {
+	t.Helper()
+	switches := (pods + coldStartSwitchPods - 1) / coldStartSwitchPods
+	for j := range max(switches, 1) {
+		ns := fmt.Sprintf("cs-%d", j)
+		k.Namespace(ns)
+		k.Create(sources.GVRSubnet, fmt.Sprintf(`
+apiVersion: kubeovn.io/v1
+kind: Subnet
+metadata: {name: %[1]s}
+spec: {cidrBlock: 10.%[2]d.0.0/16, gateway: 10.%[2]d.0.1, protocol: IPv4, namespaces: [%[1]s]}
+`, ns, 100+j))
+	}
+	begin := time.Now()
+	parallel(t, pods, func(i int) error {
+		ns := fmt.Sprintf("cs-%d", i/coldStartSwitchPods)
+		p, err := e2eCreatePod(k, deploymentPod(ns, i))
+		if err != nil {
+			return err
+		}
+		p.Status = runningStatus(p, i)
+		_, err = k.Kube.CoreV1().Pods(ns).UpdateStatus(context.Background(), p, metav1.UpdateOptions{})
+		return err
+	})
+	vms = max(pods/100, 1)
+	parallel(t, vms, func(i int) error {
+		_, err := k.TryCreate(sources.GVRVirtualMachine, fmt.Sprintf(`
+apiVersion: kubevirt.io/v1
+kind: VirtualMachine
+metadata: {name: vm-%d, namespace: cs-0}
+spec:
+  runStrategy: Halted
+  template:
+    spec:
+      domain: {devices: {interfaces: [{name: default, masquerade: {}}]}, memory: {guest: 1Gi}}
+      networks: [{name: default, pod: {}}]`, i))
+		return err
+	})
+	t.Logf("%d pods over %d namespaces and %d stopped VMs created in %s", pods, max(switches, 1), vms, time.Since(begin).Round(time.Second))
+	return vms
+}
+
+// parallel calls f for 0..n-1 on 8 goroutines, failing t with the first
+// error.
+func parallel(t *testing.T, n int, f func(i int) error) {
+	t.Helper()
+	var wg sync.WaitGroup
+	var once sync.Once
+	var first error
+	next := make(chan int)
+	for range 8 {
+		wg.Go(func() {
+			for i := range next {
+				if err := f(i); err != nil {
+					once.Do(func() { first = err })
+				}
+			}
+		})
+	}
+	for i := range n {
+		next <- i
+	}
+	close(next)
+	wg.Wait()
+	if first != nil {
+		t.Fatal(first)
+	}
+}
+
+// e2eCreatePod creates p in k.
+func e2eCreatePod(k *kubetest.Server, p *corev1.Pod) (*corev1.Pod, error) {
+	return k.Kube.CoreV1().Pods(p.Namespace).Create(context.Background(), p, metav1.CreateOptions{})
+}
+
+// deploymentPod is the i-th pod of a Deployment's ReplicaSet in namespace
+// ns, as the ReplicaSet controller and the scheduler write it: labels, an
+// owner, a container with ports, probes, resources and the service
+// account's projected token, on one of 250 nodes.
+func deploymentPod(ns string, i int) *corev1.Pod {
+	app := fmt.Sprintf("app-%d", i/10)
+	rs := app + "-7d9f8b6c5d"
+	probe := &corev1.Probe{ProbeHandler: corev1.ProbeHandler{HTTPGet: &corev1.HTTPGetAction{Path: "/healthz", Port: intstr.FromInt32(8080)}},
+		PeriodSeconds: 10, TimeoutSeconds: 1, SuccessThreshold: 1, FailureThreshold: 3}
+	expiry := int64(3607)
+	return &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: fmt.Sprintf("%s-%05x", rs, i), GenerateName: rs + "-",
+			Labels: map[string]string{"app": app, "pod-template-hash": "7d9f8b6c5d"},
+			OwnerReferences: []metav1.OwnerReference{{APIVersion: "apps/v1", Kind: "ReplicaSet", Name: rs,
+				UID: "6f1c0000-1b2e-4c3d-9e8f-000000000000", Controller: new(true), BlockOwnerDeletion: new(true)}}},
+		Spec: corev1.PodSpec{
+			NodeName: fmt.Sprintf("node-%d", i%250+1), RestartPolicy: corev1.RestartPolicyAlways, ServiceAccountName: "default",
+			Containers: []corev1.Container{{
+				Name: "app", Image: fmt.Sprintf("registry.example.com/%s:1.4.2", app), ImagePullPolicy: corev1.PullIfNotPresent,
+				Ports: []corev1.ContainerPort{{Name: "http", ContainerPort: 8080, Protocol: corev1.ProtocolTCP}},
+				Env:   []corev1.EnvVar{{Name: "LOG_LEVEL", Value: "info"}, {Name: "POD_NAME", ValueFrom: &corev1.EnvVarSource{FieldRef: &corev1.ObjectFieldSelector{APIVersion: "v1", FieldPath: "metadata.name"}}}},
+				Resources: corev1.ResourceRequirements{Requests: corev1.ResourceList{
+					corev1.ResourceCPU: resource.MustParse("100m"), corev1.ResourceMemory: resource.MustParse("128Mi")}},
+				LivenessProbe: probe, ReadinessProbe: probe,
+				VolumeMounts: []corev1.VolumeMount{{Name: "kube-api-access", MountPath: "/var/run/secrets/kubernetes.io/serviceaccount", ReadOnly: true}},
+			}},
+			Volumes: []corev1.Volume{{Name: "kube-api-access", VolumeSource: corev1.VolumeSource{Projected: &corev1.ProjectedVolumeSource{
+				Sources: []corev1.VolumeProjection{
+					{ServiceAccountToken: &corev1.ServiceAccountTokenProjection{Path: "token", ExpirationSeconds: &expiry}},
+					{ConfigMap: &corev1.ConfigMapProjection{LocalObjectReference: corev1.LocalObjectReference{Name: "kube-root-ca.crt"},
+						Items: []corev1.KeyToPath{{Key: "ca.crt", Path: "ca.crt"}}}},
+				}}}}},
+		},
+	}
+}
+
+// runningStatus is the status the kubelet writes for p, the i-th pod,
+// once its container runs.
+func runningStatus(p *corev1.Pod, i int) corev1.PodStatus {
+	now := metav1.Now()
+	cond := func(c corev1.PodConditionType) corev1.PodCondition {
+		return corev1.PodCondition{Type: c, Status: corev1.ConditionTrue, LastTransitionTime: now}
+	}
+	ip := fmt.Sprintf("10.%d.%d.%d", 100+i/coldStartSwitchPods, i%coldStartSwitchPods/250, i%250+2)
+	return corev1.PodStatus{
+		Phase:      corev1.PodRunning,
+		Conditions: []corev1.PodCondition{cond("PodReadyToStartContainers"), cond(corev1.PodInitialized), cond(corev1.PodReady), cond(corev1.ContainersReady), cond(corev1.PodScheduled)},
+		HostIP:     fmt.Sprintf("192.168.%d.%d", i%250/200, i%250+1), PodIP: ip, PodIPs: []corev1.PodIP{{IP: ip}},
+		StartTime: &now, QOSClass: corev1.PodQOSBurstable,
+		ContainerStatuses: []corev1.ContainerStatus{{Name: "app", Ready: true, Started: new(true), Image: p.Spec.Containers[0].Image,
+			ImageID:     "registry.example.com/app@sha256:" + strings.Repeat("ab", 32),
+			ContainerID: "containerd://" + containerID(i),
+			State:       corev1.ContainerState{Running: &corev1.ContainerStateRunning{StartedAt: now}}}},
+	}
+}
+
+// memCgroup is a cgroup (v1) of the memory controller, removed when the
+// test ends.
+type memCgroup struct {
+	dir   string
+	limit uint64
+}
+
+// newMemCgroup makes a memory cgroup limited to limit bytes, skipping the
+// test where none can be made (not root, no memory controller).
+func newMemCgroup(t *testing.T, limit uint64) *memCgroup {
+	t.Helper()
+	dir, err := os.MkdirTemp("/sys/fs/cgroup/memory", "ovn-sync-test-")
+	if err != nil {
+		t.Skipf("no memory cgroup: %v", err)
+	}
+	t.Cleanup(func() { _ = os.Remove(dir) })
+	if err := os.WriteFile(filepath.Join(dir, "memory.limit_in_bytes"), []byte(strconv.FormatUint(limit, 10)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return &memCgroup{dir: dir, limit: limit}
+}
+
+// read reads a counter of the cgroup.
+func (c *memCgroup) read(t *testing.T, file string) uint64 {
+	t.Helper()
+	data, err := os.ReadFile(filepath.Join(c.dir, file))
+	if err != nil {
+		t.Fatal(err)
+	}
+	n, err := strconv.ParseUint(strings.TrimSpace(string(data)), 10, 64)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return n
+}
+
+// procStatus reads field (VmRSS, VmHWM) of /proc/pid/status, in bytes.
+func procStatus(t *testing.T, pid int, field string) uint64 {
+	t.Helper()
+	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, line := range strings.Split(string(data), "\n") {
+		if v, ok := strings.CutPrefix(line, field+":"); ok {
+			kb, err := strconv.ParseUint(strings.TrimSuffix(strings.TrimSpace(v), " kB"), 10, 64)
+			if err != nil {
+				t.Fatal(err)
+			}
+			return kb << 10
+		}
+	}
+	t.Fatalf("no %s in /proc/%d/status", field, pid)
+	return 0
+}
+
+// envInt reads a positive number from variable name, or gives def.
+func envInt(t *testing.T, name string, def int) int {
+	t.Helper()
+	v := os.Getenv(name)
+	if v == "" {
+		return def
+	}
+	n, err := strconv.Atoi(v)
+	if err != nil || n < 1 {
+		t.Fatalf("%s=%q: not a positive number", name, v)
+	}
+	return n
+}
+
+// envDuration reads a duration from variable name, or gives def.
+func envDuration(t *testing.T, name string, def time.Duration) time.Duration {
+	t.Helper()
+	v := os.Getenv(name)
+	if v == "" {
+		return def
+	}
+	d, err := time.ParseDuration(v)
+	if err != nil {
+		t.Fatalf("%s=%q: %v", name, v, err)
+	}
+	return d
+}
