@@ -163,7 +163,7 @@ func (l *Loop) run(ctx context.Context, t trigger) (*reading, Outcome, error) {
 	} else {
 		out, err = Pass(ctx, l.nb, rd.builder, opts)
 	}
-	l.last.Store(&out)
+	l.last.Store(served(out))
 	if !rd.listed && l.opts.Report != nil {
 		rd.snap.Inputs = named(out.Result.Problems, rd.objs)
 	}

@@ -4,6 +4,7 @@ import (
 	"hash/fnv"
 	"strings"
 
+	"github.com/ovn-sync/ovn-sync/desired"
 	"github.com/ovn-sync/ovn-sync/diff"
 )
 
@@ -15,6 +16,18 @@ func (l *Loop) LastOutcome() (out Outcome, ok bool) {
 		return *p, true
 	}
 	return Outcome{}, false
+}
+
+// served is out as the loop keeps it for LastOutcome: what /plan serves
+// (the plan, problems, notices and switch counts) and Want, which the
+// engine holds anyway, without the result's facts (desired.Result.Ports,
+// Claims): a full pass's name every pod and VM it read, as API objects made
+// for that pass, which would otherwise stay alive until the next pass (at
+// 100,000 pods, over 100 MB).
+func served(out Outcome) *Outcome {
+	r := out.Result
+	out.Result = desired.Result{Want: r.Want, Problems: r.Problems, Notices: r.Notices, Again: r.Again, SwitchPorts: r.SwitchPorts}
+	return &out
 }
 
 // notePending sets ovn_sync_pending_changes from the plan of out, which
