@@ -80,7 +80,7 @@ type coldStart struct {
 	// heap is the heap's spans in use, released what it has given back
 	// to the system, once idle (go_memstats_*).
 	heap, released uint64
-	cgroup     string // the cgroup's own account, when in one
+	cgroup         string // the cgroup's own account, when in one
 }
 
 // measureColdStart starts binary bin in run mode against e, waits until
