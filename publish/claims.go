@@ -13,7 +13,7 @@ import (
 	"github.com/ovn-sync/ovn-sync/sources"
 )
 
-// PublishClaims writes each claim's status through the status subresource
+// writeClaim writes a claim's status through the status subresource
 // (reconcile.ClaimStatuses says what). The update carries the claim as
 // read: its UID is a precondition (a claim deleted and made again under
 // its name is not written) and so is its resourceVersion, so a status
@@ -21,36 +21,32 @@ import (
 // claim that is gone is not an error: the next pass computes again from
 // what the informer then shows. A condition whose status changes gets the
 // time now.
-func (p *Publisher) PublishClaims(ctx context.Context, claims []reconcile.ClaimStatus) {
-	for _, cs := range claims {
-		if ctx.Err() != nil {
-			return
+func (p *Publisher) writeClaim(ctx context.Context, cs reconcile.ClaimStatus) {
+	c := cs.Claim.DeepCopy()
+	c.Status = cs.Status
+	now := metav1.Now()
+	for i := range c.Status.Conditions {
+		if c.Status.Conditions[i].LastTransitionTime.IsZero() {
+			c.Status.Conditions[i].LastTransitionTime = now
 		}
-		c := cs.Claim.DeepCopy()
-		c.Status = cs.Status
-		now := metav1.Now()
-		for i := range c.Status.Conditions {
-			if c.Status.Conditions[i].LastTransitionTime.IsZero() {
-				c.Status.Conditions[i].LastTransitionTime = now
-			}
-		}
-		c.APIVersion, c.Kind = ipamclaimsv1alpha1.GroupVersion.String(), ipamclaimsv1alpha1.Kind
-		obj, err := runtime.DefaultUnstructuredConverter.ToUnstructured(c)
-		if err != nil {
-			p.log.Error(err, "encoding an IPAMClaim's status", "object", c.Namespace+"/"+c.Name)
-			continue
-		}
-		_, err = p.dyn.Resource(sources.GVRIPAMClaim).Namespace(c.Namespace).UpdateStatus(ctx,
-			&unstructured.Unstructured{Object: obj}, metav1.UpdateOptions{FieldManager: "ovn-sync"})
-		switch {
-		case err == nil:
-			p.result("patched")
-			p.log.V(1).Info("wrote IPAMClaim status", "object", c.Namespace+"/"+c.Name, "ips", c.Status.IPs)
-		case apierrors.IsNotFound(err) || apierrors.IsConflict(err):
-			p.result("gone")
-		default:
-			p.result("error")
-			p.log.Error(err, "writing an IPAMClaim's status failed; the next pass retries", "object", c.Namespace+"/"+c.Name)
-		}
+	}
+	c.APIVersion, c.Kind = ipamclaimsv1alpha1.GroupVersion.String(), ipamclaimsv1alpha1.Kind
+	obj, err := runtime.DefaultUnstructuredConverter.ToUnstructured(c)
+	if err != nil {
+		p.log.Error(err, "encoding an IPAMClaim's status", "object", c.Namespace+"/"+c.Name)
+		return
+	}
+	_, err = p.dyn.Resource(sources.GVRIPAMClaim).Namespace(c.Namespace).UpdateStatus(ctx,
+		&unstructured.Unstructured{Object: obj}, metav1.UpdateOptions{FieldManager: "ovn-sync"})
+	switch {
+	case err == nil:
+		p.result("patched")
+		p.log.V(1).Info("wrote IPAMClaim status", "object", c.Namespace+"/"+c.Name, "ips", c.Status.IPs)
+	case apierrors.IsNotFound(err) || apierrors.IsConflict(err):
+		p.result("gone")
+	case ctx.Err() != nil:
+	default:
+		p.result("error")
+		p.log.Error(err, "writing an IPAMClaim's status failed; the next pass retries", "object", c.Namespace+"/"+c.Name)
 	}
 }

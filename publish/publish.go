@@ -24,96 +24,223 @@ import (
 )
 
 // Publisher patches pods and VirtualMachines with the annotations
-// reconcile.Publications computes. It remembers what it patched per object
-// so that a pass running before the informer has seen its own patch does
-// not send it again: a patch is skipped while the object the informer
-// holds is still the version the same patch was computed from. Once the
-// informer has a newer version (ours or anyone's), the annotations it
-// shows decide.
+// reconcile.Publications computes, and writes IPAMClaims' statuses. A pass
+// hands it what it decided (Pass) and goes on: the writes wait in a queue,
+// at most one per object (a newer pass's replaces an older one's), sent by
+// at most Workers goroutines, the newest pass's first. A first start on a
+// cluster whose pods carry no annotations queues one patch a pod, which
+// the API's rate limit spreads over minutes; a pod created meanwhile is
+// annotated before them, and no pass waits for them.
+//
+// It remembers what it patched per object so that a pass running before
+// the informer has seen its own patch does not send it again: a patch is
+// skipped while the object the informer holds is still the version the
+// same patch was computed from. Once the informer has a newer version
+// (ours or anyone's), the annotations it shows decide, and a full pass
+// forgets what was sent.
 type Publisher struct {
-	kube     kubernetes.Interface
-	dyn      dynamic.Interface
-	log      logr.Logger
-	workers  int
-	onResult func(result string)
-	mu       sync.Mutex
-	sent     map[types.UID]sentPatch
-	// retry holds the patches that failed, sent again by the next Publish
+	kube    kubernetes.Interface
+	dyn     dynamic.Interface
+	log     logr.Logger
+	workers int
+	metrics PublisherMetrics
+
+	mu   sync.Mutex
+	sent map[types.UID]sentPatch
+	// queue holds what is still to be written, one job per object;
+	// passes orders it, the newest pass last.
+	queue  map[types.UID]job
+	passes [][]types.UID
+	queued int // the UIDs in passes
+	// retry holds the jobs that failed, queued again by the next Pass
 	// unless it has a newer one for the object: an incremental pass
 	// publishes for the owners it rebuilt only.
-	retry map[types.UID]reconcile.Publication
+	retry   map[types.UID]job
+	running int
+	idle    sync.WaitGroup // the workers running
+}
+
+// PublisherMetrics counts what a Publisher does: each write by result
+// (patched, gone, error), and how many wait in its queue.
+type PublisherMetrics interface {
+	Publication(result string)
+	PublicationsQueued(n int)
 }
 
 type sentPatch struct {
-	from string // the pod's resourceVersion the patch was computed from
+	from string // the object's resourceVersion the patch was computed from
 	set  map[string]string
 }
 
-// NewPublisher returns a publisher patching through kube (pods) and dyn
-// (VirtualMachines); onResult, when set, sees each patch's result
-// (patched, gone, error).
-func NewPublisher(kube kubernetes.Interface, dyn dynamic.Interface, log logr.Logger, onResult func(string)) *Publisher {
-	return &Publisher{kube: kube, dyn: dyn, log: log, workers: 8, onResult: onResult, sent: map[types.UID]sentPatch{},
-		retry: map[types.UID]reconcile.Publication{}}
+// job is one write: an object's annotations, or an IPAMClaim's status.
+type job struct {
+	patch *reconcile.Publication
+	claim *reconcile.ClaimStatus
 }
 
-// Publish sends patches, at most p.workers at a time; live, when not nil,
-// holds the UIDs of every object that exists, and what was sent to the
-// others is forgotten (an incremental pass passes nil: listing every
-// object would cost what the pass saved). An object that is gone is not an
-// error; other failures are logged and retried by the next pass.
-func (p *Publisher) Publish(ctx context.Context, patches []reconcile.Publication, live map[types.UID]bool) {
+// NewPublisher returns a publisher patching through kube (pods) and dyn
+// (VirtualMachines, IPAMClaims); m, when not nil, counts what it does.
+func NewPublisher(kube kubernetes.Interface, dyn dynamic.Interface, log logr.Logger, m PublisherMetrics) *Publisher {
+	return &Publisher{kube: kube, dyn: dyn, log: log, workers: 8, metrics: m, sent: map[types.UID]sentPatch{},
+		queue: map[types.UID]job{}, retry: map[types.UID]job{}}
+}
+
+// Pass queues what a pass decided: reconcile.Publications and
+// reconcile.ClaimStatuses of its result. After a full pass (which read
+// every object) what was sent to objects that are gone or have changed
+// since is forgotten, and so are the queued writes of objects that are
+// gone; an incremental pass forgets nothing (listing every object would
+// cost what the pass saved). The writes run under ctx.
+func (p *Publisher) Pass(ctx context.Context, out reconcile.Outcome, snap sources.Snapshot) {
+	var live map[types.UID]string
+	if !out.Incremental {
+		live = Live(snap.Inputs)
+	}
+	p.Publish(ctx, reconcile.Publications(out.Result), reconcile.ClaimStatuses(out.Result), live)
+}
+
+// Publish queues patches and claim statuses as one pass (see Pass); live,
+// when not nil, holds every object that exists, by UID, with the
+// resourceVersion the pass read. An object that is gone is not an error;
+// other failures are logged and retried after the next Publish.
+func (p *Publisher) Publish(ctx context.Context, patches []reconcile.Publication, claims []reconcile.ClaimStatus, live map[types.UID]string) {
 	p.mu.Lock()
+	defer p.mu.Unlock()
 	if live != nil {
-		for uid := range p.sent {
-			if !live[uid] {
-				delete(p.sent, uid)
-			}
-		}
+		p.forget(live)
 	}
-	if len(p.retry) > 0 {
-		newer := make(map[types.UID]bool, len(patches))
-		for _, pp := range patches {
-			newer[pp.UID] = true
-		}
-		patches = slices.Clone(patches)
-		for uid, pp := range p.retry {
-			if !newer[uid] && (live == nil || live[uid]) {
-				patches = append(patches, pp)
-			}
-		}
-		clear(p.retry)
-	}
-	todo := patches[:0:0]
-	for _, pp := range patches {
+	var uids []types.UID
+	for i := range patches {
+		pp := &patches[i]
 		if sent, ok := p.sent[pp.UID]; ok && sent.from == pp.ResourceVersion && subset(pp.Set, sent.set) {
 			continue
 		}
-		todo = append(todo, pp)
+		p.queue[pp.UID] = job{patch: pp}
+		uids = append(uids, pp.UID)
 	}
-	p.mu.Unlock()
-	if len(todo) == 0 {
-		return
+	for i := range claims {
+		uid := claims[i].Claim.UID
+		p.queue[uid] = job{claim: &claims[i]}
+		uids = append(uids, uid)
 	}
-	work := make(chan reconcile.Publication)
-	var wg sync.WaitGroup
-	for range min(p.workers, len(todo)) {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for pp := range work {
-				p.patch(ctx, pp)
-			}
-		}()
-	}
-	for _, pp := range todo {
-		select {
-		case work <- pp:
-		case <-ctx.Done():
+	for uid, j := range p.retry {
+		if _, newer := p.queue[uid]; newer {
+			continue
+		}
+		if _, ok := live[uid]; ok || live == nil {
+			p.queue[uid] = j
+			uids = append(uids, uid)
 		}
 	}
-	close(work)
-	wg.Wait()
+	clear(p.retry)
+	if len(uids) > 0 {
+		p.passes = append(p.passes, uids)
+		p.queued += len(uids)
+		p.compact()
+	}
+	p.countQueued()
+	for p.running < min(p.workers, len(p.queue)) {
+		p.running++
+		p.idle.Add(1)
+		go p.work(ctx)
+	}
+}
+
+// forget drops what was sent to objects that are gone or whose informer
+// version moved on, and the queued writes of objects that are gone.
+func (p *Publisher) forget(live map[types.UID]string) {
+	for uid, sent := range p.sent {
+		if rv, ok := live[uid]; !ok || rv != sent.from {
+			delete(p.sent, uid)
+		}
+	}
+	for uid := range p.queue {
+		if _, ok := live[uid]; !ok {
+			delete(p.queue, uid)
+		}
+	}
+}
+
+// compact drops from passes the UIDs no longer queued and those a newer
+// pass queued again, once they are half of what passes holds.
+func (p *Publisher) compact() {
+	if p.queued < 2*len(p.queue)+1024 {
+		return
+	}
+	seen := make(map[types.UID]bool, len(p.queue))
+	kept := p.passes[:0]
+	p.queued = 0
+	for i := len(p.passes) - 1; i >= 0; i-- {
+		uids := p.passes[i][:0]
+		for _, uid := range p.passes[i] {
+			if _, ok := p.queue[uid]; ok && !seen[uid] {
+				seen[uid] = true
+				uids = append(uids, uid)
+			}
+		}
+		if len(uids) > 0 {
+			kept = append(kept, uids)
+			p.queued += len(uids)
+		}
+	}
+	slices.Reverse(kept)
+	clear(p.passes[len(kept):])
+	p.passes = kept
+}
+
+// take returns the next job: the newest pass's, in the order it gave.
+func (p *Publisher) take() (job, bool) {
+	for len(p.passes) > 0 {
+		last := len(p.passes) - 1
+		uids := p.passes[last]
+		if len(uids) == 0 {
+			p.passes[last] = nil
+			p.passes = p.passes[:last]
+			continue
+		}
+		uid := uids[0]
+		p.passes[last] = uids[1:]
+		p.queued--
+		if j, ok := p.queue[uid]; ok {
+			delete(p.queue, uid)
+			return j, true
+		}
+	}
+	return job{}, false
+}
+
+// work writes queued jobs until the queue is empty or ctx is done.
+func (p *Publisher) work(ctx context.Context) {
+	defer p.idle.Done()
+	for {
+		p.mu.Lock()
+		j, ok := job{}, false
+		if ctx.Err() == nil {
+			j, ok = p.take()
+		}
+		if !ok {
+			p.running--
+			p.mu.Unlock()
+			return
+		}
+		if pp := j.patch; pp != nil {
+			// Sent, unless it fails: a pass meanwhile need not queue it again.
+			p.sent[pp.UID] = sentPatch{from: pp.ResourceVersion, set: pp.Set}
+		}
+		p.countQueued()
+		p.mu.Unlock()
+		if j.patch != nil {
+			p.patch(ctx, *j.patch)
+		} else {
+			p.writeClaim(ctx, *j.claim)
+		}
+	}
+}
+
+func (p *Publisher) countQueued() {
+	if p.metrics != nil {
+		p.metrics.PublicationsQueued(len(p.queue))
+	}
 }
 
 func (p *Publisher) patch(ctx context.Context, pp reconcile.Publication) {
@@ -133,11 +260,13 @@ func (p *Publisher) patch(ctx context.Context, pp reconcile.Publication) {
 	default:
 		_, err = p.kube.CoreV1().Pods(pp.Namespace).Patch(ctx, pp.Name, types.MergePatchType, body, opts)
 	}
+	if err != nil {
+		p.mu.Lock()
+		delete(p.sent, pp.UID)
+		p.mu.Unlock()
+	}
 	switch {
 	case err == nil:
-		p.mu.Lock()
-		p.sent[pp.UID] = sentPatch{from: pp.ResourceVersion, set: pp.Set}
-		p.mu.Unlock()
 		p.result("patched")
 		p.log.V(1).Info("published addresses", "kind", pp.Kind, "object", pp.Namespace+"/"+pp.Name, "annotations", pp.Set)
 	case apierrors.IsNotFound(err) || apierrors.IsConflict(err) || apierrors.IsInvalid(err):
@@ -145,9 +274,10 @@ func (p *Publisher) patch(ctx context.Context, pp reconcile.Publication) {
 		// the next pass publishes for the new pod.
 		p.result("gone")
 	case ctx.Err() != nil:
+		// Stepping down: the next pass that leads queues it again.
 	default:
 		p.mu.Lock()
-		p.retry[pp.UID] = pp
+		p.retry[pp.UID] = job{patch: &pp}
 		p.mu.Unlock()
 		p.result("error")
 		p.log.Error(err, "publishing addresses failed; the next pass retries", "kind", pp.Kind, "object", pp.Namespace+"/"+pp.Name)
@@ -155,8 +285,8 @@ func (p *Publisher) patch(ctx context.Context, pp reconcile.Publication) {
 }
 
 func (p *Publisher) result(r string) {
-	if p.onResult != nil {
-		p.onResult(r)
+	if p.metrics != nil {
+		p.metrics.Publication(r)
 	}
 }
 
@@ -169,14 +299,18 @@ func subset(a, b map[string]string) bool {
 	return true
 }
 
-// Live returns the UIDs of every pod and VirtualMachine in, for Publish.
-func Live(in desired.Inputs) map[types.UID]bool {
-	live := make(map[types.UID]bool, len(in.Pods)+len(in.VirtualMachines))
+// Live returns the resourceVersion of every pod, VirtualMachine and
+// IPAMClaim in, by UID, for Publish.
+func Live(in desired.Inputs) map[types.UID]string {
+	live := make(map[types.UID]string, len(in.Pods)+len(in.VirtualMachines)+len(in.IPAMClaims))
 	for _, p := range in.Pods {
-		live[p.UID] = true
+		live[p.UID] = p.ResourceVersion
 	}
 	for _, vm := range in.VirtualMachines {
-		live[vm.UID] = true
+		live[vm.UID] = vm.ResourceVersion
+	}
+	for _, c := range in.IPAMClaims {
+		live[c.UID] = c.ResourceVersion
 	}
 	return live
 }

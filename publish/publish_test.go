@@ -4,6 +4,7 @@ import (
 	"context"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/go-logr/logr"
@@ -42,20 +43,29 @@ func TestProblemEventsDeduplicated(t *testing.T) {
 
 func TestPublisherSkipsOnlyUntilTheInformerCatchesUp(t *testing.T) {
 	kube := kubefake.NewClientset(&corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "a", UID: "uid-a"}})
-	var results []string
-	p := NewPublisher(kube, nil, logr.Discard(), func(r string) { results = append(results, r) })
-	live := map[types.UID]bool{"uid-a": true}
+	m := &recorder{}
+	p := NewPublisher(kube, nil, logr.Discard(), m)
 	pp := reconcile.Publication{Kind: reconcile.KindPod, Namespace: "ns", Name: "a", UID: "uid-a", ResourceVersion: "1", Set: map[string]string{"ovn.kubernetes.io/ip_address": "10.16.0.2"}}
 	ctx := context.Background()
-	p.Publish(ctx, []reconcile.Publication{pp}, live)
-	p.Publish(ctx, []reconcile.Publication{pp}, live) // the informer still shows version 1
-	pp.ResourceVersion = "3"                          // someone removed the annotation since
-	p.Publish(ctx, []reconcile.Publication{pp}, live)
+	publish := func(pp reconcile.Publication, live map[types.UID]string) {
+		p.Publish(ctx, []reconcile.Publication{pp}, nil, live)
+		p.idle.Wait()
+	}
+	publish(pp, map[types.UID]string{"uid-a": "1"})
+	publish(pp, map[types.UID]string{"uid-a": "1"}) // the informer still shows version 1
+	if len(p.sent) != 1 {
+		t.Errorf("sent = %v, want what was sent to a", p.sent)
+	}
+	pp.ResourceVersion = "3" // someone removed the annotation since
+	publish(pp, map[types.UID]string{"uid-a": "3"})
 	gone := pp
 	gone.Name, gone.UID = "b", "uid-b"
-	p.Publish(ctx, []reconcile.Publication{gone}, map[types.UID]bool{"uid-b": true})
-	if want := []string{"patched", "patched", "gone"}; !slices.Equal(results, want) {
-		t.Errorf("publish results = %v, want %v", results, want)
+	publish(gone, map[types.UID]string{"uid-a": "4", "uid-b": "1"})
+	if want := []string{"patched", "patched", "gone"}; !slices.Equal(m.results, want) {
+		t.Errorf("publish results = %v, want %v", m.results, want)
+	}
+	if len(p.sent) != 0 {
+		t.Errorf("sent = %v after a full pass that read newer versions of both, want nothing", p.sent)
 	}
 	got, err := kube.CoreV1().Pods("ns").Get(ctx, "a", metav1.GetOptions{})
 	if err != nil || got.Annotations["ovn.kubernetes.io/ip_address"] != "10.16.0.2" {
@@ -78,19 +88,92 @@ func TestPublisherRetriesWhatFailed(t *testing.T) {
 		}
 		return false, nil, nil
 	})
-	var results []string
-	p := NewPublisher(kube, nil, logr.Discard(), func(r string) { results = append(results, r) })
+	m := &recorder{}
+	p := NewPublisher(kube, nil, logr.Discard(), m)
 	ctx := context.Background()
 	a := reconcile.Publication{Kind: reconcile.KindPod, Namespace: "ns", Name: "a", UID: "uid-a", ResourceVersion: "1", Set: map[string]string{"ovn.kubernetes.io/ip_address": "10.16.0.2"}}
 	b := a
 	b.Name, b.UID = "b", "uid-b"
-	p.Publish(ctx, []reconcile.Publication{a}, nil)
-	p.Publish(ctx, []reconcile.Publication{b}, nil) // a pass that rebuilt b only
-	if want := []string{"error", "patched", "patched"}; !slices.Equal(results, want) {
-		t.Errorf("publish results = %v, want %v", results, want)
+	p.Publish(ctx, []reconcile.Publication{a}, nil, nil)
+	p.idle.Wait()
+	p.Publish(ctx, []reconcile.Publication{b}, nil, nil) // a pass that rebuilt b only
+	p.idle.Wait()
+	slices.Sort(m.results[1:]) // a's retry and b run side by side
+	if want := []string{"error", "patched", "patched"}; !slices.Equal(m.results, want) {
+		t.Errorf("publish results = %v, want %v", m.results, want)
 	}
 	got, err := kube.CoreV1().Pods("ns").Get(ctx, "a", metav1.GetOptions{})
 	if err != nil || got.Annotations["ovn.kubernetes.io/ip_address"] != "10.16.0.2" {
 		t.Errorf("pod a = %v, %v; want annotated by the retry", got, err)
 	}
+}
+
+// TestPublisherNewestPassFirst: a pass hands its writes over and goes on,
+// and a later pass's writes go before what an earlier pass queued (a
+// first start queues one patch a pod; a pod created meanwhile must not
+// wait for them all). A newer write for an object replaces the queued one.
+func TestPublisherNewestPassFirst(t *testing.T) {
+	var objs []runtime.Object
+	var first []reconcile.Publication
+	for _, name := range []string{"a", "b", "c", "d"} {
+		objs = append(objs, &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: name, UID: types.UID("uid-" + name)}})
+		first = append(first, reconcile.Publication{Kind: reconcile.KindPod, Namespace: "ns", Name: name, UID: types.UID("uid-" + name),
+			ResourceVersion: "1", Set: map[string]string{"ovn.kubernetes.io/ip_address": "10.16.0.1"}})
+	}
+	objs = append(objs, &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "new", UID: "uid-new"}})
+	kube := kubefake.NewClientset(objs...)
+	inFlight, hold := make(chan struct{}), make(chan struct{})
+	var order []string
+	kube.PrependReactor("patch", "pods", func(a clienttesting.Action) (bool, runtime.Object, error) {
+		if len(order) == 0 {
+			close(inFlight)
+			<-hold // the first write is slow: the next pass comes meanwhile
+		}
+		order = append(order, a.(clienttesting.PatchAction).GetName())
+		return false, nil, nil
+	})
+	m := &recorder{}
+	p := NewPublisher(kube, nil, logr.Discard(), m)
+	p.workers = 1
+	ctx := context.Background()
+	p.Publish(ctx, first, nil, nil) // returns while the first write waits
+	<-inFlight
+	newer := first[0] // a, written again by the next pass
+	newer.ResourceVersion, newer.Set = "2", map[string]string{"ovn.kubernetes.io/ip_address": "10.16.0.9"}
+	created := reconcile.Publication{Kind: reconcile.KindPod, Namespace: "ns", Name: "new", UID: "uid-new",
+		ResourceVersion: "1", Set: map[string]string{"ovn.kubernetes.io/ip_address": "10.16.0.5"}}
+	p.Publish(ctx, []reconcile.Publication{created, newer}, nil, nil)
+	if got := m.queued; got != 5 {
+		t.Errorf("queued = %d, want 5 (b, c and d; new and a's newer patch)", got)
+	}
+	close(hold)
+	p.idle.Wait()
+	if want := []string{"a", "new", "a", "b", "c", "d"}; !slices.Equal(order, want) {
+		t.Errorf("patched in the order %v, want %v: the newest pass first, each in its order", order, want)
+	}
+	got, err := kube.CoreV1().Pods("ns").Get(ctx, "a", metav1.GetOptions{})
+	if err != nil || got.Annotations["ovn.kubernetes.io/ip_address"] != "10.16.0.9" {
+		t.Errorf("pod a = %v, %v; want the newer patch", got.Annotations, err)
+	}
+	if m.queued != 0 {
+		t.Errorf("queued = %d once written, want 0", m.queued)
+	}
+}
+
+type recorder struct {
+	mu      sync.Mutex
+	results []string
+	queued  int
+}
+
+func (r *recorder) Publication(result string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.results = append(r.results, result)
+}
+
+func (r *recorder) PublicationsQueued(n int) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.queued = n
 }

@@ -41,6 +41,7 @@ type Metrics struct {
 	informerEvent *prometheus.CounterVec // kind
 	dropped       *prometheus.CounterVec // kind
 	patches       *prometheus.CounterVec // result
+	queued        prometheus.Gauge
 	kubeEvents    *prometheus.CounterVec // reason
 	lastSuccess   prometheus.Gauge
 	builds        *prometheus.CounterVec // kind: incremental, full; reason
@@ -94,6 +95,8 @@ func NewMetrics() *Metrics {
 		Help: "Informer updates dropped as irrelevant, by kind: nothing ovn-sync reads changed (a status, labels, managed fields), so no pass."}, []string{"kind"})
 	m.patches = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "ovn_sync_annotation_patches_total",
 		Help: "Annotation patches publishing addresses on pods and VirtualMachines, by result (patched, gone, error)."}, []string{"result"})
+	m.queued = prometheus.NewGauge(prometheus.GaugeOpts{Name: "ovn_sync_publications_queued",
+		Help: "Annotation patches and IPAMClaim statuses decided by passes and not yet written (a first start on pods without annotations queues one a pod)."})
 	m.kubeEvents = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "ovn_sync_problem_events_total",
 		Help: "Kubernetes Events emitted for new problems, by reason."}, []string{"reason"})
 	m.lastSuccess = prometheus.NewGauge(prometheus.GaugeOpts{Name: "ovn_sync_last_success_timestamp_seconds", Help: "Unix time of the last successful pass."})
@@ -111,7 +114,7 @@ func NewMetrics() *Metrics {
 	m.pending = newPending()
 	for _, c := range []prometheus.Collector{m.builds, m.mismatches, m.pending, m.passes, m.passDuration, m.changes, m.operations, m.transactions, m.txnDuration,
 		m.planSize, m.withheld, m.problems, m.driftEvents, m.driftRepairs, m.synced, m.leader, m.nbConnected, m.nbReconnects,
-		m.ownedPorts, m.switchPorts, m.switchLimit, m.informerEvent, m.dropped, m.patches, m.kubeEvents, m.lastSuccess,
+		m.ownedPorts, m.switchPorts, m.switchLimit, m.informerEvent, m.dropped, m.patches, m.queued, m.kubeEvents, m.lastSuccess,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{})} {
 		f(c)
 	}
@@ -206,6 +209,9 @@ func (m *Metrics) ChangeDropped(kind string) { m.dropped.WithLabelValues(kind).I
 
 // Publication counts one annotation patch by result (patched, gone, error).
 func (m *Metrics) Publication(result string) { m.patches.WithLabelValues(result).Inc() }
+
+// PublicationsQueued records how many writes wait in the publisher's queue.
+func (m *Metrics) PublicationsQueued(n int) { m.queued.Set(float64(n)) }
 
 // ProblemEvent counts one Kubernetes Event emitted for a problem.
 func (m *Metrics) ProblemEvent(reason string) { m.kubeEvents.WithLabelValues(reason).Inc() }

@@ -15,8 +15,6 @@ import (
 	"sync/atomic"
 	"time"
 
-	"k8s.io/apimachinery/pkg/types"
-
 	"github.com/cenkalti/backoff/v4"
 	"github.com/go-logr/logr"
 	"github.com/go-logr/zapr"
@@ -363,15 +361,8 @@ func wireRun(rf *runFlags, log logr.Logger) (*runWiring, error) {
 		Log: log, Metrics: w.m, FullPasses: rf.fullPasses, VerifyIncremental: rf.verifyInc, DryRun: rf.dryRun,
 	}
 	if rf.publish {
-		pub := publish.NewPublisher(kube, dyn, log.WithName("publish"), w.m.Publication)
-		w.opts.Publish = func(ctx context.Context, out reconcile.Outcome, snap sources.Snapshot) {
-			var live map[types.UID]bool
-			if !out.Incremental {
-				live = publish.Live(snap.Inputs)
-			}
-			pub.Publish(ctx, reconcile.Publications(out.Result), live)
-			pub.PublishClaims(ctx, reconcile.ClaimStatuses(out.Result))
-		}
+		pub := publish.NewPublisher(kube, dyn, log.WithName("publish"), w.m)
+		w.opts.Publish = pub.Pass
 	}
 	if rf.events {
 		ev, stop := publish.NewEvents(kube, log.WithName("events"), w.m.ProblemEvent)

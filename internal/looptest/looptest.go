@@ -233,15 +233,8 @@ func loopOptions(o Options, cfg desired.Config, m *reconcile.Metrics, mismatches
 		opts.Coalesce = o.Coalesce
 	}
 	if o.Publish {
-		pub := publish.NewPublisher(kube, dyn, logr.Discard(), m.Publication)
-		opts.Publish = func(ctx context.Context, out reconcile.Outcome, snap sources.Snapshot) {
-			var live map[types.UID]bool
-			if !out.Incremental {
-				live = publish.Live(snap.Inputs)
-			}
-			pub.Publish(ctx, reconcile.Publications(out.Result), live)
-			pub.PublishClaims(ctx, reconcile.ClaimStatuses(out.Result))
-		}
+		pub := publish.NewPublisher(kube, dyn, logr.Discard(), m)
+		opts.Publish = pub.Pass
 	}
 	return opts
 }
