@@ -7,8 +7,6 @@ import (
 	"slices"
 	"strings"
 
-	corev1 "k8s.io/api/core/v1"
-
 	ipamclaimsv1alpha1 "github.com/ovn-sync/ovn-sync/apis/ipamclaims/v1alpha1"
 	"github.com/ovn-sync/ovn-sync/desired/addr"
 	"github.com/ovn-sync/ovn-sync/desired/netconf"
@@ -71,7 +69,7 @@ type ClaimFacts struct {
 	IPs []string
 	// Pods are the pods that run the owner (a plain pod, or the VM's
 	// virt-launcher pods), Node its node ("" when not running).
-	Pods []*corev1.Pod
+	Pods []Carrier
 	Node string
 	// Reason is "" when the port holds its addresses, else why not, as
 	// the IPsAllocated condition's reason (ReasonSubnetExhausted,
@@ -152,7 +150,7 @@ func (b *builder) readClaim(s *portSpec, at *attachment, cc netconf.ClaimConfig)
 func (b *builder) notOwnedBy(c *ipamclaimsv1alpha1.IPAMClaim, o *owner) string {
 	uid := ""
 	if o.objects.vm != nil {
-		uid = string(o.objects.vm.UID)
+		uid = o.objects.vm.UID
 	}
 	for _, r := range c.OwnerReferences {
 		if r.Kind == o.kind && r.Name == o.name {
@@ -361,10 +359,7 @@ func (s *portSpec) claimFacts() *ClaimFacts {
 		return nil
 	}
 	o := s.o
-	f := &ClaimFacts{Claim: c.obj, Owner: o.id, Port: s.name, Pods: o.objects.launchers.pods(), Node: o.chassis}
-	if o.objects.pod != nil {
-		f.Pods = []*corev1.Pod{o.objects.pod}
-	}
+	f := &ClaimFacts{Claim: c.obj, Owner: o.id, Port: s.name, Pods: o.objects.carriers(), Node: o.chassis}
 	switch {
 	case s.state == specBuild:
 		for fam, a := range s.ip {
@@ -398,11 +393,8 @@ func (b *builder) unmanagedClaim(o *owner, at *attachment, e nadEntry) {
 	if c == nil || c.Spec.Network != e.cc.Name || len(c.Status.IPs) > 0 {
 		return
 	}
-	f := &ClaimFacts{Claim: c, Owner: o.id, Pods: o.objects.launchers.pods(), Node: o.chassis,
+	f := &ClaimFacts{Claim: c, Owner: o.id, Pods: o.objects.carriers(), Node: o.chassis,
 		Reason:  ReasonNetworkNotManaged,
 		Message: fmt.Sprintf("network %q (NetworkAttachmentDefinition %s) %s: ovn-sync allocates no addresses on it", c.Spec.Network, at.ref.String(), e.why)}
-	if o.objects.pod != nil {
-		f.Pods = []*corev1.Pod{o.objects.pod}
-	}
 	b.claimNotes = append(b.claimNotes, f)
 }

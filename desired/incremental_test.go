@@ -6,6 +6,7 @@ import (
 	"runtime"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -1130,4 +1131,62 @@ func TestIncrementalNeedsTheNBToShowItsResult(t *testing.T) {
 	if Mismatch(r, full) == "" {
 		t.Errorf("an Update over an NB that does not show its last result agrees with a full Build: the rule that resets the engine after a pass withholding deletes is not needed")
 	}
+}
+
+// TestEngineKeepsNoPodItRead: the engine and its result keep, of a plain
+// pod or a VirtualMachine they read, a Carrier (what publishing reads), not
+// the API object: a pass reads objects made from the informers' compact
+// stores, and keeping them would hold a Pod's size for every owner from
+// pass to pass. Every pod and VM the pass read is collected once the
+// inputs are dropped, while the engine and the result live on and still
+// say what to publish where.
+func TestEngineKeepsNoPodItRead(t *testing.T) {
+	cfg, err := NewConfig("ovn-default", []string{"10.16.0.0/16"}, []string{"10.16.0.1"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	const n = 50
+	var freed atomic.Int64
+	in := Inputs{}
+	for i := range n {
+		p := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "tenant", Name: fmt.Sprintf("web-%d", i), UID: types.UID(fmt.Sprint("uid-", i)),
+			Annotations: map[string]string{"team": "a"}},
+			Spec: corev1.PodSpec{NodeName: "node-1"}, Status: corev1.PodStatus{Phase: corev1.PodRunning}}
+		runtime.SetFinalizer(p, func(*corev1.Pod) { freed.Add(1) })
+		in.Pods = append(in.Pods, p)
+		vm := &kubevirtv1.VirtualMachine{ObjectMeta: metav1.ObjectMeta{Namespace: "tenant", Name: fmt.Sprintf("vm-%d", i)},
+			Spec: kubevirtv1.VirtualMachineSpec{Template: &kubevirtv1.VirtualMachineInstanceTemplateSpec{}}}
+		runtime.SetFinalizer(vm, func(*kubevirtv1.VirtualMachine) { freed.Add(1) })
+		in.VirtualMachines = append(in.VirtualMachines, vm)
+	}
+	var x Engine
+	full := x.Full(in, cfg, state.New(0))
+	changed := []state.ObjectRef{{Kind: state.KindPod, Namespace: "tenant", Name: "web-0"}}
+	update, why := x.Update(ObjectsOf(in), changed, cfg, applied(state.New(0), full.Want))
+	if why.Gave() {
+		t.Fatalf("Update gave up: %s", why)
+	}
+	in = Inputs{}
+	// Finalizers run on a goroutine of their own, after a collection.
+	for deadline := time.Now().Add(10 * time.Second); freed.Load() < 2*n && time.Now().Before(deadline); {
+		runtime.GC()
+		time.Sleep(time.Millisecond)
+	}
+	if got := freed.Load(); got != 2*n {
+		t.Errorf("%d of the %d pods and VMs the passes read were collected; the engine or its result keeps the rest", got, 2*n)
+	}
+	pods, vms := 0, 0
+	for _, f := range full.Ports() {
+		pods += len(f.Pods)
+		if f.VM != nil && f.VM.Live {
+			vms++
+		}
+	}
+	if pods != n || vms != n {
+		t.Errorf("the full result names %d pods and %d VMs to publish to, want %d of each", pods, vms, n)
+	}
+	if f := update.Ports(); len(f) != 1 || len(f[0].Pods) != 1 || f[0].Pods[0].Name != "web-0" || f[0].Pods[0].Annotations["team"] != "a" {
+		t.Errorf("the update's facts = %+v, want web-0's port carried by web-0 as read", f)
+	}
+	runtime.KeepAlive(&x)
 }

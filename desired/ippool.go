@@ -64,7 +64,7 @@ func (r *reqReader) pool(src, raw string) bool {
 		}
 		pool = append(pool, e)
 	}
-	if ord, ok := statefulSetOrdinal(r.s.o.objects.pod); ok {
+	if ord := r.s.o.ordinal; ord >= 0 {
 		// kube-ovn: a StatefulSet's pod takes the entry at its ordinal.
 		if ord >= len(pool) {
 			return r.bad(src, raw, fmt.Sprintf("has %d entries; StatefulSet pod ordinal %d has none", len(pool), ord))

@@ -4,7 +4,6 @@ import (
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
-	kubevirtv1 "kubevirt.io/api/core/v1"
 
 	"github.com/ovn-sync/ovn-sync/state"
 )
@@ -140,8 +139,47 @@ type PortFacts struct {
 	// Pods are the pods that carry the port's addresses in annotations: a
 	// plain pod itself, or the virt-launcher pods of a VM or VMI. VM is the
 	// VirtualMachine that owns the port, when one does.
-	Pods []*corev1.Pod
-	VM   *kubevirtv1.VirtualMachine
+	Pods []Carrier
+	VM   *Carrier
+}
+
+// Carrier is what a result keeps of a pod or VirtualMachine that carries a
+// port's addresses in its annotations: what publishing them reads. Its
+// strings and Annotations are the object's as read: shared, read only.
+type Carrier struct {
+	Namespace, Name string
+	UID             string
+	ResourceVersion string
+	Annotations     map[string]string
+	// Node is a pod's node ("" for a VM, or a pod not scheduled yet).
+	Node string
+	// Live is set when the object can still use its addresses: not being
+	// deleted, and for a pod neither host-networked, Succeeded nor Failed.
+	Live bool
+}
+
+// podCarrier is what a result keeps of p.
+func podCarrier(p *corev1.Pod) *Carrier {
+	return &Carrier{Namespace: p.Namespace, Name: p.Name, UID: string(p.UID), ResourceVersion: p.ResourceVersion,
+		Annotations: p.Annotations, Node: p.Spec.NodeName,
+		Live: !p.Spec.HostNetwork && p.DeletionTimestamp == nil && p.Status.Phase != corev1.PodSucceeded && p.Status.Phase != corev1.PodFailed}
+}
+
+// carriers returns the pods that carry the owner's addresses: the plain
+// pod, or the launchers.
+func (o *objects) carriers() []Carrier {
+	if o.pod != nil {
+		return []Carrier{*o.pod}
+	}
+	pods := o.launchers.pods()
+	if len(pods) == 0 {
+		return nil
+	}
+	out := make([]Carrier, len(pods))
+	for i, p := range pods {
+		out[i] = *podCarrier(p)
+	}
+	return out
 }
 
 // Ports returns the facts of every port in Want, in the order Build added
@@ -163,10 +201,7 @@ func (s *portSpec) facts() PortFacts {
 	f := PortFacts{
 		Port: s.port, OwnerKind: o.kind, OwnerNamespace: o.ns, OwnerName: o.name,
 		Provider: s.provider, Kept: s.state != specBuild, Chassis: o.chassisWhy(),
-		Pods: o.objects.launchers.pods(), VM: o.objects.vm,
-	}
-	if o.objects.pod != nil {
-		f.Pods = []*corev1.Pod{o.objects.pod}
+		Pods: o.objects.carriers(), VM: o.objects.vm,
 	}
 	if s.net != nil {
 		f.CIDR, f.Gateway = s.net.cidr(), s.net.gateway

@@ -7,9 +7,6 @@ import (
 	"strings"
 	"time"
 
-	corev1 "k8s.io/api/core/v1"
-	kubevirtv1 "kubevirt.io/api/core/v1"
-
 	"github.com/ovn-sync/ovn-sync/desired/addr"
 	"github.com/ovn-sync/ovn-sync/state"
 )
@@ -30,6 +27,8 @@ type owner struct {
 	// objects are where the owner's addresses are published and read back
 	// as records: the pod itself, or a VM's launcher pods and the VM.
 	objects objects
+	// ordinal is a StatefulSet pod's ordinal, -1 for any other owner.
+	ordinal int
 	// running holds, for a VM whose VMI runs, the attachments the VMI was
 	// started with, and runningAnn its annotations: their requests are what
 	// the guest runs with.
@@ -37,11 +36,14 @@ type owner struct {
 	runningAnn map[string]string
 }
 
-// objects are the Kubernetes objects that carry an owner's addresses.
+// objects are the Kubernetes objects that carry an owner's addresses. A
+// plain pod and a VM are kept as Carriers, not as the API objects a pass
+// read: the engine keeps every owner from pass to pass, and a Carrier is
+// what publishing reads of them, a tenth of a Pod's size.
 type objects struct {
-	pod       *corev1.Pod                // a plain pod owner
-	vm        *kubevirtv1.VirtualMachine // a VM owner, when the VM exists
-	launchers podList                    // a VM's or VMI's virt-launcher pods
+	pod       *Carrier // a plain pod owner
+	vm        *Carrier // a VM owner, when the VM exists
+	launchers podList  // a VM's or VMI's virt-launcher pods
 }
 
 func (b *builder) newOwner(kind, ns, name string, created time.Time) *owner {
@@ -54,6 +56,7 @@ func (b *builder) newOwner(kind, ns, name string, created time.Time) *owner {
 		id:      both[n:],
 		created: created,
 		base:    both[:n],
+		ordinal: -1,
 	}
 	return o
 }

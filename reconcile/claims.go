@@ -77,7 +77,7 @@ func runningPod(f *desired.ClaimFacts) string {
 		return ""
 	}
 	for _, p := range f.Pods {
-		if livePod(p) && p.Spec.NodeName == node {
+		if p.Live && p.Node == node {
 			return p.Name
 		}
 	}

@@ -7,8 +7,6 @@ import (
 	"slices"
 	"strings"
 
-	corev1 "k8s.io/api/core/v1"
-
 	"github.com/ovn-sync/ovn-sync/desired"
 	"github.com/ovn-sync/ovn-sync/diff"
 	"github.com/ovn-sync/ovn-sync/state"
@@ -79,7 +77,7 @@ func Explain(out Outcome, query string) (Explanation, error) {
 		if k == KindPod {
 			// A virt-launcher pod's ports are its VM's.
 			for _, f := range facts {
-				if f.OwnerKind != KindPod && slices.ContainsFunc(f.Pods, func(p *corev1.Pod) bool { return p.Namespace == ns && p.Name == name }) {
+				if f.OwnerKind != KindPod && slices.ContainsFunc(f.Pods, func(p desired.Carrier) bool { return p.Namespace == ns && p.Name == name }) {
 					owner = state.ObjectRef{Kind: f.OwnerKind, Namespace: f.OwnerNamespace, Name: f.OwnerName}
 					break
 				}

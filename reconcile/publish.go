@@ -5,7 +5,6 @@ import (
 	"slices"
 	"strings"
 
-	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/ovn-sync/ovn-sync/desired"
@@ -77,12 +76,12 @@ func Publications(r desired.Result) []Publication {
 			continue
 		}
 		for _, pod := range f.Pods {
-			if livePod(pod) {
-				add(KindPod, pod.Namespace, pod.Name, pod.UID, pod.ResourceVersion, pod.Annotations, &f, pod.Spec.NodeName != "")
+			if pod.Live {
+				add(KindPod, pod.Namespace, pod.Name, types.UID(pod.UID), pod.ResourceVersion, pod.Annotations, &f, pod.Node != "")
 			}
 		}
-		if vm := f.VM; vm != nil && vm.DeletionTimestamp == nil {
-			add(KindVirtualMachine, vm.Namespace, vm.Name, vm.UID, vm.ResourceVersion, vm.Annotations, &f, false)
+		if vm := f.VM; vm != nil && vm.Live {
+			add(KindVirtualMachine, vm.Namespace, vm.Name, types.UID(vm.UID), vm.ResourceVersion, vm.Annotations, &f, false)
 		}
 	}
 	var out []Publication
@@ -95,12 +94,6 @@ func Publications(r desired.Result) []Publication {
 		return cmp.Or(strings.Compare(a.Kind, b.Kind), strings.Compare(a.Namespace, b.Namespace), strings.Compare(a.Name, b.Name))
 	})
 	return out
-}
-
-// livePod reports whether a pod can still use its addresses.
-func livePod(p *corev1.Pod) bool {
-	return p != nil && !p.Spec.HostNetwork && p.DeletionTimestamp == nil &&
-		p.Status.Phase != corev1.PodSucceeded && p.Status.Phase != corev1.PodFailed
 }
 
 // annotations renders the kube-ovn annotations of one port: the IP key only
