@@ -17,6 +17,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/intstr"
 
 	"github.com/ovn-sync/ovn-sync/internal/kubetest"
+	"github.com/ovn-sync/ovn-sync/internal/looptest"
 	"github.com/ovn-sync/ovn-sync/sources"
 )
 
@@ -70,6 +71,46 @@ func TestRunColdStart(t *testing.T) {
 		r := measureColdStart(t, env, bin, want, idle, os.Getenv("OVN_SYNC_COLDSTART_CGROUP") != "")
 		t.Logf("cold start, %s: %d ports in the NB %s after start; peak RSS %d MB, RSS idle %d MB (peak / idle %.2f), heap in use %d MB, released %d MB%s",
 			bin, want, r.took.Round(time.Millisecond), r.peak>>20, r.idle>>20, float64(r.peak)/float64(r.idle), r.heap>>20, r.released>>20, r.cgroup)
+	}
+}
+
+// TestRunAnnotatesNewPodsFirst: a first start on pods that carry no
+// annotations queues a patch a pod, which --kube-api-qps spreads over time
+// (here 400 pods and 4 VMs at 5 a second: 80 s). Passes do not wait for
+// them: a pod created meanwhile gets its port in the NB and its
+// annotations before them, while most are still queued.
+func TestRunAnnotatesNewPodsFirst(t *testing.T) {
+	const pods = 400
+	e := startEnv(t, envOptions{RBAC: deployRBAC})
+	vms := coldStartCluster(t, e.k, pods)
+	p := e.runWith(runOptions{OwnPasses: true, Flags: []string{"--leader-elect=false", "--kube-api-qps", "5", "--kube-api-burst", "5"}})
+	looptest.WaitFor(t, 60*time.Second, "every pod's and VM's port in the NB", func() error {
+		if n := e.nb.State().OwnedPorts(); n < pods+vms {
+			return fmt.Errorf("%d ports of %d", n, pods+vms)
+		}
+		return nil
+	})
+	late := deploymentPod("cs-0", pods)
+	if _, err := e2eCreatePod(e.k, late); err != nil {
+		t.Fatal(err)
+	}
+	looptest.WaitFor(t, 30*time.Second, "the pod created after the start annotated", func() error {
+		if e.nb.State().Ports.Get(late.Name+".cs-0") == nil {
+			return fmt.Errorf("no port %s.cs-0 in the NB", late.Name)
+		}
+		got, err := e.k.Kube.CoreV1().Pods("cs-0").Get(context.Background(), late.Name, metav1.GetOptions{})
+		if err != nil {
+			return err
+		}
+		if got.Annotations["ovn.kubernetes.io/allocated"] != "true" {
+			return fmt.Errorf("annotations %v", got.Annotations)
+		}
+		return nil
+	})
+	queued := p.metric("ovn_sync_publications_queued")
+	t.Logf("the new pod was annotated with %.0f of the first start's %d patches still queued", queued, pods+vms)
+	if queued < pods/2 {
+		t.Errorf("ovn_sync_publications_queued = %.0f once the new pod was annotated; want most of the first start's %d still queued (at 5 a second they take 80 s)", queued, pods+vms)
 	}
 }
 
