@@ -90,6 +90,20 @@ func isLauncher(p *corev1.Pod) bool {
 	return vmiOwnerRef(p.OwnerReferences) != nil
 }
 
+// PodLabelRead reports whether Build reads a pod's label key: KubeVirt's,
+// which mark a virt-launcher pod and name its VM. It reads no other label
+// of a pod, and the informers keep no other.
+func PodLabelRead(key string) bool { return key == kubevirtv1.AppLabel || key == vmNameLabel }
+
+// PodOwnerRead reports whether Build reads a pod's owner reference r: a
+// VMI's (a virt-launcher pod) or a StatefulSet's (kube-ovn's ordinal
+// pools, statefulSetOrdinal). It reads no other owner of a pod, and the
+// informers keep no other.
+func PodOwnerRead(r metav1.OwnerReference) bool {
+	return (r.Kind == kindVirtualMachineInst && strings.HasPrefix(r.APIVersion, "kubevirt.io/")) ||
+		(r.Kind == state.KindStatefulSet && strings.HasPrefix(r.APIVersion, "apps/"))
+}
+
 func vmiOwnerRef(refs []metav1.OwnerReference) *metav1.OwnerReference {
 	for i := range refs {
 		if refs[i].Kind == kindVirtualMachineInst && strings.HasPrefix(refs[i].APIVersion, "kubevirt.io/") {

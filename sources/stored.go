@@ -1,11 +1,15 @@
 package sources
 
 import (
+	"slices"
+
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/tools/cache"
 	kubevirtv1 "kubevirt.io/api/core/v1"
+
+	"github.com/ovn-sync/ovn-sync/desired"
 )
 
 // The stores keep the kinds a cluster has many of (pods, VMs, VMIs) in
@@ -49,8 +53,43 @@ type storedPod struct {
 // and kubectl's last-applied copy (leanMeta), and of its spec and status
 // the node, host networking and phase.
 func storePod(p *corev1.Pod) storedPod {
-	return storedPod{TypeMeta: p.TypeMeta, ObjectMeta: leanMeta(p.ObjectMeta),
+	return storedPod{TypeMeta: p.TypeMeta, ObjectMeta: podMeta(p.ObjectMeta),
 		node: p.Spec.NodeName, phase: p.Status.Phase, hostNetwork: p.Spec.HostNetwork}
+}
+
+// podMeta is leanMeta of a pod's metadata without what Build never reads of
+// a pod and a real one carries plenty of: labels but KubeVirt's
+// (desired.PodLabelRead), owner references but a VMI's and a
+// StatefulSet's (desired.PodOwnerRead), generateName and finalizers. A
+// Deployment's pod carries hundreds of bytes of these, and an edit of one
+// is then no change (sameRead).
+func podMeta(m metav1.ObjectMeta) metav1.ObjectMeta {
+	m = leanMeta(m)
+	m.GenerateName, m.Finalizers = "", nil
+	if len(m.Labels) > 0 {
+		var kept map[string]string
+		for k, v := range m.Labels {
+			if desired.PodLabelRead(k) {
+				if kept == nil {
+					kept = make(map[string]string, 2)
+				}
+				kept[k] = v
+			}
+		}
+		if len(kept) < len(m.Labels) {
+			m.Labels = kept
+		}
+	}
+	if i := slices.IndexFunc(m.OwnerReferences, func(r metav1.OwnerReference) bool { return !desired.PodOwnerRead(r) }); i >= 0 {
+		var kept []metav1.OwnerReference
+		for _, r := range m.OwnerReferences {
+			if desired.PodOwnerRead(r) {
+				kept = append(kept, r)
+			}
+		}
+		m.OwnerReferences = kept
+	}
+	return m
 }
 
 func (p *storedPod) object() runtime.Object { return p.pod() }

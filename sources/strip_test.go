@@ -63,6 +63,18 @@ func TestStripPod(t *testing.T) {
 	fat[1].Status.Phase = corev1.PodSucceeded
 	fat = append(fat, fatPod("d", nil))
 	fat[3].DeletionTimestamp = &fat[3].CreationTimestamp
+	// A virt-launcher pod and a StatefulSet's pod: the labels and owners
+	// Build reads are kept, the rest (a Deployment's) dropped.
+	launcher := fatPod("virt-launcher-db-x7k2p", nil)
+	launcher.Labels = map[string]string{"kubevirt.io": "virt-launcher", "vm.kubevirt.io/name": "db", "kubevirt.io/created-by": "uid-vmi", "app": "db"}
+	launcher.OwnerReferences = []metav1.OwnerReference{{APIVersion: "kubevirt.io/v1", Kind: "VirtualMachineInstance", Name: "db", UID: "uid-vmi"}}
+	launcher.Finalizers = []string{"kubevirt.io/foreground"}
+	sts := fatPod("web-0", nil)
+	sts.GenerateName = "web-"
+	sts.OwnerReferences = append(sts.OwnerReferences, metav1.OwnerReference{APIVersion: "apps/v1", Kind: "StatefulSet", Name: "web", UID: "uid-sts"})
+	fat = append(fat, launcher, sts)
+	keptLabels := map[string]map[string]string{launcher.Name: {"kubevirt.io": "virt-launcher", "vm.kubevirt.io/name": "db"}}
+	keptOwners := map[string][]metav1.OwnerReference{launcher.Name: launcher.OwnerReferences, sts.Name: sts.OwnerReferences[1:]}
 	var lean []*corev1.Pod
 	for _, p := range fat {
 		before := p.DeepCopy()
@@ -81,9 +93,12 @@ func TestStripPod(t *testing.T) {
 			t.Errorf("stripPod(%s) kept %s", p.Name, corev1.LastAppliedConfigAnnotation)
 		}
 		if l.Spec.NodeName != p.Spec.NodeName || l.Spec.HostNetwork != p.Spec.HostNetwork || l.Status.Phase != p.Status.Phase ||
-			l.UID != p.UID || l.ResourceVersion != p.ResourceVersion || !reflect.DeepEqual(l.OwnerReferences, p.OwnerReferences) ||
-			!reflect.DeepEqual(l.Labels, p.Labels) || !l.CreationTimestamp.Equal(&p.CreationTimestamp) || !reflect.DeepEqual(l.DeletionTimestamp, p.DeletionTimestamp) {
-			t.Errorf("stripPod(%s) lost a field ovn-sync reads: %+v", p.Name, l)
+			l.UID != p.UID || l.ResourceVersion != p.ResourceVersion || !reflect.DeepEqual(l.OwnerReferences, keptOwners[p.Name]) ||
+			!reflect.DeepEqual(l.Labels, keptLabels[p.Name]) || !l.CreationTimestamp.Equal(&p.CreationTimestamp) || !reflect.DeepEqual(l.DeletionTimestamp, p.DeletionTimestamp) {
+			t.Errorf("stripPod(%s) lost a field ovn-sync reads, or kept labels or owners it does not: %+v", p.Name, l)
+		}
+		if l.GenerateName != "" || l.Finalizers != nil {
+			t.Errorf("stripPod(%s) kept generateName %q or finalizers %v", p.Name, l.GenerateName, l.Finalizers)
 		}
 		if again, _ := stripPod(l); !reflect.DeepEqual(again, l) {
 			t.Errorf("stripPod(stripPod(%s)) = %+v, want %+v", p.Name, again, l)

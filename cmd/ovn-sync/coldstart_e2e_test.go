@@ -158,7 +158,7 @@ func measureColdStart(t *testing.T, e *runEnv, bin string, want int, idle time.D
 	r.heap = uint64(p.metric("go_memstats_heap_inuse_bytes"))
 	r.released = uint64(p.metric("go_memstats_heap_released_bytes"))
 	if dir := os.Getenv("OVN_SYNC_COLDSTART_PROFILE"); dir != "" && bin == binary {
-		heap, err := p.get("/debug/pprof/heap")
+		heap, err := p.get("/debug/pprof/heap?gc=1") // what is live, not what the last collection saw
 		if err != nil {
 			t.Fatal(err)
 		}
