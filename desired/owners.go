@@ -30,7 +30,7 @@ func (b *builder) addPods(in Inputs) {
 		if !b.validNames(o, "metadata.name") {
 			continue
 		}
-		o.chassis, o.objects.pod = p.Spec.NodeName, podCarrier(p)
+		o.chassis, o.objects.pod = p.Spec.NodeName, b.carrier(podCarrier(p))
 		if ord, ok := statefulSetOrdinal(p); ok {
 			o.ordinal = ord
 		}
@@ -59,8 +59,8 @@ func (b *builder) addVirtualMachines(in Inputs) {
 		}
 		vmiEntry := b.vmiEntry(e.vmi, e, vm.Name)
 		o.chassis, o.activationStrategy = b.chassis(e.vmi, vmiEntry)
-		o.objects.vm = &Carrier{Namespace: vm.Namespace, Name: vm.Name, UID: string(vm.UID), ResourceVersion: vm.ResourceVersion,
-			Annotations: vm.Annotations, Live: vm.DeletionTimestamp == nil}
+		o.objects.vm = b.carrier(Carrier{Namespace: vm.Namespace, Name: vm.Name, UID: string(vm.UID), ResourceVersion: vm.ResourceVersion,
+			Annotations: vm.Annotations, Live: vm.DeletionTimestamp == nil})
 		if vmiEntry != nil {
 			o.objects.launchers = vmiEntry.launchers
 		} else {

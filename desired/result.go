@@ -159,10 +159,17 @@ type Carrier struct {
 }
 
 // podCarrier is what a result keeps of p.
-func podCarrier(p *corev1.Pod) *Carrier {
-	return &Carrier{Namespace: p.Namespace, Name: p.Name, UID: string(p.UID), ResourceVersion: p.ResourceVersion,
+func podCarrier(p *corev1.Pod) Carrier {
+	return Carrier{Namespace: p.Namespace, Name: p.Name, UID: string(p.UID), ResourceVersion: p.ResourceVersion,
 		Annotations: p.Annotations, Node: p.Spec.NodeName,
 		Live: !p.Spec.HostNetwork && p.DeletionTimestamp == nil && p.Status.Phase != corev1.PodSucceeded && p.Status.Phase != corev1.PodFailed}
+}
+
+// carrier returns c in the builder's arena.
+func (b *builder) carrier(c Carrier) *Carrier {
+	p := b.carriers.alloc()
+	*p = c
+	return p
 }
 
 // carriers returns the pods that carry the owner's addresses: the plain
@@ -177,7 +184,7 @@ func (o *objects) carriers() []Carrier {
 	}
 	out := make([]Carrier, len(pods))
 	for i, p := range pods {
-		out[i] = *podCarrier(p)
+		out[i] = podCarrier(p)
 	}
 	return out
 }
