@@ -27,7 +27,7 @@ import (
 // reconcile.Publications computes, and writes IPAMClaims' statuses. A pass
 // hands it what it decided (Pass) and goes on: the writes wait in a queue,
 // at most one per object (a newer pass's replaces an older one's), sent by
-// at most Workers goroutines, the newest pass's first. A first start on a
+// at most 8 goroutines (workers), the newest pass's first. A first start on a
 // cluster whose pods carry no annotations queues one patch a pod, which
 // the API's rate limit spreads over minutes; a pod created meanwhile is
 // annotated before them, and no pass waits for them.
@@ -55,9 +55,10 @@ type Publisher struct {
 	// retry holds the jobs that failed, queued again by the next Pass
 	// unless it has a newer one for the object: an incremental pass
 	// publishes for the owners it rebuilt only.
-	retry   map[types.UID]job
+	retry map[types.UID]job
+	// running counts the workers; idle waits for them (tests).
 	running int
-	idle    sync.WaitGroup // the workers running
+	idle    sync.WaitGroup
 }
 
 // PublisherMetrics counts what a Publisher does: each write by result
