@@ -247,13 +247,14 @@ spec: {vmiName: db}`)
 		}
 		return nil
 	})
-	// More passes, same problem: each touch of the pod is read by a pass
+	// More passes, same problem: each touch of the pod (an annotation
+	// ovn-sync does not read; a label's edit would be no change) is read by a pass
 	// that rebuilds it, and a pod created after the touch, once annotated,
 	// says that pass has reported (a pass publishes after it reports, and
 	// the pod informer delivers the touch before the creation).
 	for i := range 3 {
 		if _, err := k.Kube.CoreV1().Pods("tenant").Patch(ctx, "bad-ip", types.MergePatchType,
-			[]byte(fmt.Sprintf(`{"metadata":{"labels":{"touch":"%d"}}}`, i)), metav1.PatchOptions{}); err != nil {
+			[]byte(fmt.Sprintf(`{"metadata":{"annotations":{"example.com/touch":"%d"}}}`, i)), metav1.PatchOptions{}); err != nil {
 			t.Fatal(err)
 		}
 		probe := fmt.Sprintf("after-touch-%d", i)
