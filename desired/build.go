@@ -117,7 +117,7 @@ type registry struct {
 	// that a result kept for the next pass keeps its ports, not the specs
 	// and owners (and inputs) they were built from.
 	portVals arena[state.Port]
-	carriers arena[Carrier]
+	carriers arena[[1]Carrier]
 	specs    []*portSpec
 	// want.Ports doubles as the registry of names while specs are added: it
 	// points at each spec's port, filled in by finish. byName maps names to

@@ -3,6 +3,7 @@ package desired
 import (
 	"fmt"
 	"maps"
+	"reflect"
 	"runtime"
 	"slices"
 	"strings"
@@ -1174,6 +1175,14 @@ func TestEngineKeepsNoPodItRead(t *testing.T) {
 	}
 	if got := freed.Load(); got != 2*n {
 		t.Errorf("%d of the %d pods and VMs the passes read were collected; the engine or its result keeps the rest", got, 2*n)
+	}
+	// Published is Ports without what says why.
+	facts, published := full.Ports(), full.Published()
+	for i := range facts {
+		facts[i].Chassis, facts[i].Addresses = "", nil
+	}
+	if !reflect.DeepEqual(facts, published) {
+		t.Errorf("Published() differs from Ports() without Chassis and Addresses")
 	}
 	pods, vms := 0, 0
 	for _, f := range full.Ports() {

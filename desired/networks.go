@@ -35,8 +35,9 @@ type network struct {
 	// fam holds the IPv4 and the IPv6 side (see ipv4, ipv6).
 	fam [2]family
 	// gateway is the network's gateways as published ("10.16.0.1" or
-	// "10.16.0.1,fd00:10:16::1"), "" when it has none.
-	gateway string
+	// "10.16.0.1,fd00:10:16::1"), "" when it has none; subnets its
+	// subnets as published (cidr), each a port's facts read.
+	gateway, subnets string
 	// dhcp is the network's native DHCP (dhcp.go).
 	dhcp netconf.DHCP
 }
@@ -90,6 +91,13 @@ func newNetwork(key, provider, sw, owner string, subnets []netip.Prefix, exclude
 		}
 	}
 	n.gateway = strings.Join(gw, ",")
+	var parts []string
+	for _, f := range n.fam {
+		if f.prefix.IsValid() {
+			parts = append(parts, f.prefix.String())
+		}
+	}
+	n.subnets = strings.Join(parts, ",")
 	return n
 }
 
@@ -160,15 +168,7 @@ func (n *network) noIPAM() bool {
 }
 
 // cidr is the network's subnets as published ("10.16.0.0/16,fd00:10:16::/64").
-func (n *network) cidr() string {
-	var parts []string
-	for _, f := range n.fam {
-		if f.prefix.IsValid() {
-			parts = append(parts, f.prefix.String())
-		}
-	}
-	return strings.Join(parts, ",")
-}
+func (n *network) cidr() string { return n.subnets }
 
 // switchValue is the Logical_Switch ovn-sync wants for n when it owns it.
 //

@@ -59,8 +59,8 @@ func (b *builder) addVirtualMachines(in Inputs) {
 		}
 		vmiEntry := b.vmiEntry(e.vmi, e, vm.Name)
 		o.chassis, o.activationStrategy = b.chassis(e.vmi, vmiEntry)
-		o.objects.vm = b.carrier(Carrier{Namespace: vm.Namespace, Name: vm.Name, UID: string(vm.UID), ResourceVersion: vm.ResourceVersion,
-			Annotations: vm.Annotations, Live: vm.DeletionTimestamp == nil})
+		o.objects.vm = &b.carrier(Carrier{Namespace: vm.Namespace, Name: vm.Name, UID: string(vm.UID), ResourceVersion: vm.ResourceVersion,
+			Annotations: vm.Annotations, Live: vm.DeletionTimestamp == nil})[0]
 		if vmiEntry != nil {
 			o.objects.launchers = vmiEntry.launchers
 		} else {

@@ -165,18 +165,19 @@ func podCarrier(p *corev1.Pod) Carrier {
 		Live: !p.Spec.HostNetwork && p.DeletionTimestamp == nil && p.Status.Phase != corev1.PodSucceeded && p.Status.Phase != corev1.PodFailed}
 }
 
-// carrier returns c in the builder's arena.
-func (b *builder) carrier(c Carrier) *Carrier {
+// carrier returns c in the builder's arena, as a slice of one (what
+// PortFacts.Pods holds for a plain pod, shared).
+func (b *builder) carrier(c Carrier) []Carrier {
 	p := b.carriers.alloc()
-	*p = c
-	return p
+	p[0] = c
+	return p[:]
 }
 
 // carriers returns the pods that carry the owner's addresses: the plain
 // pod, or the launchers.
 func (o *objects) carriers() []Carrier {
 	if o.pod != nil {
-		return []Carrier{*o.pod}
+		return o.pod
 	}
 	pods := o.launchers.pods()
 	if len(pods) == 0 {
@@ -193,26 +194,41 @@ func (o *objects) carriers() []Carrier {
 // them (owners in input order). The values share memory with Want and the
 // inputs: read only.
 func (r Result) Ports() []PortFacts {
+	return r.ports(true)
+}
+
+// Published returns what publishing reads of every port in Want: the facts
+// of Ports without Chassis and Addresses, which say why and cost a string
+// or more each a port.
+func (r Result) Published() []PortFacts {
+	return r.ports(false)
+}
+
+func (r Result) ports(why bool) []PortFacts {
 	out := make([]PortFacts, 0, len(r.specs))
 	for _, s := range r.specs {
 		if r.Want.Ports.Get(s.name) != s.port {
 			continue
 		}
-		out = append(out, s.facts())
+		out = append(out, s.facts(why))
 	}
 	return out
 }
 
-func (s *portSpec) facts() PortFacts {
+func (s *portSpec) facts(why bool) PortFacts {
 	o := s.o
 	f := PortFacts{
 		Port: s.port, OwnerKind: o.kind, OwnerNamespace: o.ns, OwnerName: o.name,
-		Provider: s.provider, Kept: s.state != specBuild, Chassis: o.chassisWhy(),
+		Provider: s.provider, Kept: s.state != specBuild,
 		Pods: o.objects.carriers(), VM: o.objects.vm,
 	}
 	if s.net != nil {
 		f.CIDR, f.Gateway = s.net.cidr(), s.net.gateway
 	}
+	if !why {
+		return f
+	}
+	f.Chassis = o.chassisWhy()
 	if s.state != specBuild {
 		return f
 	}

@@ -41,9 +41,9 @@ type owner struct {
 // read: the engine keeps every owner from pass to pass, and a Carrier is
 // what publishing reads of them, a tenth of a Pod's size.
 type objects struct {
-	pod       *Carrier // a plain pod owner
-	vm        *Carrier // a VM owner, when the VM exists
-	launchers podList  // a VM's or VMI's virt-launcher pods
+	pod       []Carrier // a plain pod owner: one, nil for any other owner
+	vm        *Carrier  // a VM owner, when the VM exists
+	launchers podList   // a VM's or VMI's virt-launcher pods
 }
 
 func (b *builder) newOwner(kind, ns, name string, created time.Time) *owner {

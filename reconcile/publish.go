@@ -49,45 +49,49 @@ func Publications(r desired.Result) []Publication {
 	type target struct {
 		kind, ns, name string
 	}
-	byTarget := map[target]*Publication{}
-	var order []target
-	add := func(kind, ns, name string, uid types.UID, rv string, cur map[string]string, f *desired.PortFacts, routed bool) {
+	// at indexes, in out, the objects that need something set.
+	at := map[target]int{}
+	var out []Publication
+	keys := map[string]*[numAnn]string{}
+	add := func(kind, ns, name string, uid types.UID, rv string, cur map[string]string, keys *[numAnn]string, vals *portAnnotations, routed bool) {
 		t := target{kind, ns, name}
-		p := byTarget[t]
-		if p == nil {
-			p = &Publication{Kind: kind, Namespace: ns, Name: name, UID: uid, ResourceVersion: rv, Set: map[string]string{}}
-			byTarget[t] = p
-			order = append(order, t)
-		}
-		set := func(k, v string) {
-			if c, ok := cur[k]; !ok || c != v {
-				p.Set[k] = v
+		i, found := at[t]
+		for a := range numAnn {
+			v, ok := vals.v[a], vals.has[a]
+			if a == annRouted {
+				v, ok = "true", routed
 			}
-		}
-		for k, v := range annotations(f) {
-			set(k, v)
-		}
-		if routed {
-			set(f.Provider+desired.AnnRoutedSuffix, "true")
+			if !ok {
+				continue
+			}
+			if c, ok := cur[keys[a]]; ok && c == v {
+				continue
+			}
+			if !found {
+				i, found = len(out), true
+				at[t] = i
+				out = append(out, Publication{Kind: kind, Namespace: ns, Name: name, UID: uid, ResourceVersion: rv, Set: make(map[string]string, numAnn)})
+			}
+			out[i].Set[keys[a]] = v
 		}
 	}
-	for _, f := range r.Ports() {
+	for _, f := range r.Published() {
 		if f.Provider == "" || len(f.Port.Addresses) == 0 || strings.TrimSpace(f.Port.Addresses[0]) == "" {
 			continue
 		}
+		k := keys[f.Provider]
+		if k == nil {
+			k = annotationKeys(f.Provider)
+			keys[f.Provider] = k
+		}
+		vals := annotations(&f)
 		for _, pod := range f.Pods {
 			if pod.Live {
-				add(KindPod, pod.Namespace, pod.Name, types.UID(pod.UID), pod.ResourceVersion, pod.Annotations, &f, pod.Node != "")
+				add(KindPod, pod.Namespace, pod.Name, types.UID(pod.UID), pod.ResourceVersion, pod.Annotations, k, &vals, pod.Node != "")
 			}
 		}
 		if vm := f.VM; vm != nil && vm.Live {
-			add(KindVirtualMachine, vm.Namespace, vm.Name, types.UID(vm.UID), vm.ResourceVersion, vm.Annotations, &f, false)
-		}
-	}
-	var out []Publication
-	for _, t := range order {
-		if p := byTarget[t]; len(p.Set) > 0 {
-			out = append(out, *p)
+			add(KindVirtualMachine, vm.Namespace, vm.Name, types.UID(vm.UID), vm.ResourceVersion, vm.Annotations, k, &vals, false)
 		}
 	}
 	slices.SortFunc(out, func(a, b Publication) int {
@@ -96,24 +100,59 @@ func Publications(r desired.Result) []Publication {
 	return out
 }
 
-// annotations renders the kube-ovn annotations of one port: the IP key only
-// when it holds an IP.
-func annotations(f *desired.PortFacts) map[string]string {
-	words := strings.Fields(f.Port.Addresses[0])
-	k := f.Provider // each key is the provider and a suffix
-	out := map[string]string{
-		k + desired.AnnAllocatedSuffix:     "true",
-		k + desired.AnnMACSuffix:           words[0],
-		k + desired.AnnLogicalSwitchSuffix: f.Port.Switch,
+// The kube-ovn annotations of a port, each a key suffix after the
+// provider.
+const (
+	annAllocated = iota
+	annMAC
+	annSwitch
+	annIP
+	annCIDR
+	annGateway
+	annRouted
+	numAnn
+)
+
+// annotationKeys returns the annotation keys of provider.
+func annotationKeys(provider string) *[numAnn]string {
+	return &[numAnn]string{
+		annAllocated: provider + desired.AnnAllocatedSuffix,
+		annMAC:       provider + desired.AnnMACSuffix,
+		annSwitch:    provider + desired.AnnLogicalSwitchSuffix,
+		annIP:        provider + desired.AnnIPSuffix,
+		annCIDR:      provider + desired.AnnCIDRSuffix,
+		annGateway:   provider + desired.AnnGatewaySuffix,
+		annRouted:    provider + desired.AnnRoutedSuffix,
 	}
-	if len(words) > 1 {
-		out[k+desired.AnnIPSuffix] = strings.Join(words[1:], ",")
+}
+
+// portAnnotations are the values of one port's annotations; has says
+// which it publishes.
+type portAnnotations struct {
+	v   [numAnn]string
+	has [numAnn]bool
+}
+
+// annotations renders the kube-ovn annotations of one port: the IP key only
+// when it holds an IP; routed is the caller's (scheduled pods only).
+func annotations(f *desired.PortFacts) portAnnotations {
+	words := strings.Fields(f.Port.Addresses[0])
+	var a portAnnotations
+	set := func(i int, v string) { a.v[i], a.has[i] = v, true }
+	set(annAllocated, "true")
+	set(annMAC, words[0])
+	set(annSwitch, f.Port.Switch)
+	switch {
+	case len(words) == 2:
+		set(annIP, words[1])
+	case len(words) > 2:
+		set(annIP, strings.Join(words[1:], ","))
 	}
 	if f.CIDR != "" {
-		out[k+desired.AnnCIDRSuffix] = f.CIDR
+		set(annCIDR, f.CIDR)
 	}
 	if f.Gateway != "" {
-		out[k+desired.AnnGatewaySuffix] = f.Gateway
+		set(annGateway, f.Gateway)
 	}
-	return out
+	return a
 }
