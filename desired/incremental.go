@@ -365,6 +365,32 @@ func written(r Result) (seq iter.Seq2[*portSpec, netip.Addr], ok bool) {
 	}, true
 }
 
+// drifted names a port of ours that the NB has lost, or holds with other
+// addresses than the last result, since the book was last brought up to
+// date: the NB shows a pass's own writes, so this is another writer's
+// edit, which the drift it raises makes a pass rebuild in full. An Update
+// that ran first would hand out the address such a port held while its
+// owner's request and records, which a full Build reads, go unread.
+func (b *base) drifted(have state.State) (name string) {
+	if b.book == nil {
+		return ""
+	}
+	b.book.Changes(have, func(cur, was *state.Entry) {
+		switch {
+		case name != "":
+		case cur == nil:
+			if was.Owned && b.want.Ports.Get(was.Port.Name) != nil {
+				name = was.Port.Name
+			}
+		case cur.Owned:
+			if w := b.want.Ports.Get(cur.Port.Name); w != nil && !slices.Equal(w.Addresses, cur.Port.Addresses) {
+				name = cur.Port.Name
+			}
+		}
+	})
+	return name
+}
+
 // Update returns Build(in, cfg, have), computed for the owners the objects
 // in changed touch (and the unsettled ones), the rest taken from the last
 // result: objs looks up the objects of the owners it rebuilds, as Build
@@ -387,6 +413,10 @@ func (x *Engine) Update(objs Objects, changed []state.ObjectRef, cfg Config, hav
 	case b.again:
 		x.Reset()
 		return Result{}, Why{ReasonAgain, "the last result waits for an address"}
+	}
+	if name := b.drifted(have); name != "" {
+		x.Reset()
+		return Result{}, Why{ReasonDrift, "port " + name + " was deleted or re-addressed in the NB by another writer"}
 	}
 	b.index()
 	sel, w := b.rebuildOf(objs, changed)

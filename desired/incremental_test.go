@@ -1199,3 +1199,50 @@ func TestEngineKeepsNoPodItRead(t *testing.T) {
 	}
 	runtime.KeepAlive(&x)
 }
+
+// TestUpdateGivesUpOnDrift: pod a holds 10.16.0.2 (its annotations say
+// so); another writer deletes a's row; pod b is created and a pass for b
+// alone starts before the drift's own pass. The Update must not hand b
+// the address a's row held: it gives up (ReasonDrift), and the full Build
+// gives a its address back from its annotations and b the next one.
+func TestUpdateGivesUpOnDrift(t *testing.T) {
+	cfg, err := NewConfig("ovn-default", []string{"10.16.0.0/24"}, []string{"10.16.0.1"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	pod := func(name string, ann map[string]string) *corev1.Pod {
+		return &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "churn", Name: name, UID: types.UID("uid-" + name), Annotations: ann},
+			Spec: corev1.PodSpec{NodeName: "node-a"}, Status: corev1.PodStatus{Phase: corev1.PodRunning}}
+	}
+	in := Inputs{Pods: []*corev1.Pod{pod("a", nil)}}
+	var x Engine
+	r := x.Full(in, cfg, state.New(0))
+	nb := applied(state.New(0), r.Want)
+	a := nb.Ports.Get("a.churn")
+	if a == nil || !strings.Contains(a.Addresses[0], "10.16.0.2") {
+		t.Fatalf("a's port = %v, want 10.16.0.2", a)
+	}
+	// Its address published, as run mode does after the pass.
+	in.Pods[0] = pod("a", map[string]string{DefaultIPAnnotation: "10.16.0.2", "ovn.kubernetes.io/allocated": "true"})
+	r, why := x.Update(ObjectsOf(in), []state.ObjectRef{{Kind: state.KindPod, Namespace: "churn", Name: "a"}}, cfg, nb)
+	if why.Gave() {
+		t.Fatalf("Update after the publication gave up: %s", why)
+	}
+	nb = applied(nb, r.Want)
+	// Another writer deletes a's row; b is created.
+	lost := nb.Clone()
+	lost.Ports.Delete("a.churn")
+	lost.Index = state.IndexPorts(lost.Ports)
+	in.Pods = append(in.Pods, pod("b", nil))
+	_, why = x.Update(ObjectsOf(in), []state.ObjectRef{{Kind: state.KindPod, Namespace: "churn", Name: "b"}}, cfg, lost)
+	if why.Reason != ReasonDrift {
+		t.Fatalf("Update after another writer deleted a's row: why %q, want %q", why, ReasonDrift)
+	}
+	r = x.Full(in, cfg, lost)
+	if p := r.Want.Ports.Get("a.churn"); p == nil || !strings.Contains(p.Addresses[0], "10.16.0.2 ") && !strings.HasSuffix(p.Addresses[0], " 10.16.0.2") {
+		t.Errorf("a's port after the full Build = %v, want 10.16.0.2 again", p)
+	}
+	if p := r.Want.Ports.Get("b.churn"); p == nil || strings.Contains(p.Addresses[0], " 10.16.0.2") {
+		t.Errorf("b's port = %v, want an address other than a's", p)
+	}
+}

@@ -36,6 +36,7 @@ const (
 	ReasonUnscoped   = "unscoped"        // a kind no scope is declared for
 	ReasonSwitchFull = "switch-full"     // a switch would hold more ports than OVN binds
 	ReasonClaimRead  = "claim-read"      // an IPAMClaim an owner rebuilt reads is read by an owner not rebuilt
+	ReasonDrift      = "drift"           // another writer deleted or re-addressed a port of ours since the last result
 )
 
 // Gave reports whether w says Update gave up.

@@ -157,6 +157,13 @@ func (x *NBBook) Sync(have state.State, list func(*state.Port)) {
 	x.idx = now
 }
 
+// Changes calls f, as Sync would, with each row of have that differs from
+// the rows the book was last brought up to, and each row have lacks (cur
+// nil), without bringing the book up to have.
+func (x *NBBook) Changes(have state.State, f func(cur, was *state.Entry)) {
+	eachChange(have.PortIndex(), x.idx, f)
+}
+
 // booked reports whether the book holds e's row: one of ours, with static
 // addresses alone (Sum does not cover dynamic_addresses).
 func booked(e *state.Entry) bool { return e.Owned && !e.Dynamic }
