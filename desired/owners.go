@@ -7,7 +7,6 @@ import (
 	"strings"
 	"unicode/utf8"
 
-	corev1 "k8s.io/api/core/v1"
 	kubevirtv1 "kubevirt.io/api/core/v1"
 
 	"github.com/ovn-sync/ovn-sync/desired/netconf"
@@ -23,7 +22,7 @@ func (b *builder) addPods(in Inputs) {
 			b.addLauncher(p)
 			continue
 		}
-		if p.Spec.HostNetwork || p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodFailed {
+		if !live(p) {
 			continue
 		}
 		o := b.newOwner(kindPod, p.Namespace, p.Name, p.CreationTimestamp.Time)

@@ -1,6 +1,7 @@
 package desired
 
 import (
+	"iter"
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
@@ -162,7 +163,7 @@ type Carrier struct {
 func podCarrier(p *corev1.Pod) Carrier {
 	return Carrier{Namespace: p.Namespace, Name: p.Name, UID: string(p.UID), ResourceVersion: p.ResourceVersion,
 		Annotations: p.Annotations, Node: p.Spec.NodeName,
-		Live: !p.Spec.HostNetwork && p.DeletionTimestamp == nil && p.Status.Phase != corev1.PodSucceeded && p.Status.Phase != corev1.PodFailed}
+		Live: live(p) && p.DeletionTimestamp == nil}
 }
 
 // carrier returns c in the builder's arena, as a slice of one (what
@@ -194,28 +195,40 @@ func (o *objects) carriers() []Carrier {
 // them (owners in input order). The values share memory with Want and the
 // inputs: read only.
 func (r Result) Ports() []PortFacts {
-	return r.ports(true)
+	out := make([]PortFacts, 0, len(r.specs))
+	for s := range r.wanted() {
+		f := s.facts()
+		s.explain(&f)
+		out = append(out, f)
+	}
+	return out
 }
 
 // Published returns what publishing reads of every port in Want: the facts
 // of Ports without Chassis and Addresses, which say why and cost a string
 // or more each a port.
 func (r Result) Published() []PortFacts {
-	return r.ports(false)
-}
-
-func (r Result) ports(why bool) []PortFacts {
 	out := make([]PortFacts, 0, len(r.specs))
-	for _, s := range r.specs {
-		if r.Want.Ports.Get(s.name) != s.port {
-			continue
-		}
-		out = append(out, s.facts(why))
+	for s := range r.wanted() {
+		out = append(out, s.facts())
 	}
 	return out
 }
 
-func (s *portSpec) facts(why bool) PortFacts {
+// wanted yields the specs of the ports in Want, in the order Build added
+// them.
+func (r Result) wanted() iter.Seq[*portSpec] {
+	return func(yield func(*portSpec) bool) {
+		for _, s := range r.specs {
+			if r.Want.Ports.Get(s.name) == s.port && !yield(s) {
+				return
+			}
+		}
+	}
+}
+
+// facts are what publishing reads of s's port (Published).
+func (s *portSpec) facts() PortFacts {
 	o := s.o
 	f := PortFacts{
 		Port: s.port, OwnerKind: o.kind, OwnerNamespace: o.ns, OwnerName: o.name,
@@ -225,12 +238,15 @@ func (s *portSpec) facts(why bool) PortFacts {
 	if s.net != nil {
 		f.CIDR, f.Gateway = s.net.cidr(), s.net.gateway
 	}
-	if !why {
-		return f
-	}
-	f.Chassis = o.chassisWhy()
+	return f
+}
+
+// explain adds to f, s's facts, what says why (Ports): the chassis, and
+// where each address came from.
+func (s *portSpec) explain(f *PortFacts) {
+	f.Chassis = s.o.chassisWhy()
 	if s.state != specBuild {
-		return f
+		return
 	}
 	for c := range numComps {
 		if s.src[c] == SourceNone {
@@ -244,7 +260,6 @@ func (s *portSpec) facts(why bool) PortFacts {
 		}
 		f.Addresses = append(f.Addresses, AddressFact{Address: text, Source: s.src[c], Field: s.field(c)})
 	}
-	return f
 }
 
 // chassisWhy explains o.chassis.

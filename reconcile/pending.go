@@ -20,10 +20,10 @@ func (l *Loop) LastOutcome() (out Outcome, ok bool) {
 
 // served is out as the loop keeps it for LastOutcome: what /plan serves
 // (the plan, problems, notices and switch counts) and Want, which the
-// engine holds anyway, without the result's facts (desired.Result.Ports,
-// Claims): a full pass's name every pod and VM it read, as API objects made
-// for that pass, which would otherwise stay alive until the next pass (at
-// 100,000 pods, over 100 MB).
+// engine holds anyway, without what the result's facts are made from
+// (desired.Result.Ports, Claims): every port's spec and owner, which with
+// --full-passes or --dry-run no engine holds, would otherwise stay alive
+// until the next pass.
 func served(out Outcome) *Outcome {
 	r := out.Result
 	out.Result = desired.Result{Want: r.Want, Problems: r.Problems, Notices: r.Notices, Again: r.Again, SwitchPorts: r.SwitchPorts}
