@@ -8,6 +8,7 @@ package publish
 import (
 	"context"
 	"encoding/json"
+	"hash/maphash"
 	"slices"
 	"sync"
 
@@ -68,9 +69,13 @@ type PublisherMetrics interface {
 	PublicationsQueued(n int)
 }
 
+// sentPatch is what was sent to an object: the version the patch was
+// computed from and a fingerprint of its annotations, not the annotations
+// themselves: a first start on a cluster whose pods carry none patches
+// every pod, and what is remembered of each stays until a full pass.
 type sentPatch struct {
 	from string // the object's resourceVersion the patch was computed from
-	set  map[string]string
+	sum  uint64 // setSum of the annotations
 }
 
 // job is one write: an object's annotations, or an IPAMClaim's status.
@@ -113,7 +118,7 @@ func (p *Publisher) Publish(ctx context.Context, patches []reconcile.Publication
 	var uids []types.UID
 	for i := range patches {
 		pp := &patches[i]
-		if sent, ok := p.sent[pp.UID]; ok && sent.from == pp.ResourceVersion && subset(pp.Set, sent.set) {
+		if sent, ok := p.sent[pp.UID]; ok && sent.from == pp.ResourceVersion && sent.sum == setSum(pp.Set) {
 			continue
 		}
 		p.queue[pp.UID] = job{patch: pp}
@@ -226,7 +231,7 @@ func (p *Publisher) work(ctx context.Context) {
 		}
 		if pp := j.patch; pp != nil {
 			// Sent, unless it fails: a pass meanwhile need not queue it again.
-			p.sent[pp.UID] = sentPatch{from: pp.ResourceVersion, set: pp.Set}
+			p.sent[pp.UID] = sentPatch{from: pp.ResourceVersion, sum: setSum(pp.Set)}
 		}
 		p.countQueued()
 		p.mu.Unlock()
@@ -291,14 +296,22 @@ func (p *Publisher) result(r string) {
 	}
 }
 
-func subset(a, b map[string]string) bool {
-	for k, v := range a {
-		if w, ok := b[k]; !ok || w != v {
-			return false
-		}
+// setSum fingerprints a set of annotations, in any order: two sets of
+// one sum are the same but for a 2^-64 chance.
+func setSum(set map[string]string) uint64 {
+	var sum uint64
+	for k, v := range set {
+		var h maphash.Hash
+		h.SetSeed(sumSeed)
+		h.WriteString(k)
+		h.WriteByte(0)
+		h.WriteString(v)
+		sum += h.Sum64()
 	}
-	return true
+	return sum
 }
+
+var sumSeed = maphash.MakeSeed()
 
 // Live returns the resourceVersion of every pod, VirtualMachine and
 // IPAMClaim in, by UID, for Publish.

@@ -73,6 +73,36 @@ func TestPublisherSkipsOnlyUntilTheInformerCatchesUp(t *testing.T) {
 	}
 }
 
+// TestPublisherSendsAChangeBeforeTheInformerCatchesUp: what is remembered
+// of a patch tells a different one from it, though the informer still
+// shows the version both were computed from.
+func TestPublisherSendsAChangeBeforeTheInformerCatchesUp(t *testing.T) {
+	kube := kubefake.NewClientset(&corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "a", UID: "uid-a"}})
+	m := &recorder{}
+	p := NewPublisher(kube, nil, logr.Discard(), m)
+	ctx := context.Background()
+	live := map[types.UID]string{"uid-a": "1"}
+	for _, set := range []map[string]string{
+		{"ovn.kubernetes.io/ip_address": "10.16.0.2", "ovn.kubernetes.io/mac_address": "0a:58:0a:10:00:02"},
+		{"ovn.kubernetes.io/mac_address": "0a:58:0a:10:00:02", "ovn.kubernetes.io/ip_address": "10.16.0.2"},
+		{"ovn.kubernetes.io/ip_address": "10.16.0.3", "ovn.kubernetes.io/mac_address": "0a:58:0a:10:00:02"},
+		{"ovn.kubernetes.io/ip_address": "10.16.0.3"},
+	} {
+		pp := reconcile.Publication{Kind: reconcile.KindPod, Namespace: "ns", Name: "a", UID: "uid-a", ResourceVersion: "1", Set: set}
+		p.Publish(ctx, []reconcile.Publication{pp}, nil, live)
+		p.idle.Wait()
+	}
+	// The second is the first in another order and is not sent; the third
+	// and the fourth (which asks for less) are.
+	if want := []string{"patched", "patched", "patched"}; !slices.Equal(m.results, want) {
+		t.Errorf("publish results = %v, want %v", m.results, want)
+	}
+	got, err := kube.CoreV1().Pods("ns").Get(ctx, "a", metav1.GetOptions{})
+	if err != nil || got.Annotations["ovn.kubernetes.io/ip_address"] != "10.16.0.3" {
+		t.Errorf("pod a = %v, %v; want the last address", got, err)
+	}
+}
+
 // TestPublisherRetriesWhatFailed: a patch that failed is sent again by the
 // next Publish, which (after an incremental pass) may carry nothing for
 // that object; a newer patch for it replaces the one that failed.
