@@ -12,11 +12,18 @@ import (
 )
 
 // Book is the address book: by address, the ports that hold it, each on
-// its switch. desired's engine keeps one for the ports of its last result
-// and updates it as it splices each result in, so a Build of a few owners
-// costs those owners, not the cluster.
+// its switch. desired's engine keeps one for the NB's rows of ours (NBBook)
+// and brings it up to each snapshot, so a Build of a few owners costs those
+// owners, not the cluster.
+//
+// It holds the ports themselves, which the snapshot it was brought up to
+// holds anyway: an address costs one map entry, and the second holder of
+// an address (a duplicate, or the same address on another switch) an entry
+// in more.
 type Book struct {
-	by map[addr.Key][]Holder
+	// by holds an address's first holder, more the others.
+	by   map[addr.Key]*state.Port
+	more map[addr.Key][]*state.Port
 	// dups are the addresses two ports hold on one switch.
 	dups map[addr.Key]bool
 	// windows mark, per switch and component, the addresses held at the
@@ -35,65 +42,109 @@ type Holder struct{ Switch, Name string }
 
 // NewBook returns the book of ports.
 func NewBook(ports state.Ports) *Book {
-	x := &Book{by: make(map[addr.Key][]Holder, 2*ports.Len()), dups: map[addr.Key]bool{}}
+	x := &Book{by: make(map[addr.Key]*state.Port, 2*ports.Len()), more: map[addr.Key][]*state.Port{}, dups: map[addr.Key]bool{}}
 	for _, p := range ports.All() {
 		x.Add(p)
 	}
 	return x
 }
 
-// Add records the addresses p holds on its switch.
+// Add records the addresses p holds on its switch. The book keeps p, which
+// must not change while it does.
 func (x *Book) Add(p *state.Port) {
 	addr.EachHeld(p, func(k addr.Key) {
-		hs := x.by[k]
-		for _, h := range hs {
-			if h.Switch == p.Switch {
+		if first, ok := x.by[k]; !ok {
+			x.by[k] = p
+		} else {
+			hs := x.more[k]
+			if first.Switch == p.Switch || slices.ContainsFunc(hs, onSwitch(p.Switch)) {
 				x.dups[k] = true
 			}
+			x.more[k] = append(hs, p)
 		}
-		x.by[k] = append(hs, Holder{p.Switch, p.Name})
 		if w := x.windows[windowKey{p.Switch, int(k.Comp)}]; w != nil {
 			w.Set(k)
 		}
 	})
 }
 
-// Remove forgets the addresses p holds on its switch.
+func onSwitch(sw string) func(*state.Port) bool {
+	return func(h *state.Port) bool { return h.Switch == sw }
+}
+
+// Remove forgets the addresses p (or the port of its name and switch) holds
+// on its switch.
 func (x *Book) Remove(p *state.Port) {
+	is := func(h *state.Port) bool { return h.Name == p.Name && h.Switch == p.Switch }
 	addr.EachHeld(p, func(k addr.Key) {
-		hs := x.by[k]
-		i := slices.Index(hs, Holder{p.Switch, p.Name})
-		if i < 0 {
+		first, ok := x.by[k]
+		if !ok {
 			return
 		}
-		hs = slices.Delete(hs, i, i+1)
-		if w := x.windows[windowKey{p.Switch, int(k.Comp)}]; w != nil &&
-			!slices.ContainsFunc(hs, func(h Holder) bool { return h.Switch == p.Switch }) {
-			w.Clear(k)
-		}
-		if len(hs) == 0 {
+		hs := x.more[k]
+		switch i := slices.IndexFunc(hs, is); {
+		case is(first) && len(hs) == 0:
 			delete(x.by, k)
 			delete(x.dups, k)
+		case is(first):
+			x.by[k], hs = hs[0], hs[1:]
+		case i >= 0:
+			hs = slices.Delete(hs, i, i+1)
+		default:
 			return
 		}
-		x.by[k] = hs
-		if x.dups[k] {
-			dup := false
-			for i := range hs {
-				for j := range i {
-					dup = dup || hs[i].Switch == hs[j].Switch
-				}
-			}
-			if !dup {
-				delete(x.dups, k)
-			}
+		if len(hs) == 0 {
+			delete(x.more, k)
+		} else {
+			x.more[k] = hs
+		}
+		first, held := x.by[k]
+		if w := x.windows[windowKey{p.Switch, int(k.Comp)}]; w != nil &&
+			!(held && first.Switch == p.Switch) && !slices.ContainsFunc(hs, onSwitch(p.Switch)) {
+			w.Clear(k)
+		}
+		if x.dups[k] && !dupIn(first, hs) {
+			delete(x.dups, k)
 		}
 	})
 }
 
-// Holders returns the ports that hold the address k names, on any switch.
-// The slice is the book's: the caller must not change it.
-func (x *Book) Holders(k addr.Key) []Holder { return x.by[k] }
+// dupIn reports whether two of first and more are on one switch.
+func dupIn(first *state.Port, more []*state.Port) bool {
+	for i, h := range more {
+		if h.Switch == first.Switch || slices.ContainsFunc(more[:i], onSwitch(h.Switch)) {
+			return true
+		}
+	}
+	return false
+}
+
+// Held reports whether a port holds the address k names, on any switch.
+func (x *Book) Held(k addr.Key) bool {
+	_, ok := x.by[k]
+	return ok
+}
+
+// Holders yields the ports that hold the address k names, on any switch.
+func (x *Book) Holders(k addr.Key) iter.Seq[Holder] {
+	return func(yield func(Holder) bool) {
+		first, ok := x.by[k]
+		if !ok || !yield(Holder{first.Switch, first.Name}) {
+			return
+		}
+		for _, h := range x.more[k] {
+			if !yield(Holder{h.Switch, h.Name}) {
+				return
+			}
+		}
+	}
+}
+
+// heldOn reports whether a port holds k on switch sw.
+func (x *Book) heldOn(k addr.Key, sw string) bool {
+	first, ok := x.by[k]
+	return ok && (first.Switch == sw || slices.ContainsFunc(x.more[k], onSwitch(sw)))
+}
 
 // Len returns the number of addresses held.
 func (x *Book) Len() int { return len(x.by) }
@@ -112,8 +163,8 @@ func (x *Book) Window(sw string, p netip.Prefix, comp int) *Window {
 		x.windows = map[windowKey]*Window{}
 	}
 	w := NewWindow(p, comp, len(x.by))
-	for k, hs := range x.by {
-		if int(k.Comp) == comp && slices.ContainsFunc(hs, func(h Holder) bool { return h.Switch == sw }) {
+	for k := range x.by {
+		if int(k.Comp) == comp && x.heldOn(k, sw) {
 			w.Set(k)
 		}
 	}

@@ -207,7 +207,7 @@ func (t *Table) Reserve(rs []Reservation) {
 		id := ID(len(t.rows))
 		t.rows = append(t.rows, r.Port)
 		addr.EachHeld(r.Port, func(k addr.Key) {
-			if taken[k] || len(t.book.Holders(k)) > 0 {
+			if taken[k] || t.book.Held(k) {
 				return
 			}
 			taken[k] = true
@@ -235,12 +235,8 @@ func (t *Table) resolve(name string) ID {
 // booked returns the book's holders of k on switch sw (every switch when
 // sw is 0), in name order.
 func (t *Table) booked(k addr.Key, sw uint32) []Entry {
-	hs := t.book.Holders(k)
-	if len(hs) == 0 {
-		return nil
-	}
 	var out []Entry
-	for _, h := range hs {
+	for h := range t.book.Holders(k) {
 		id := t.switchID(h.Switch)
 		if sw == 0 || id == sw {
 			out = append(out, Entry{Held{k, id}, t.resolve(h.Name)})
@@ -291,7 +287,7 @@ func (t *Table) Duplicates() [][]Entry {
 	}
 	book := t.book.Len() > 0
 	for _, e := range t.list {
-		if cand[hash(e.K.Key)] || book && len(t.book.Holders(e.K.Key)) > 0 {
+		if cand[hash(e.K.Key)] || book && t.book.Held(e.K.Key) {
 			groups[e.K.Key] = append(groups[e.K.Key], e)
 		}
 	}
@@ -441,12 +437,7 @@ func (t *Table) IsHeld(sw Switch, k addr.Key) bool {
 			return held
 		}
 	}
-	for _, h := range t.book.Holders(k) {
-		if h.Switch == sw.Name {
-			return true
-		}
-	}
-	return false
+	return t.book.heldOn(k, sw.Name)
 }
 
 // HeldAmong returns which of keys a row holds, and where: each Held it
@@ -470,7 +461,7 @@ func (t *Table) HeldAmong(keys map[addr.Key]bool) map[Held]bool {
 		}
 	}
 	for k := range keys {
-		for _, h := range t.book.Holders(k) {
+		for h := range t.book.Holders(k) {
 			out[Held{k, t.switchID(h.Switch)}] = true
 		}
 	}
