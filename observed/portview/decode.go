@@ -136,7 +136,7 @@ func (v *View) readRow(r *jsonReader) (*state.Port, error) {
 		case "dynamic_addresses", "dhcpv4_options", "dhcpv6_options":
 			atoms, err := v.readAtoms(r)
 			if len(atoms) > 0 {
-				*v.refField(p, column) = atoms[0]
+				*v.refField(p, column) = v.shareRef(column, atoms[0])
 			}
 			return err
 		case "addresses", "port_security":
@@ -149,7 +149,11 @@ func (v *View) readRow(r *jsonReader) (*state.Port, error) {
 		}
 		return r.skip()
 	})
-	// ovn-sync writes one entry to both sets: it is held once.
+	// ovn-sync writes one entry to both sets: it is held once, and so is
+	// the set when both are the same.
+	if slices.Equal(p.PortSecurity, p.Addresses) {
+		p.PortSecurity = p.Addresses
+	}
 	for i, e := range p.PortSecurity {
 		if j, found := slices.BinarySearch(p.Addresses, e); found {
 			p.PortSecurity[i] = p.Addresses[j]
@@ -374,7 +378,20 @@ var sharedKeys = map[string]bool{
 	"external_ids\x00" + state.KeySwitch: true, "external_ids\x00" + state.KeyNetwork: true,
 	"external_ids\x00" + state.KeyVendor: true, "external_ids\x00" + state.KeyVendorSwitch: true,
 	"options\x00" + state.OptRequestedChassis: true, "options\x00" + state.OptActivationStrategy: true,
+	sharedRef: true,
 }
+
+// shareRef returns the UUID a dhcpv4_options or dhcpv6_options column
+// refers to, interned: every port of a subnet refers to one row.
+func (v *View) shareRef(column, uuid string) string {
+	if column == "dynamic_addresses" {
+		return uuid
+	}
+	return v.share(sharedRef, uuid)
+}
+
+// sharedRef is share's key for the DHCP_Options references.
+const sharedRef = "\x00dhcp"
 
 // share returns val, interned when key's values repeat across rows.
 func (v *View) share(ck, val string) string {
