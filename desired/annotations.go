@@ -1,5 +1,11 @@
 package desired
 
+import (
+	"strings"
+
+	kubevirtv1 "kubevirt.io/api/core/v1"
+)
+
 // kube-ovn's annotation keys, read by Build and published by
 // reconcile.Publications. A key is a provider ("ovn" for the default
 // network, "<nad>.<nadns>.ovn" for an attachment) followed by one of these
@@ -28,3 +34,35 @@ const (
 	// owners: of a Namespace, Build reads its name and this alone.
 	NamespaceSwitchAnnotation = providerDefault + AnnLogicalSwitchSuffix
 )
+
+// PodAnnotationRead reports whether Build reads a pod's annotation key:
+// kube-ovn's (<provider> then one of the suffixes above, with an
+// interface's ".<iface>" or not), Multus' requests
+// (k8s.v1.cni.cncf.io/networks and v1.multus-cni.io/default-network) and
+// KubeVirt's domain name. Other annotations a pod carries — Multus'
+// network-status, a JSON document on every pod where Multus is the
+// cluster's CNI, kubectl's last-applied copy and the like — are not read.
+func PodAnnotationRead(key string) bool {
+	if key == annNetworks || key == annDefaultNetwork || key == kubevirtv1.DomainAnnotation {
+		return true
+	}
+	i := strings.LastIndex(key, kubernetesIO)
+	if i <= 0 {
+		return false
+	}
+	name, _, _ := strings.Cut(key[i+len(kubernetesIO):], ".")
+	return kubeOVNKeys[name]
+}
+
+// kubernetesIO is what every kube-ovn annotation suffix starts with, and
+// kubeOVNKeys what follows it.
+const kubernetesIO = ".kubernetes.io/"
+
+var kubeOVNKeys = func() map[string]bool {
+	m := map[string]bool{}
+	for _, s := range []string{AnnIPSuffix, AnnMACSuffix, AnnLogicalSwitchSuffix, AnnAllocatedSuffix, AnnIPPoolSuffix,
+		AnnCIDRSuffix, AnnGatewaySuffix, AnnRoutedSuffix} {
+		m[strings.TrimPrefix(s, kubernetesIO)] = true
+	}
+	return m
+}()

@@ -175,9 +175,42 @@ func (h *harness) check(t *testing.T, d *datadriven.TestData, r Result) {
 	if !slices.Equal(problems, problems2) {
 		t.Errorf("%s: Build over reversed inputs gives problems\n%v\nwant\n%v", d.Pos, problems2, problems)
 	}
+	want3, problems3 := wantProblems(Build(readOnly(h.in), h.cfg, h.have))
+	if dd := diffStates(want, want3); dd != "" || !slices.Equal(problems, problems3) {
+		t.Errorf("%s: Build over pods reduced to what it reads (PodAnnotationRead, PodLabelRead, PodOwnerRead) differs:\n%s%v\nwant\n%v", d.Pos, dd, problems3, problems)
+	}
 	for _, err := range invariants(h.have, r) {
 		t.Errorf("%s: %v", d.Pos, err)
 	}
+}
+
+// readOnly returns in with each pod reduced to the annotations, labels and
+// owner references Build reads, as the informers store pods, and Multus'
+// network-status added, which Build must not read.
+func readOnly(in Inputs) Inputs {
+	out := in
+	out.Pods = make([]*corev1.Pod, len(in.Pods))
+	for i, p := range in.Pods {
+		c := p.DeepCopy()
+		c.Annotations = map[string]string{"k8s.v1.cni.cncf.io/network-status": `[{"name":"kube-ovn","interface":"eth0","default":true}]`}
+		for k, v := range p.Annotations {
+			if PodAnnotationRead(k) {
+				c.Annotations[k] = v
+			}
+		}
+		c.Labels = nil
+		for k, v := range p.Labels {
+			if PodLabelRead(k) {
+				if c.Labels == nil {
+					c.Labels = map[string]string{}
+				}
+				c.Labels[k] = v
+			}
+		}
+		c.OwnerReferences = slices.DeleteFunc(c.OwnerReferences, func(r metav1.OwnerReference) bool { return !PodOwnerRead(r) })
+		out.Pods[i] = c
+	}
+	return out
 }
 
 // invariants returns what is wrong with a Build's result: ports whose

@@ -497,7 +497,7 @@ func TestInformersChanged(t *testing.T) {
 		t.Fatal(err)
 	}
 	a := pod("default", "a")
-	a.ResourceVersion, a.Annotations = "2", map[string]string{"team": "web"}
+	a.ResourceVersion, a.Annotations = "2", map[string]string{desired.DefaultIPAnnotation: "10.16.0.9"}
 	if _, err := pods.Update(ctx, a, metav1.UpdateOptions{}); err != nil {
 		t.Fatal(err)
 	}

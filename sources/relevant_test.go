@@ -87,7 +87,9 @@ func TestInformersDropIrrelevant(t *testing.T) {
 	p.ResourceVersion = "2"
 	p.ManagedFields = []metav1.ManagedFieldsEntry{{Manager: "kubelet", Subresource: "status"}}
 	p.Status.Conditions = []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionTrue}}
-	update(t, "pod conditions", func() error {
+	// Multus reports the interfaces it plumbed on every pod.
+	p.Annotations = map[string]string{multusNetworkStatus: networkStatus}
+	update(t, "pod conditions and network-status", func() error {
 		_, err := f.kube.CoreV1().Pods("shop").Update(ctx, p, metav1.UpdateOptions{})
 		return err
 	})

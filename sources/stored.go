@@ -59,27 +59,16 @@ func storePod(p *corev1.Pod) storedPod {
 
 // podMeta is leanMeta of a pod's metadata without what Build never reads of
 // a pod and a real one carries plenty of: labels but KubeVirt's
-// (desired.PodLabelRead), owner references but a VMI's and a
-// StatefulSet's (desired.PodOwnerRead), generateName and finalizers. A
-// Deployment's pod carries hundreds of bytes of these, and an edit of one
-// is then no change (sameRead).
+// (desired.PodLabelRead), annotations but those Build reads
+// (desired.PodAnnotationRead: no Multus network-status), owner references
+// but a VMI's and a StatefulSet's (desired.PodOwnerRead), generateName and
+// finalizers. A Deployment's pod carries hundreds of bytes of these, and
+// an edit of one is then no change (sameRead).
 func podMeta(m metav1.ObjectMeta) metav1.ObjectMeta {
 	m = leanMeta(m)
 	m.GenerateName, m.Finalizers = "", nil
-	if len(m.Labels) > 0 {
-		var kept map[string]string
-		for k, v := range m.Labels {
-			if desired.PodLabelRead(k) {
-				if kept == nil {
-					kept = make(map[string]string, 2)
-				}
-				kept[k] = v
-			}
-		}
-		if len(kept) < len(m.Labels) {
-			m.Labels = kept
-		}
-	}
+	m.Labels = keepRead(m.Labels, desired.PodLabelRead)
+	m.Annotations = keepRead(m.Annotations, desired.PodAnnotationRead)
 	if i := slices.IndexFunc(m.OwnerReferences, func(r metav1.OwnerReference) bool { return !desired.PodOwnerRead(r) }); i >= 0 {
 		var kept []metav1.OwnerReference
 		for _, r := range m.OwnerReferences {
@@ -90,6 +79,30 @@ func podMeta(m metav1.ObjectMeta) metav1.ObjectMeta {
 		m.OwnerReferences = kept
 	}
 	return m
+}
+
+// keepRead returns the entries of m whose key read accepts: m itself when
+// that is every one, nil when none.
+func keepRead(m map[string]string, read func(string) bool) map[string]string {
+	n := 0
+	for k := range m {
+		if read(k) {
+			n++
+		}
+	}
+	if n == len(m) {
+		return m
+	}
+	var kept map[string]string
+	for k, v := range m {
+		if read(k) {
+			if kept == nil {
+				kept = make(map[string]string, n)
+			}
+			kept[k] = v
+		}
+	}
+	return kept
 }
 
 func (p *storedPod) object() runtime.Object { return p.pod() }

@@ -51,12 +51,41 @@ func fatPod(name string, ann map[string]string) *corev1.Pod {
 	}
 }
 
+// multusNetworkStatus is the annotation Multus writes on every pod it
+// plumbs, networkStatus a value of it as Multus writes it.
+const (
+	multusNetworkStatus = "k8s.v1.cni.cncf.io/network-status"
+	networkStatus       = `[{
+    "name": "kube-ovn",
+    "interface": "eth0",
+    "ips": [
+        "10.16.0.9"
+    ],
+    "mac": "0a:58:0a:10:00:09",
+    "default": true,
+    "dns": {},
+    "gateway": [
+        "10.16.0.1"
+    ]
+},{
+    "name": "default/red",
+    "interface": "net1",
+    "ips": [
+        "192.168.10.5"
+    ],
+    "mac": "0a:58:c0:a8:0a:05",
+    "dns": {}
+}]`
+)
+
 // stripPod keeps every field ovn-sync reads, so Build cannot tell a
 // stripped pod from the one the API server served; it drops the rest.
 func TestStripPod(t *testing.T) {
 	fat := []*corev1.Pod{
-		fatPod("a", map[string]string{"ovn.kubernetes.io/ip_address": "10.16.0.9", "ovn.kubernetes.io/mac_address": "0a:58:0a:10:00:09"}),
-		fatPod("b", map[string]string{"k8s.v1.cni.cncf.io/networks": "default/red"}),
+		fatPod("a", map[string]string{"ovn.kubernetes.io/ip_address": "10.16.0.9", "ovn.kubernetes.io/mac_address": "0a:58:0a:10:00:09",
+			multusNetworkStatus: networkStatus, "kubectl.kubernetes.io/restartedAt": "2026-12-01T10:00:00Z"}),
+		fatPod("b", map[string]string{"k8s.v1.cni.cncf.io/networks": "default/red", multusNetworkStatus: networkStatus,
+			"red.default.ovn.kubernetes.io/ip_address": "192.168.10.5", "prometheus.io/scrape": "true"}),
 		fatPod("c", nil),
 	}
 	fat[2].Spec.HostNetwork = true
@@ -89,8 +118,10 @@ func TestStripPod(t *testing.T) {
 		if len(l.Spec.Containers) != 0 || len(l.Spec.Volumes) != 0 || len(l.Status.ContainerStatuses) != 0 || l.ManagedFields != nil {
 			t.Errorf("stripPod(%s) kept containers, volumes, statuses or managed fields: %+v", p.Name, l)
 		}
-		if _, ok := l.Annotations[corev1.LastAppliedConfigAnnotation]; ok {
-			t.Errorf("stripPod(%s) kept %s", p.Name, corev1.LastAppliedConfigAnnotation)
+		for k, v := range p.Annotations {
+			if kept, ok := l.Annotations[k]; ok != desired.PodAnnotationRead(k) || ok && kept != v {
+				t.Errorf("stripPod(%s): annotation %s kept %v (%q), want kept only if Build reads it", p.Name, k, ok, kept)
+			}
 		}
 		if l.Spec.NodeName != p.Spec.NodeName || l.Spec.HostNetwork != p.Spec.HostNetwork || l.Status.Phase != p.Status.Phase ||
 			l.UID != p.UID || l.ResourceVersion != p.ResourceVersion || !reflect.DeepEqual(l.OwnerReferences, keptOwners[p.Name]) ||
