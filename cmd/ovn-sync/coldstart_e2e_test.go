@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"os"
@@ -44,7 +45,10 @@ const coldStartSwitchPods = 25000
 // start is measured with it beside, on a fresh NB, for a ratio. It asserts
 // nothing about the figures: targets live in the benchmarks, and machines
 // are noisy. With OVN_SYNC_COLDSTART_PROFILE set to a directory, the
-// process's heap profile once idle is written there (coldstart.heap).
+// process's heap profile once idle is written there (coldstart.heap). With
+// OVN_SYNC_COLDSTART_GOGC set to a list of GOGC values ("100,50"), the
+// binary is measured once with each, the first on the NB the cluster was
+// made with.
 // Run it at scale as
 //
 //	OVN_SYNC_COLDSTART_PODS=100000 OVN_SYNC_COLDSTART_CGROUP=1 OVN_SYNC_COLDSTART_IDLE=30s \
@@ -59,18 +63,24 @@ func TestRunColdStart(t *testing.T) {
 	stop := churn.start(t, 10)
 	defer stop()
 
-	binaries := []string{binary}
-	if b := os.Getenv("OVN_SYNC_COLDSTART_BASELINE"); b != "" {
-		binaries = append(binaries, b)
+	type run struct{ bin, gogc string }
+	runs := []run{{bin: binary}}
+	for _, g := range strings.Split(os.Getenv("OVN_SYNC_COLDSTART_GOGC"), ",")[1:] {
+		runs = append(runs, run{binary, g})
 	}
-	for i, bin := range binaries {
+	runs[0].gogc = strings.Split(os.Getenv("OVN_SYNC_COLDSTART_GOGC"), ",")[0]
+	if b := os.Getenv("OVN_SYNC_COLDSTART_BASELINE"); b != "" {
+		runs = append(runs, run{bin: b})
+	}
+	for i, r := range runs {
 		env := e
 		if i > 0 {
 			env = e.withFreshNB(t)
 		}
-		r := measureColdStart(t, env, bin, want, idle, os.Getenv("OVN_SYNC_COLDSTART_CGROUP") != "")
-		t.Logf("cold start, %s: %d ports in the NB %s after start; peak RSS %d MB, RSS idle %d MB (peak / idle %.2f), heap in use %d MB, released %d MB%s",
-			bin, want, r.took.Round(time.Millisecond), r.peak>>20, r.idle>>20, float64(r.peak)/float64(r.idle), r.heap>>20, r.released>>20, r.cgroup)
+		m := measureColdStart(t, env, r.bin, r.gogc, want, idle, os.Getenv("OVN_SYNC_COLDSTART_CGROUP") != "")
+		t.Logf("cold start, %s (GOGC %s): %d ports in the NB %s after start; peak RSS %d MB, RSS idle %d MB (peak / idle %.2f), heap in use %d MB, released %d MB, CPU %s%s",
+			r.bin, cmp.Or(r.gogc, "default"), want, m.took.Round(time.Millisecond), m.peak>>20, m.idle>>20, float64(m.peak)/float64(m.idle), m.heap>>20, m.released>>20,
+			m.cpu.Round(10*time.Millisecond), m.cgroup)
 	}
 }
 
@@ -122,13 +132,18 @@ type coldStart struct {
 	// to the system, once idle (go_memstats_*).
 	heap, released uint64
 	cgroup         string // the cgroup's own account, when in one
+	// cpu is the process's CPU time until then (user and system).
+	cpu time.Duration
 }
 
 // measureColdStart starts binary bin in run mode against e, waits until
 // the NB holds want ports of ours and then idle, and stops it.
-func measureColdStart(t *testing.T, e *runEnv, bin string, want int, idle time.Duration, inCgroup bool) coldStart {
+func measureColdStart(t *testing.T, e *runEnv, bin, gogc string, want int, idle time.Duration, inCgroup bool) coldStart {
 	t.Helper()
 	o := runOptions{Binary: bin, OwnPasses: true, Flags: []string{"--leader-elect=false"}}
+	if gogc != "" {
+		o.Env = append(o.Env, "GOGC="+gogc)
+	}
 	if bin == binary {
 		o.Flags = append(o.Flags, "--pprof")
 	}
@@ -137,7 +152,7 @@ func measureColdStart(t *testing.T, e *runEnv, bin string, want int, idle time.D
 		limit := uint64(envInt(t, "OVN_SYNC_COLDSTART_LIMIT_MB", 1024)) << 20
 		cg = newMemCgroup(t, limit)
 		o.Cgroup = cg.dir
-		o.Env = []string{fmt.Sprintf("GOMEMLIMIT=%d", limit*90/100)}
+		o.Env = append(o.Env, fmt.Sprintf("GOMEMLIMIT=%d", limit*90/100))
 	}
 	start := time.Now()
 	p := e.runWith(o)
@@ -155,6 +170,7 @@ func measureColdStart(t *testing.T, e *runEnv, bin string, want int, idle time.D
 	r := coldStart{took: time.Since(start)}
 	time.Sleep(idle)
 	r.peak, r.idle = procStatus(t, p.cmd.Process.Pid, "VmHWM"), procStatus(t, p.cmd.Process.Pid, "VmRSS")
+	r.cpu = time.Duration(p.metric("process_cpu_seconds_total") * float64(time.Second))
 	r.heap = uint64(p.metric("go_memstats_heap_inuse_bytes"))
 	r.released = uint64(p.metric("go_memstats_heap_released_bytes"))
 	if dir := os.Getenv("OVN_SYNC_COLDSTART_PROFILE"); dir != "" && bin == binary {
