@@ -50,6 +50,11 @@ func sameRead(old, cur any) bool {
 // its resourceVersion, generation and managed fields cleared; anything
 // else is returned as it is.
 func withoutBookkeeping(o any) any {
+	if p, ok := o.(*storedPod); ok { // its metadata is fields of its own
+		c := *p
+		c.version = ""
+		return &c
+	}
 	v := reflect.ValueOf(o)
 	if v.Kind() != reflect.Pointer || v.IsNil() || v.Elem().Kind() != reflect.Struct {
 		return o

@@ -6,6 +6,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/cache"
 	kubevirtv1 "kubevirt.io/api/core/v1"
 
@@ -40,21 +42,34 @@ type stored interface {
 	object() runtime.Object
 }
 
-// storedPod holds what stripPod keeps of a pod.
+// storedPod holds what stripPod keeps of a pod: of its metadata, the
+// fields podMeta keeps, as fields of its own (an ObjectMeta is 248 bytes,
+// most of them fields a pod's stored form never holds).
 type storedPod struct {
-	metav1.TypeMeta
-	metav1.ObjectMeta
-	node        string
-	phase       corev1.PodPhase
-	hostNetwork bool
+	typ                      *metav1.TypeMeta // nil when empty, as the informers' pods are
+	name, namespace, version string
+	uid                      types.UID
+	created                  metav1.Time
+	deleted                  *metav1.Time
+	labels, annotations      map[string]string
+	owners                   []metav1.OwnerReference
+	node                     string
+	phase                    corev1.PodPhase
+	hostNetwork              bool
 }
 
-// storePod is the stored form of p: its metadata without managed fields
-// and kubectl's last-applied copy (leanMeta), and of its spec and status
-// the node, host networking and phase.
+// storePod is the stored form of p: its metadata as podMeta keeps it, and
+// of its spec and status the node, host networking and phase.
 func storePod(p *corev1.Pod) storedPod {
-	return storedPod{TypeMeta: p.TypeMeta, ObjectMeta: podMeta(p.ObjectMeta),
+	m := podMeta(p.ObjectMeta)
+	s := storedPod{name: m.Name, namespace: m.Namespace, version: m.ResourceVersion, uid: m.UID,
+		created: m.CreationTimestamp, deleted: m.DeletionTimestamp,
+		labels: m.Labels, annotations: m.Annotations, owners: m.OwnerReferences,
 		node: p.Spec.NodeName, phase: p.Status.Phase, hostNetwork: p.Spec.HostNetwork}
+	if p.TypeMeta != (metav1.TypeMeta{}) {
+		s.typ = &metav1.TypeMeta{Kind: p.Kind, APIVersion: p.APIVersion}
+	}
+	return s
 }
 
 // podMeta is leanMeta of a pod's metadata without what Build never reads of
@@ -67,6 +82,10 @@ func storePod(p *corev1.Pod) storedPod {
 func podMeta(m metav1.ObjectMeta) metav1.ObjectMeta {
 	m = leanMeta(m)
 	m.GenerateName, m.Finalizers = "", nil
+	// Nor what else a pod's metadata holds: its generation (which the
+	// kubelet's status updates move), grace period and the long-gone
+	// selfLink.
+	m.Generation, m.DeletionGracePeriodSeconds, m.SelfLink = 0, nil, ""
 	m.Labels = keepRead(m.Labels, desired.PodLabelRead)
 	m.Annotations = keepRead(m.Annotations, desired.PodAnnotationRead)
 	if i := slices.IndexFunc(m.OwnerReferences, func(r metav1.OwnerReference) bool { return !desired.PodOwnerRead(r) }); i >= 0 {
@@ -108,12 +127,33 @@ func keepRead(m map[string]string, read func(string) bool) map[string]string {
 func (p *storedPod) object() runtime.Object { return p.pod() }
 
 func (p *storedPod) pod() *corev1.Pod {
-	return &corev1.Pod{
-		TypeMeta:   p.TypeMeta,
-		ObjectMeta: p.ObjectMeta,
+	pod := &corev1.Pod{
+		ObjectMeta: *p.meta(),
 		Spec:       corev1.PodSpec{NodeName: p.node, HostNetwork: p.hostNetwork},
 		Status:     corev1.PodStatus{Phase: p.phase},
 	}
+	if p.typ != nil {
+		pod.TypeMeta = *p.typ
+	}
+	return pod
+}
+
+func (p *storedPod) meta() *metav1.ObjectMeta {
+	return &metav1.ObjectMeta{Name: p.name, Namespace: p.namespace, ResourceVersion: p.version, UID: p.uid,
+		CreationTimestamp: p.created, DeletionTimestamp: p.deleted,
+		Labels: p.labels, Annotations: p.annotations, OwnerReferences: p.owners}
+}
+
+// GetObjectMeta returns the pod's metadata, made anew (meta.Accessor reads
+// a stored pod through it): changing it changes nothing stored.
+func (p *storedPod) GetObjectMeta() metav1.Object { return p.meta() }
+
+// GetObjectKind is the pod's kind, as runtime.Object requires.
+func (p *storedPod) GetObjectKind() schema.ObjectKind {
+	if p.typ == nil {
+		return schema.EmptyObjectKind
+	}
+	return p.typ
 }
 
 func (p *storedPod) DeepCopyObject() runtime.Object {
