@@ -251,7 +251,7 @@ func (p *Publisher) countQueued() {
 
 func (p *Publisher) patch(ctx context.Context, pp reconcile.Publication) {
 	body, err := json.Marshal(map[string]any{"metadata": map[string]any{
-		"annotations": pp.Set,
+		"annotations": pp.Annotations(),
 		// The UID precondition keeps a patch meant for one object off a new
 		// object of the same name.
 		"uid": pp.UID,
@@ -274,7 +274,7 @@ func (p *Publisher) patch(ctx context.Context, pp reconcile.Publication) {
 	switch {
 	case err == nil:
 		p.result("patched")
-		p.log.V(1).Info("published addresses", "kind", pp.Kind, "object", pp.Namespace+"/"+pp.Name, "annotations", pp.Set)
+		p.log.V(1).Info("published addresses", "kind", pp.Kind, "object", pp.Namespace+"/"+pp.Name, "annotations", pp.Annotations())
 	case apierrors.IsNotFound(err) || apierrors.IsConflict(err) || apierrors.IsInvalid(err):
 		// Gone, or replaced by a pod of the same name (the UID differs):
 		// the next pass publishes for the new pod.
@@ -298,14 +298,14 @@ func (p *Publisher) result(r string) {
 
 // setSum fingerprints a set of annotations, in any order: two sets of
 // one sum are the same but for a 2^-64 chance.
-func setSum(set map[string]string) uint64 {
+func setSum(set []reconcile.Annotation) uint64 {
 	var sum uint64
-	for k, v := range set {
+	for _, a := range set {
 		var h maphash.Hash
 		h.SetSeed(sumSeed)
-		h.WriteString(k)
+		h.WriteString(a.Key)
 		h.WriteByte(0)
-		h.WriteString(v)
+		h.WriteString(a.Value)
 		sum += h.Sum64()
 	}
 	return sum

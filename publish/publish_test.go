@@ -45,7 +45,7 @@ func TestPublisherSkipsOnlyUntilTheInformerCatchesUp(t *testing.T) {
 	kube := kubefake.NewClientset(&corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "a", UID: "uid-a"}})
 	m := &recorder{}
 	p := NewPublisher(kube, nil, logr.Discard(), m)
-	pp := reconcile.Publication{Kind: reconcile.KindPod, Namespace: "ns", Name: "a", UID: "uid-a", ResourceVersion: "1", Set: map[string]string{"ovn.kubernetes.io/ip_address": "10.16.0.2"}}
+	pp := reconcile.Publication{Kind: reconcile.KindPod, Namespace: "ns", Name: "a", UID: "uid-a", ResourceVersion: "1", Set: []reconcile.Annotation{{Key: "ovn.kubernetes.io/ip_address", Value: "10.16.0.2"}}}
 	ctx := context.Background()
 	publish := func(pp reconcile.Publication, live map[types.UID]string) {
 		p.Publish(ctx, []reconcile.Publication{pp}, nil, live)
@@ -82,11 +82,12 @@ func TestPublisherSendsAChangeBeforeTheInformerCatchesUp(t *testing.T) {
 	p := NewPublisher(kube, nil, logr.Discard(), m)
 	ctx := context.Background()
 	live := map[types.UID]string{"uid-a": "1"}
-	for _, set := range []map[string]string{
-		{"ovn.kubernetes.io/ip_address": "10.16.0.2", "ovn.kubernetes.io/mac_address": "0a:58:0a:10:00:02"},
-		{"ovn.kubernetes.io/mac_address": "0a:58:0a:10:00:02", "ovn.kubernetes.io/ip_address": "10.16.0.2"},
-		{"ovn.kubernetes.io/ip_address": "10.16.0.3", "ovn.kubernetes.io/mac_address": "0a:58:0a:10:00:02"},
-		{"ovn.kubernetes.io/ip_address": "10.16.0.3"},
+	const ip, mac = "ovn.kubernetes.io/ip_address", "ovn.kubernetes.io/mac_address"
+	for _, set := range [][]reconcile.Annotation{
+		{{Key: ip, Value: "10.16.0.2"}, {Key: mac, Value: "0a:58:0a:10:00:02"}},
+		{{Key: mac, Value: "0a:58:0a:10:00:02"}, {Key: ip, Value: "10.16.0.2"}},
+		{{Key: ip, Value: "10.16.0.3"}, {Key: mac, Value: "0a:58:0a:10:00:02"}},
+		{{Key: ip, Value: "10.16.0.3"}},
 	} {
 		pp := reconcile.Publication{Kind: reconcile.KindPod, Namespace: "ns", Name: "a", UID: "uid-a", ResourceVersion: "1", Set: set}
 		p.Publish(ctx, []reconcile.Publication{pp}, nil, live)
@@ -121,7 +122,7 @@ func TestPublisherRetriesWhatFailed(t *testing.T) {
 	m := &recorder{}
 	p := NewPublisher(kube, nil, logr.Discard(), m)
 	ctx := context.Background()
-	a := reconcile.Publication{Kind: reconcile.KindPod, Namespace: "ns", Name: "a", UID: "uid-a", ResourceVersion: "1", Set: map[string]string{"ovn.kubernetes.io/ip_address": "10.16.0.2"}}
+	a := reconcile.Publication{Kind: reconcile.KindPod, Namespace: "ns", Name: "a", UID: "uid-a", ResourceVersion: "1", Set: []reconcile.Annotation{{Key: "ovn.kubernetes.io/ip_address", Value: "10.16.0.2"}}}
 	b := a
 	b.Name, b.UID = "b", "uid-b"
 	p.Publish(ctx, []reconcile.Publication{a}, nil, nil)
@@ -148,7 +149,7 @@ func TestPublisherNewestPassFirst(t *testing.T) {
 	for _, name := range []string{"a", "b", "c", "d"} {
 		objs = append(objs, &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: name, UID: types.UID("uid-" + name)}})
 		first = append(first, reconcile.Publication{Kind: reconcile.KindPod, Namespace: "ns", Name: name, UID: types.UID("uid-" + name),
-			ResourceVersion: "1", Set: map[string]string{"ovn.kubernetes.io/ip_address": "10.16.0.1"}})
+			ResourceVersion: "1", Set: []reconcile.Annotation{{Key: "ovn.kubernetes.io/ip_address", Value: "10.16.0.1"}}})
 	}
 	objs = append(objs, &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "new", UID: "uid-new"}})
 	kube := kubefake.NewClientset(objs...)
@@ -169,9 +170,9 @@ func TestPublisherNewestPassFirst(t *testing.T) {
 	p.Publish(ctx, first, nil, nil) // returns while the first write waits
 	<-inFlight
 	newer := first[0] // a, written again by the next pass
-	newer.ResourceVersion, newer.Set = "2", map[string]string{"ovn.kubernetes.io/ip_address": "10.16.0.9"}
+	newer.ResourceVersion, newer.Set = "2", []reconcile.Annotation{{Key: "ovn.kubernetes.io/ip_address", Value: "10.16.0.9"}}
 	created := reconcile.Publication{Kind: reconcile.KindPod, Namespace: "ns", Name: "new", UID: "uid-new",
-		ResourceVersion: "1", Set: map[string]string{"ovn.kubernetes.io/ip_address": "10.16.0.5"}}
+		ResourceVersion: "1", Set: []reconcile.Annotation{{Key: "ovn.kubernetes.io/ip_address", Value: "10.16.0.5"}}}
 	p.Publish(ctx, []reconcile.Publication{created, newer}, nil, nil)
 	if got := m.queued; got != 5 {
 		t.Errorf("queued = %d, want 5 (b, c and d; new and a's newer patch)", got)

@@ -255,14 +255,14 @@ func TestPublications(t *testing.T) {
 		t.Fatalf("Publications = %+v, want the web pod, the launcher and the VM", got)
 	}
 	web, launcher, vm := got[0], got[1], got[2]
-	if web.Name != "web" || len(web.Set) != 2 || web.Set["ovn.kubernetes.io/gateway"] != "10.16.0.1" || web.Set["ovn.kubernetes.io/routed"] != "true" {
+	if web.Name != "web" || len(web.Set) != 2 || value(web, "ovn.kubernetes.io/gateway") != "10.16.0.1" || value(web, "ovn.kubernetes.io/routed") != "true" {
 		t.Errorf("publication for web = %+v, want only the gateway and routed", web)
 	}
 	for _, k := range []string{"ovn.kubernetes.io/routed", "blue.tenant.ovn.kubernetes.io/routed"} {
-		if launcher.Set[k] != "true" {
-			t.Errorf("launcher %s = %q, want true", k, launcher.Set[k])
+		if value(launcher, k) != "true" {
+			t.Errorf("launcher %s = %q, want true", k, value(launcher, k))
 		}
-		if v, ok := vm.Set[k]; ok {
+		if v, ok := vm.Get(k); ok {
 			t.Errorf("VM %s = %q, want unset: kube-ovn-cni plumbs pods, not VMs", k, v)
 		}
 	}
@@ -286,8 +286,8 @@ func TestPublications(t *testing.T) {
 		"blue.tenant.ovn.kubernetes.io/gateway":        "192.168.1.254",
 		"blue.tenant.ovn.kubernetes.io/logical_switch": "blue.tenant",
 	} {
-		if launcher.Set[k] != v || vm.Set[k] != v {
-			t.Errorf("annotation %s: launcher %q, VM %q; want %q", k, launcher.Set[k], vm.Set[k], v)
+		if value(launcher, k) != v || value(vm, k) != v {
+			t.Errorf("annotation %s: launcher %q, VM %q; want %q", k, value(launcher, k), value(vm, k), v)
 		}
 	}
 }
@@ -311,13 +311,14 @@ status: {phase: Running}
 	if len(got) != 1 {
 		t.Fatalf("Publications = %+v", got)
 	}
-	for k := range got[0].Set {
+	for _, a := range got[0].Set {
+		k := a.Key
 		if strings.HasSuffix(k, "/gateway") {
 			t.Errorf("published %s for a network without a gateway", k)
 		}
 	}
-	if got[0].Set["l2.default.ovn.kubernetes.io/cidr"] != "192.168.5.0/24" {
-		t.Errorf("cidr of l2 = %q", got[0].Set["l2.default.ovn.kubernetes.io/cidr"])
+	if value(got[0], "l2.default.ovn.kubernetes.io/cidr") != "192.168.5.0/24" {
+		t.Errorf("cidr of l2 = %q", value(got[0], "l2.default.ovn.kubernetes.io/cidr"))
 	}
 }
 
@@ -345,13 +346,13 @@ status: {phase: Running}
 	if len(got) != 2 || got[0].Name != "done" || got[1].Name != "pending" {
 		t.Fatalf("Publications = %+v, want done and pending", got)
 	}
-	if v, ok := got[0].Set["ovn.kubernetes.io/routed"]; ok {
+	if v, ok := got[0].Get("ovn.kubernetes.io/routed"); ok {
 		t.Errorf("done: routed set again (%q) though it already says true", v)
 	}
-	if v, ok := got[1].Set["ovn.kubernetes.io/routed"]; ok {
+	if v, ok := got[1].Get("ovn.kubernetes.io/routed"); ok {
 		t.Errorf("pending: routed = %q before the pod is scheduled", v)
 	}
-	if got[1].Set["ovn.kubernetes.io/ip_address"] == "" {
+	if value(got[1], "ovn.kubernetes.io/ip_address") == "" {
 		t.Errorf("pending: no ip_address published: %+v", got[1].Set)
 	}
 }
@@ -392,16 +393,16 @@ status: {phase: Running}
 	}
 	vm, pod := got[1], got[0]
 	const k = "flat.default.ovn.kubernetes.io/"
-	if vm.Kind != KindVirtualMachine || vm.Set[k+"mac_address"] != "02:00:00:00:f1:01" || vm.Set[k+"allocated"] != "true" ||
-		vm.Set[k+"logical_switch"] != "flat.default" {
+	if vm.Kind != KindVirtualMachine || value(vm, k+"mac_address") != "02:00:00:00:f1:01" || value(vm, k+"allocated") != "true" ||
+		value(vm, k+"logical_switch") != "flat.default" {
 		t.Errorf("VM publication = %+v, want its MAC recorded", vm)
 	}
-	if pod.Set[k+"mac_address"] == "" || pod.Set[k+"routed"] != "true" {
+	if value(pod, k+"mac_address") == "" || value(pod, k+"routed") != "true" {
 		t.Errorf("pod publication = %+v, want its MAC and routed", pod)
 	}
 	for _, p := range got {
 		for _, key := range []string{k + "ip_address", k + "cidr", k + "gateway"} {
-			if v, ok := p.Set[key]; ok {
+			if v, ok := p.Get(key); ok {
 				t.Errorf("%s %s: %s = %q on a network without IPAM", p.Kind, p.Name, key, v)
 			}
 		}
@@ -441,4 +442,10 @@ func TestExplain(t *testing.T) {
 	if _, err := Explain(out, "nosuch.port"); err == nil {
 		t.Errorf("Explain(an unknown port) = nil error")
 	}
+}
+
+// value is what p sets key to, "" when nothing.
+func value(p Publication, key string) string {
+	v, _ := p.Get(key)
+	return v
 }

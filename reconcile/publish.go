@@ -28,7 +28,32 @@ type Publication struct {
 	// ResourceVersion is the version of the object the publication was
 	// computed from.
 	ResourceVersion string
-	Set             map[string]string
+	// Set are the annotations to set, by key. A slice, not a map: a first
+	// start on pods that carry none holds a publication a pod while the
+	// patches wait, and a map of seven is half as big again.
+	Set []Annotation
+}
+
+// Annotation is one annotation a publication sets.
+type Annotation struct{ Key, Value string }
+
+// Get returns the value the publication sets key to, if it sets it.
+func (p *Publication) Get(key string) (string, bool) {
+	for _, a := range p.Set {
+		if a.Key == key {
+			return a.Value, true
+		}
+	}
+	return "", false
+}
+
+// Annotations returns the annotations the publication sets, as a map.
+func (p *Publication) Annotations() map[string]string {
+	m := make(map[string]string, len(p.Set))
+	for _, a := range p.Set {
+		m[a.Key] = a.Value
+	}
+	return m
 }
 
 // Publications computes, purely from Build's facts, the annotation changes
@@ -70,9 +95,9 @@ func Publications(r desired.Result) []Publication {
 			if !found {
 				i, found = len(out), true
 				at[t] = i
-				out = append(out, Publication{Kind: kind, Namespace: ns, Name: name, UID: uid, ResourceVersion: rv, Set: make(map[string]string, numAnn)})
+				out = append(out, Publication{Kind: kind, Namespace: ns, Name: name, UID: uid, ResourceVersion: rv, Set: make([]Annotation, 0, numAnn)})
 			}
-			out[i].Set[keys[a]] = v
+			out[i].set(keys[a], v)
 		}
 	}
 	for _, f := range r.Published() {
@@ -94,10 +119,24 @@ func Publications(r desired.Result) []Publication {
 			add(KindVirtualMachine, vm.Namespace, vm.Name, types.UID(vm.UID), vm.ResourceVersion, vm.Annotations, k, &vals, false)
 		}
 	}
+	for i := range out {
+		slices.SortFunc(out[i].Set, func(a, b Annotation) int { return strings.Compare(a.Key, b.Key) })
+	}
 	slices.SortFunc(out, func(a, b Publication) int {
 		return cmp.Or(strings.Compare(a.Kind, b.Kind), strings.Compare(a.Namespace, b.Namespace), strings.Compare(a.Name, b.Name))
 	})
 	return out
+}
+
+// set sets key to v, in place of the value it had.
+func (p *Publication) set(key, v string) {
+	for i := range p.Set {
+		if p.Set[i].Key == key {
+			p.Set[i].Value = v
+			return
+		}
+	}
+	p.Set = append(p.Set, Annotation{key, v})
 }
 
 // The kube-ovn annotations of a port, each a key suffix after the

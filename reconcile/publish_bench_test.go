@@ -2,6 +2,7 @@ package reconcile
 
 import (
 	"fmt"
+	"runtime"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
@@ -9,6 +10,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/ovn-sync/ovn-sync/desired"
+	"github.com/ovn-sync/ovn-sync/internal/liveheap"
 	"github.com/ovn-sync/ovn-sync/state"
 )
 
@@ -41,7 +43,7 @@ func BenchmarkPublications(b *testing.B) {
 		if pod.Name != p.Name {
 			b.Fatalf("publication %d is %s's, want %s's", i, p.Name, pod.Name)
 		}
-		pod.Annotations = p.Set
+		pod.Annotations = p.Annotations()
 		in.Pods[i] = &pod
 	}
 	annotated := desired.Build(in, cfg, state.New(0))
@@ -58,6 +60,11 @@ func BenchmarkPublications(b *testing.B) {
 				Publications(c.r)
 			}
 			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/n, "ns/port")
+			// What the publications hold while their patches wait.
+			before := liveheap.Bytes()
+			kept := Publications(c.r)
+			b.ReportMetric(float64(liveheap.Bytes()-before)/n, "kept-B/port")
+			runtime.KeepAlive(kept)
 		})
 	}
 }
