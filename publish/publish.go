@@ -40,6 +40,14 @@ import (
 // (ours or anyone's), the annotations it shows decide, and a full pass
 // forgets what was sent.
 type Publisher struct {
+	// MaxQueued bounds the writes that wait (0: no bound). Past it, those
+	// that would go last are let go ("deferred"): a full pass decides them
+	// again. A first start on pods without annotations decides one a pod,
+	// and the API's rate limit sends --kube-api-qps a second; writes that
+	// wait longer than the next full pass are held for nothing. Set it
+	// before the first Publish.
+	MaxQueued int
+
 	kube    kubernetes.Interface
 	dyn     dynamic.Interface
 	log     logr.Logger
@@ -63,7 +71,7 @@ type Publisher struct {
 }
 
 // PublisherMetrics counts what a Publisher does: each write by result
-// (patched, gone, error), and how many wait in its queue.
+// (patched, gone, error, deferred), and how many wait in its queue.
 type PublisherMetrics interface {
 	Publication(result string)
 	PublicationsQueued(n int)
@@ -143,6 +151,7 @@ func (p *Publisher) Publish(ctx context.Context, patches []reconcile.Publication
 		p.passes = append(p.passes, uids)
 		p.queued += len(uids)
 		p.compact()
+		p.deferPast()
 	}
 	p.countQueued()
 	for p.running < min(p.workers, len(p.queue)) {
@@ -173,25 +182,48 @@ func (p *Publisher) compact() {
 	if p.queued < 2*len(p.queue)+1024 {
 		return
 	}
+	p.dedupe()
+}
+
+// deferPast lets go of the writes past MaxQueued that would go last: the tail
+// of the oldest pass.
+func (p *Publisher) deferPast() {
+	if p.MaxQueued <= 0 || len(p.queue) <= p.MaxQueued {
+		return
+	}
+	p.dedupe() // each UID listed once, by the newest pass that queued it
+	for len(p.queue) > p.MaxQueued && len(p.passes) > 0 {
+		uids := p.passes[0]
+		if len(uids) == 0 {
+			p.passes[0] = nil
+			p.passes = p.passes[1:]
+			continue
+		}
+		uid := uids[len(uids)-1]
+		p.passes[0] = uids[:len(uids)-1]
+		p.queued--
+		delete(p.queue, uid)
+		p.result("deferred")
+	}
+}
+
+// dedupe drops from passes the UIDs no longer queued and those a newer
+// pass queued again.
+func (p *Publisher) dedupe() {
 	seen := make(map[types.UID]bool, len(p.queue))
-	kept := p.passes[:0]
 	p.queued = 0
 	for i := len(p.passes) - 1; i >= 0; i-- {
-		uids := p.passes[i][:0]
+		uids := p.passes[i][:0] // filtered in place: each pass its own list
 		for _, uid := range p.passes[i] {
 			if _, ok := p.queue[uid]; ok && !seen[uid] {
 				seen[uid] = true
 				uids = append(uids, uid)
 			}
 		}
-		if len(uids) > 0 {
-			kept = append(kept, uids)
-			p.queued += len(uids)
-		}
+		p.passes[i] = uids
+		p.queued += len(uids)
 	}
-	slices.Reverse(kept)
-	clear(p.passes[len(kept):])
-	p.passes = kept
+	p.passes = slices.DeleteFunc(p.passes, func(uids []types.UID) bool { return len(uids) == 0 })
 }
 
 // take returns the next job: the newest pass's, in the order it gave.

@@ -191,6 +191,52 @@ func TestPublisherNewestPassFirst(t *testing.T) {
 	}
 }
 
+// TestPublisherDefersPastMaxQueued: past MaxQueued, the writes that would
+// go last (the tail of the oldest pass) are let go, not the newest pass's;
+// a full pass that decides them again sends them.
+func TestPublisherDefersPastMaxQueued(t *testing.T) {
+	var objs []runtime.Object
+	pub := func(name string) reconcile.Publication {
+		objs = append(objs, &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: name, UID: types.UID("uid-" + name)}})
+		return reconcile.Publication{Kind: reconcile.KindPod, Namespace: "ns", Name: name, UID: types.UID("uid-" + name),
+			ResourceVersion: "1", Set: []reconcile.Annotation{{Key: "ovn.kubernetes.io/ip_address", Value: "10.16.0.1"}}}
+	}
+	first := []reconcile.Publication{pub("a"), pub("b"), pub("c")}
+	created := pub("new")
+	kube := kubefake.NewClientset(objs...)
+	m := &recorder{}
+	p := NewPublisher(kube, nil, logr.Discard(), m)
+	p.MaxQueued, p.workers = 2, 0 // nothing is written until workers is set
+	ctx := context.Background()
+	p.Publish(ctx, first, nil, nil)
+	p.Publish(ctx, []reconcile.Publication{created}, nil, nil)
+	if want := []string{"deferred", "deferred"}; !slices.Equal(m.results, want) || m.queued != 2 {
+		t.Errorf("results %v, queued %d; want c and then b deferred, 2 queued", m.results, m.queued)
+	}
+	p.workers = 1
+	p.Publish(ctx, nil, nil, nil)
+	p.idle.Wait()
+	annotated := func() (names []string) {
+		pods, _ := kube.CoreV1().Pods("ns").List(ctx, metav1.ListOptions{})
+		for _, pod := range pods.Items {
+			if pod.Annotations["ovn.kubernetes.io/ip_address"] != "" {
+				names = append(names, pod.Name)
+			}
+		}
+		slices.Sort(names)
+		return names
+	}
+	if got, want := annotated(), []string{"a", "new"}; !slices.Equal(got, want) {
+		t.Errorf("annotated %v, want %v", got, want)
+	}
+	// The next full pass decides b and c again (a and new were sent).
+	p.Publish(ctx, first[1:], nil, map[types.UID]string{"uid-a": "2", "uid-b": "1", "uid-c": "1", "uid-new": "2"})
+	p.idle.Wait()
+	if got, want := annotated(), []string{"a", "b", "c", "new"}; !slices.Equal(got, want) {
+		t.Errorf("annotated after a full pass %v, want %v", got, want)
+	}
+}
+
 type recorder struct {
 	mu      sync.Mutex
 	results []string

@@ -94,7 +94,7 @@ func NewMetrics() *Metrics {
 	m.dropped = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "ovn_sync_changes_dropped_total",
 		Help: "Informer updates dropped as irrelevant, by kind: nothing ovn-sync reads changed (a status, labels, managed fields), so no pass."}, []string{"kind"})
 	m.patches = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "ovn_sync_annotation_patches_total",
-		Help: "Annotation patches publishing addresses on pods and VirtualMachines, by result (patched, gone, error)."}, []string{"result"})
+		Help: "Annotation patches publishing addresses on pods and VirtualMachines, by result (patched, gone, error; deferred: let go from a full queue, decided again by the next full pass)."}, []string{"result"})
 	m.queued = prometheus.NewGauge(prometheus.GaugeOpts{Name: "ovn_sync_publications_queued",
 		Help: "Annotation patches and IPAMClaim statuses decided by passes and not yet written (a first start on pods without annotations queues one a pod)."})
 	m.kubeEvents = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "ovn_sync_problem_events_total",
@@ -207,7 +207,7 @@ func (m *Metrics) Kinds(kinds []string) {
 // ovn-sync reads.
 func (m *Metrics) ChangeDropped(kind string) { m.dropped.WithLabelValues(kind).Inc() }
 
-// Publication counts one annotation patch by result (patched, gone, error).
+// Publication counts one annotation patch by result (patched, gone, error, deferred).
 func (m *Metrics) Publication(result string) { m.patches.WithLabelValues(result).Inc() }
 
 // PublicationsQueued records how many writes wait in the publisher's queue.

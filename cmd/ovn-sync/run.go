@@ -362,6 +362,7 @@ func wireRun(rf *runFlags, log logr.Logger) (*runWiring, error) {
 	}
 	if rf.publish {
 		pub := publish.NewPublisher(kube, dyn, log.WithName("publish"), w.m)
+		pub.MaxQueued = maxQueued(rf.kubeQPS, rf.resync)
 		w.opts.Publish = pub.Pass
 	}
 	if rf.events {
@@ -370,6 +371,13 @@ func wireRun(rf *runFlags, log logr.Logger) (*runWiring, error) {
 		w.opts.Report = func(out reconcile.Outcome, snap sources.Snapshot) { ev.Report(out.Result.Problems, snap.Inputs) }
 	}
 	return w, nil
+}
+
+// maxQueued is the publisher's bound: the writes --kube-api-qps sends in
+// two --resync intervals (30,000 at the defaults), at least 1,000. A full
+// pass comes at least every --resync and decides again what was let go.
+func maxQueued(qps float64, resync time.Duration) int {
+	return max(1000, int(2*qps*resync.Seconds()))
 }
 
 // retry calls f with backoff until it succeeds or ctx is done.
