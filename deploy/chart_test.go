@@ -212,6 +212,17 @@ func TestGOMEMLIMIT(t *testing.T) {
 	}
 }
 
+// TestGOGC: goGC sets GOGC, and null (the default) leaves it to the
+// runtime.
+func TestGOGC(t *testing.T) {
+	if got, ok := env(container(t, map[string]any{}), "GOGC"); ok {
+		t.Errorf("GOGC = %q by default, want it unset", got)
+	}
+	if got, ok := env(container(t, map[string]any{"goGC": 50}), "GOGC"); got != "50" || !ok {
+		t.Errorf("goGC 50: GOGC = %q (set: %v), want 50", got, ok)
+	}
+}
+
 // TestChartRefuses checks that values which cannot work fail rendering,
 // with a message that says why.
 func TestChartRefuses(t *testing.T) {
@@ -223,6 +234,7 @@ func TestChartRefuses(t *testing.T) {
 		{"unknown mode", `mode: daemonset`, `'/mode': value must be one of 'standalone', 'sidecar'`},
 		{"memory suffix", `resources: {limits: {memory: 1Zi}}`, `memory quantity "1Zi"`},
 		{"percent", `goMemLimitPercent: 120`, `at most 100`},
+		{"gogc", `goGC: 0`, `goGC`},
 		{"resync", `resync: 5 minutes`, `duration "5 minutes"`},
 		{"ssl without secret", `nb: {endpoints: ["ssl:10.0.0.1:6641"], tlsSecret: ""}`, `nb.tlsSecret must name`},
 		{"replicas without election", `{leaderElection: {enabled: false}, standalone: {replicas: 2}}`, `every replica would write`},

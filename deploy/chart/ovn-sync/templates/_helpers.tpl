@@ -139,6 +139,11 @@ container quotes it, as an env value must be a string. */}}
   - name: GOMEMLIMIT
     value: {{ . | quote }}
   {{- end }}
+  {{- with get .Values "goGC" }}
+  # The collector's heap growth between cycles, in percent of the live heap (the runtime's default is 100).
+  - name: GOGC
+    value: {{ . | quote }}
+  {{- end }}
   ports:
   - {name: {{ include "ovn-sync.portName" . }}, containerPort: {{ .Values.metricsPort }}}
   {{- if not $sidecar }}
