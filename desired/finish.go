@@ -57,10 +57,12 @@ func (b *builder) finish() Result {
 			b.needSwitch(s.port.Switch)
 			b.needDHCP(s.port.DHCPv4)
 			b.needDHCP(s.port.DHCPv6)
+			b.shareRow(s)
 			s.written = true
 			continue
 		}
 		b.port(s, s.port)
+		b.shareRow(s)
 		s.written = true
 		if s.tmpl != nil {
 			b.restartRequired(s)
@@ -136,6 +138,26 @@ func addrOrNone(a netip.Addr) string {
 	}
 	return a.String()
 }
+
+// shareRow makes s's port the NB's row s.have itself when the two hold the
+// same and the row holds nothing else but its UUID (no dynamic_addresses,
+// no vendor keys, not adopted in this pass). The port a result keeps from
+// pass to pass is then the row the NB snapshot holds anyway, not a copy of
+// it: the copy s.port was rendered into is left to the collector. So a
+// port of Want may carry the UUID of the row it is; diff and apply take
+// UUIDs from have alone. Neither side changes a port once made.
+func (b *builder) shareRow(s *portSpec) {
+	hp := s.have
+	if !shareRows || hp == nil || s.port.Adopt != "" || hp.DynamicAddresses != "" || hp.Vendor != "" || hp.VendorSwitch != "" ||
+		hp.Adopt != "" || !hp.Equal(s.port) {
+		return
+	}
+	s.port = hp
+	b.want.Ports.Set(s.name, hp)
+}
+
+// shareRows is unset by a test alone, to measure what sharing saves.
+var shareRows = true
 
 // port renders s into p, sharing the address slices of s.have when they are
 // unchanged.

@@ -914,15 +914,27 @@ func TestIncrementalKeepsWhatFullKeeps(t *testing.T) {
 	if m := Mismatch(last, Build(in, cfg, have)); m != "" {
 		t.Fatalf("incremental and full results differ: %s", m)
 	}
-	// Both against the same NB, which stays.
+	// All against the same NB, which stays. The ports the passes built
+	// are copies of its rows (nbOf copies), as the NB's are, and a full
+	// Build makes a port that is the same as its row that row itself
+	// (shareRow): the incremental state is held to a full Build's without
+	// that, and a full Build's with it is measured beside both.
 	incremental := freedBy(func() { x.Reset(); last = Result{} })
-	var full Engine
-	full.Full(in, cfg, have)
-	whole := freedBy(full.Reset)
+	fullOf := func(share bool) int64 {
+		shareRows = share
+		defer func() { shareRows = true }()
+		var full Engine
+		full.Full(in, cfg, have)
+		return freedBy(full.Reset)
+	}
+	whole, shared := fullOf(false), fullOf(true)
 	runtime.KeepAlive(have.Ports)
-	t.Logf("%d ports: incremental state %d KB, full %d KB", len(in.Pods), incremental/1024, whole/1024)
+	t.Logf("%d ports: incremental state %d KB, full %d KB, full sharing the NB's rows %d KB", len(in.Pods), incremental/1024, whole/1024, shared/1024)
 	if incremental > whole*3/2 {
 		t.Errorf("the incremental state holds %d KB after %d passes, a full Build of the same inputs %d KB", incremental/1024, passes, whole/1024)
+	}
+	if shared > whole*3/4 {
+		t.Errorf("a full Build sharing the NB's rows holds %d KB, without %d KB: want at most 3/4", shared/1024, whole/1024)
 	}
 }
 
