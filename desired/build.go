@@ -14,8 +14,9 @@ import (
 //
 // Result.Want is complete: a port of ours in have that is missing from it
 // is one no owner needs any more. Values in Want may share slices with
-// values in have; like every State they must not be mutated. Ports and
-// switches in Want carry no UUID.
+// values in have, and a port of Want that is the same as its row of have
+// is that row itself; like every State they must not be mutated. Switches
+// in Want carry no UUID, nor do ports but those (which carry their row's).
 //
 // Problems are bad or conflicting input, sorted by object then reason. A
 // Problem never removes or rewrites a port, with one exception: a port

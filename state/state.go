@@ -90,7 +90,9 @@ func (s *Switch) Equal(o *Switch) bool {
 // other keys are not represented and so can never be touched.
 type Port struct {
 	Name string
-	// UUID is set on observed ports only.
+	// UUID is set on observed ports, and on a desired port that is its
+	// observed row itself (desired shares a row that is what it wants);
+	// diff and apply read it from observed ports alone.
 	UUID string
 	// Switch is the logical switch the port lives on. Desired ports always carry
 	// it; observed ports carry it from external_ids:ovn-sync/switch, so it is
