@@ -9,6 +9,7 @@ import (
 	"context"
 	"encoding/json"
 	"hash/maphash"
+	"maps"
 	"slices"
 	"sync"
 
@@ -125,11 +126,13 @@ func (p *Publisher) Publish(ctx context.Context, patches []reconcile.Publication
 	}
 	var uids []types.UID
 	for i := range patches {
-		pp := &patches[i]
-		if sent, ok := p.sent[pp.UID]; ok && sent.from == pp.ResourceVersion && sent.sum == setSum(pp.Set) {
+		if sent, ok := p.sent[patches[i].UID]; ok && sent.from == patches[i].ResourceVersion && sent.sum == setSum(patches[i].Set) {
 			continue
 		}
-		p.queue[pp.UID] = job{patch: pp}
+		// A copy: a job pointing into patches would keep every patch of
+		// the pass, those let go past MaxQueued included.
+		pp := patches[i]
+		p.queue[pp.UID] = job{patch: &pp}
 		uids = append(uids, pp.UID)
 	}
 	for i := range claims {
@@ -204,6 +207,14 @@ func (p *Publisher) deferPast() {
 		p.queued--
 		delete(p.queue, uid)
 		p.result("deferred")
+	}
+	// A map keeps the room it grew to: the queue is made anew at its size,
+	// as is the pass cut short.
+	queue := make(map[types.UID]job, len(p.queue))
+	maps.Copy(queue, p.queue)
+	p.queue = queue
+	if len(p.passes) > 0 {
+		p.passes[0] = slices.Clone(p.passes[0])
 	}
 }
 

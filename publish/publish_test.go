@@ -2,6 +2,8 @@ package publish
 
 import (
 	"context"
+	"fmt"
+	goruntime "runtime"
 	"slices"
 	"strings"
 	"sync"
@@ -18,6 +20,7 @@ import (
 	"k8s.io/client-go/tools/record"
 
 	"github.com/ovn-sync/ovn-sync/desired"
+	"github.com/ovn-sync/ovn-sync/internal/liveheap"
 	"github.com/ovn-sync/ovn-sync/reconcile"
 )
 
@@ -235,6 +238,35 @@ func TestPublisherDefersPastMaxQueued(t *testing.T) {
 	if got, want := annotated(), []string{"a", "b", "c", "new"}; !slices.Equal(got, want) {
 		t.Errorf("annotated after a full pass %v, want %v", got, want)
 	}
+}
+
+// TestPublisherKeepsOnlyWhatWaits: past MaxQueued, the patches let go are
+// not kept: the publisher holds about what waits, not the whole pass.
+func TestPublisherKeepsOnlyWhatWaits(t *testing.T) {
+	const n, limit = 20000, 2000
+	p := NewPublisher(kubefake.NewClientset(), nil, logr.Discard(), nil)
+	p.MaxQueued, p.workers = limit, 0 // nothing is written
+	base := liveheap.Bytes()
+	patches := make([]reconcile.Publication, n)
+	for i := range patches {
+		ip := fmt.Sprintf("10.%d.%d.%d", 16+i>>16, i>>8&255, i&255)
+		patches[i] = reconcile.Publication{Kind: reconcile.KindPod, Namespace: "ns", Name: fmt.Sprintf("pod-%05d", i),
+			UID: types.UID(fmt.Sprintf("uid-%05d", i)), ResourceVersion: "1", Set: []reconcile.Annotation{
+				{Key: "ovn.kubernetes.io/allocated", Value: "true"}, {Key: "ovn.kubernetes.io/cidr", Value: "10.16.0.0/16"},
+				{Key: "ovn.kubernetes.io/gateway", Value: "10.16.0.1"}, {Key: "ovn.kubernetes.io/ip_address", Value: ip},
+				{Key: "ovn.kubernetes.io/logical_switch", Value: "ovn-default"},
+				{Key: "ovn.kubernetes.io/mac_address", Value: fmt.Sprintf("0a:58:%02x:%02x:%02x:%02x", 10, 16, i>>8&255, i&255)},
+				{Key: "ovn.kubernetes.io/routed", Value: "true"}}}
+	}
+	all := liveheap.Bytes() - base
+	p.Publish(context.Background(), patches, nil, nil)
+	patches = nil
+	held := liveheap.Bytes() - base
+	t.Logf("%d patches: %d KB; held once %d of them wait: %d KB", n, all>>10, limit, held>>10)
+	if held > all/4 {
+		t.Errorf("the publisher holds %d KB of a pass of %d KB with %d of %d patches queued; want at most a quarter", held>>10, all>>10, limit, n)
+	}
+	goruntime.KeepAlive(p)
 }
 
 type recorder struct {
