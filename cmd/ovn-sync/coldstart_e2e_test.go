@@ -48,7 +48,9 @@ const coldStartSwitchPods = 25000
 // process's heap profile once idle is written there (coldstart.heap). With
 // OVN_SYNC_COLDSTART_GOGC set to a list of GOGC values ("100,50"), the
 // binary is measured once with each, the first on the NB the cluster was
-// made with.
+// made with. OVN_SYNC_COLDSTART_FLAGS adds flags to every run's (say
+// "--resync=1m", with an idle time past it, to see the first full pass
+// after the start).
 // Run it at scale as
 //
 //	OVN_SYNC_COLDSTART_PODS=100000 OVN_SYNC_COLDSTART_CGROUP=1 OVN_SYNC_COLDSTART_IDLE=30s \
@@ -141,6 +143,9 @@ type coldStart struct {
 func measureColdStart(t *testing.T, e *runEnv, bin, gogc string, want int, idle time.Duration, inCgroup bool) coldStart {
 	t.Helper()
 	o := runOptions{Binary: bin, OwnPasses: true, Flags: []string{"--leader-elect=false"}}
+	if f := os.Getenv("OVN_SYNC_COLDSTART_FLAGS"); f != "" {
+		o.Flags = append(o.Flags, strings.Fields(f)...)
+	}
 	if gogc != "" {
 		o.Env = append(o.Env, "GOGC="+gogc)
 	}
