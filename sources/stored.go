@@ -43,8 +43,10 @@ type stored interface {
 }
 
 // storedPod holds what stripPod keeps of a pod: of its metadata, the
-// fields podMeta keeps, as fields of its own (an ObjectMeta is 248 bytes,
-// most of them fields a pod's stored form never holds).
+// fields podMeta keeps but the generation (which the kubelet's status
+// updates move), grace period and selfLink, none of which Build reads, as
+// fields of its own (an ObjectMeta is 248 bytes, most of them fields a
+// pod's stored form never holds).
 type storedPod struct {
 	typ                      *metav1.TypeMeta // nil when empty, as the informers' pods are
 	name, namespace, version string
@@ -82,10 +84,6 @@ func storePod(p *corev1.Pod) storedPod {
 func podMeta(m metav1.ObjectMeta) metav1.ObjectMeta {
 	m = leanMeta(m)
 	m.GenerateName, m.Finalizers = "", nil
-	// Nor what else a pod's metadata holds: its generation (which the
-	// kubelet's status updates move), grace period and the long-gone
-	// selfLink.
-	m.Generation, m.DeletionGracePeriodSeconds, m.SelfLink = 0, nil, ""
 	m.Labels = keepRead(m.Labels, desired.PodLabelRead)
 	m.Annotations = keepRead(m.Annotations, desired.PodAnnotationRead)
 	if i := slices.IndexFunc(m.OwnerReferences, func(r metav1.OwnerReference) bool { return !desired.PodOwnerRead(r) }); i >= 0 {
