@@ -566,23 +566,21 @@ func deleteObject(in *Inputs, kind, ns, name string) bool {
 // withoutUUIDs is want as a result means it: a port that is the NB's row
 // itself (shareRow) carries the row's UUID, which no output shows.
 func withoutUUIDs(s state.State) state.State {
-	c := s.Clone()
-	for k, p := range c.Ports.All() {
-		if p.UUID != "" {
-			q := *p
-			q.UUID = ""
-			c.Ports.Set(k, &q)
-		}
-	}
-	return c
+	return withoutField(s, func(p *state.Port) *string { return &p.UUID })
 }
 
 func withoutAdopt(s state.State) state.State {
+	return withoutField(s, func(p *state.Port) *string { return &p.Adopt })
+}
+
+// withoutField is s with the field f names emptied on every port, each
+// port that had it copied.
+func withoutField(s state.State, f func(*state.Port) *string) state.State {
 	c := s.Clone()
 	for k, p := range c.Ports.All() {
-		if p.Adopt != "" {
+		if *f(p) != "" {
 			q := *p
-			q.Adopt = ""
+			*f(&q) = ""
 			c.Ports.Set(k, &q)
 		}
 	}
