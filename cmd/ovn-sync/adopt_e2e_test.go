@@ -736,13 +736,14 @@ func TestRunAdoptKubeOVN(t *testing.T) {
 		t.Errorf("%v problems after adoption:\n%s", n, run.logTail(4000))
 	}
 
-	// A pass that a Kubernetes change starts finds nothing to do: an
-	// annotation ovn-sync does not read, on a pod, changes no port (a
-	// label's edit would make no pass at all).
+	// A pass that a Kubernetes change starts finds nothing to do: a
+	// kube-ovn annotation of a provider the pod has no interface on, which
+	// the stores keep, changes no port (an annotation or a label ovn-sync
+	// does not read would make no pass at all).
 	txns := run.metric("ovn_sync_transactions_total")
 	passes := run.metric("ovn_sync_passes_total", `result="success"`)
 	if _, err := k.Kube.CoreV1().Pods("default").Patch(context.Background(), "dyn", types.MergePatchType,
-		[]byte(`{"metadata":{"annotations":{"example.com/touched":"yes"}}}`), metav1.PatchOptions{}); err != nil {
+		[]byte(`{"metadata":{"annotations":{"elsewhere.default.ovn.kubernetes.io/gateway":"192.168.9.1"}}}`), metav1.PatchOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	looptest.WaitFor(t, 30*time.Second, "a pass after the annotation", func() error {

@@ -247,14 +247,15 @@ spec: {vmiName: db}`)
 		}
 		return nil
 	})
-	// More passes, same problem: each touch of the pod (an annotation
-	// ovn-sync does not read; a label's edit would be no change) is read by a pass
-	// that rebuilds it, and a pod created after the touch, once annotated,
+	// More passes, same problem: each touch of the pod (a kube-ovn
+	// annotation of a provider it has no interface on, which the stores
+	// keep; an annotation or a label Build does not read would be no
+	// change) is read by a pass that rebuilds it, and a pod created after the touch, once annotated,
 	// says that pass has reported (a pass publishes after it reports, and
 	// the pod informer delivers the touch before the creation).
 	for i := range 3 {
 		if _, err := k.Kube.CoreV1().Pods("tenant").Patch(ctx, "bad-ip", types.MergePatchType,
-			[]byte(fmt.Sprintf(`{"metadata":{"annotations":{"example.com/touch":"%d"}}}`, i)), metav1.PatchOptions{}); err != nil {
+			[]byte(fmt.Sprintf(`{"metadata":{"annotations":{"elsewhere.tenant.ovn.kubernetes.io/gateway":"192.168.9.%d"}}}`, i+1)), metav1.PatchOptions{}); err != nil {
 			t.Fatal(err)
 		}
 		probe := fmt.Sprintf("after-touch-%d", i)
