@@ -46,6 +46,15 @@ func TestLoopScopesKinds(t *testing.T) {
 	ctx := context.Background()
 	tr.Pods(t, 0, 10)
 	tr.WaitPorts(t, "a port per pod", 10)
+	// The pass that committed them counts its build once its apply is
+	// done: after the NB shows the ports.
+	looptest.WaitFor(t, 30*time.Second, "the first full build counted", func() error {
+		if n := tr.Metric("ovn_sync_builds_total", "kind", "full"); n < 1 {
+			return fmt.Errorf("%v full builds", n)
+		}
+		return nil
+	})
+	tr.WaitConverged(t)
 	fulls := tr.Metric("ovn_sync_builds_total", "kind", "full")
 	step := func(what string, change func() error) {
 		t.Helper()
