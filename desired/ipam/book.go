@@ -75,42 +75,54 @@ func onSwitch(sw string) func(*state.Port) bool {
 // Remove forgets the addresses p (or the port of its name and switch) holds
 // on its switch.
 func (x *Book) Remove(p *state.Port) {
-	is := func(h *state.Port) bool { return h.Name == p.Name && h.Switch == p.Switch }
 	addr.EachHeld(p, func(k addr.Key) {
-		first, ok := x.by[k]
-		if !ok {
+		if !x.drop(k, p) {
 			return
 		}
-		hs := x.more[k]
-		switch i := slices.IndexFunc(hs, is); {
-		case is(first) && len(hs) == 0:
-			delete(x.by, k)
-			delete(x.dups, k)
-		case is(first):
-			x.by[k], hs = hs[0], hs[1:]
-		case i >= 0:
-			hs = slices.Delete(hs, i, i+1)
-		default:
-			return
-		}
-		if len(hs) == 0 {
-			delete(x.more, k)
-		} else {
-			x.more[k] = hs
-		}
-		first, held := x.by[k]
-		if w := x.windows[windowKey{p.Switch, int(k.Comp)}]; w != nil &&
-			!(held && first.Switch == p.Switch) && !slices.ContainsFunc(hs, onSwitch(p.Switch)) {
+		if w := x.windows[windowKey{p.Switch, int(k.Comp)}]; w != nil && !x.heldOn(k, p.Switch) {
 			w.Clear(k)
 		}
-		if x.dups[k] && !dupIn(first, hs) {
+		if x.dups[k] && !x.dupAt(k) {
 			delete(x.dups, k)
 		}
 	})
 }
 
-// dupIn reports whether two of first and more are on one switch.
-func dupIn(first *state.Port, more []*state.Port) bool {
+// drop takes the port of p's name and switch out of k's holders, the next
+// holder becoming the first, and reports whether it held k.
+func (x *Book) drop(k addr.Key, p *state.Port) bool {
+	is := func(h *state.Port) bool { return h.Name == p.Name && h.Switch == p.Switch }
+	first, ok := x.by[k]
+	if !ok {
+		return false
+	}
+	hs := x.more[k]
+	switch i := slices.IndexFunc(hs, is); {
+	case is(first) && len(hs) == 0:
+		delete(x.by, k)
+		return true
+	case is(first):
+		x.by[k], hs = hs[0], hs[1:]
+	case i >= 0:
+		hs = slices.Delete(hs, i, i+1)
+	default:
+		return false
+	}
+	if len(hs) == 0 {
+		delete(x.more, k)
+	} else {
+		x.more[k] = hs
+	}
+	return true
+}
+
+// dupAt reports whether two holders of k are on one switch.
+func (x *Book) dupAt(k addr.Key) bool {
+	first, ok := x.by[k]
+	if !ok {
+		return false
+	}
+	more := x.more[k]
 	for i, h := range more {
 		if h.Switch == first.Switch || slices.ContainsFunc(more[:i], onSwitch(h.Switch)) {
 			return true
