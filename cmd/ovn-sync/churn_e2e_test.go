@@ -44,6 +44,14 @@ func TestRunIrrelevantChurn(t *testing.T) {
 	for i := range 3 {
 		portIs(t, nb, fmt.Sprintf("web-%d.shop", i), "present", present)
 	}
+	// The pass that committed them counts its transactions after the NB
+	// shows them, and then what it owns: wait for that count.
+	looptest.WaitFor(t, 30*time.Second, "the pass that committed the ports counted", func() error {
+		if got, want := run.metric("ovn_sync_owned_ports"), float64(nb.State().OwnedPorts()); got != want {
+			return fmt.Errorf("ovn_sync_owned_ports %v, the NB holds %v", got, want)
+		}
+		return nil
+	})
 	fulls, txns, passes := run.metric("ovn_sync_builds_total", `kind="full"`), run.metric("ovn_sync_transactions_total"), run.metric("ovn_sync_passes_total")
 	ports := shopPorts(nb)
 
