@@ -2,6 +2,8 @@ package sources
 
 import (
 	"slices"
+	"strings"
+	"unique"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -64,14 +66,66 @@ type storedPod struct {
 // of its spec and status the node, host networking and phase.
 func storePod(p *corev1.Pod) storedPod {
 	m := podMeta(p.ObjectMeta)
-	s := storedPod{name: m.Name, namespace: m.Namespace, version: m.ResourceVersion, uid: m.UID,
+	s := storedPod{name: m.Name, namespace: shared(m.Namespace), version: m.ResourceVersion, uid: m.UID,
 		created: m.CreationTimestamp, deleted: m.DeletionTimestamp,
-		labels: m.Labels, annotations: m.Annotations, owners: m.OwnerReferences,
-		node: p.Spec.NodeName, phase: p.Status.Phase, hostNetwork: p.Spec.HostNetwork}
+		labels:      sharedMap(m.Labels, func(string) bool { return true }),
+		annotations: sharedMap(m.Annotations, valueShared),
+		owners:      sharedOwners(m.OwnerReferences),
+		node:        shared(p.Spec.NodeName), phase: corev1.PodPhase(shared(string(p.Status.Phase))), hostNetwork: p.Spec.HostNetwork}
 	if p.TypeMeta != (metav1.TypeMeta{}) {
 		s.typ = &metav1.TypeMeta{Kind: p.Kind, APIVersion: p.APIVersion}
 	}
 	return s
+}
+
+// shared returns s as the one copy of it that every stored object shares.
+// A watch decodes every string of every object into memory of its own; the
+// strings many pods hold alike — the annotation and label keys kept, a
+// namespace, a node, a phase, a subnet's switch, CIDR and gateway — would
+// otherwise be held once a pod. At 100,000 pods that kube-ovn or ovn-sync
+// annotated, that is about 30 MB (BenchmarkStores' decoded forms). The
+// copies are the unique package's: one nobody holds any more is dropped.
+func shared(s string) string {
+	if s == "" {
+		return ""
+	}
+	return unique.Make(s).Value()
+}
+
+// sharedMap is m with its keys shared, and the values of the keys value
+// accepts; m itself when it is empty.
+func sharedMap(m map[string]string, value func(key string) bool) map[string]string {
+	if len(m) == 0 {
+		return m
+	}
+	out := make(map[string]string, len(m))
+	for k, v := range m {
+		if value(k) {
+			v = shared(v)
+		}
+		out[shared(k)] = v
+	}
+	return out
+}
+
+// valueShared says whether an annotation's value is shared: all but a
+// port's IP and MAC addresses (kube-ovn's ip_address and mac_address, of
+// any provider and interface), which are the pod's own.
+func valueShared(key string) bool {
+	return !strings.Contains(key, desired.AnnIPSuffix) && !strings.Contains(key, desired.AnnMACSuffix)
+}
+
+// sharedOwners is rs with each reference's API version and kind shared;
+// rs itself when it is empty.
+func sharedOwners(rs []metav1.OwnerReference) []metav1.OwnerReference {
+	if len(rs) == 0 {
+		return rs
+	}
+	out := slices.Clone(rs)
+	for i := range out {
+		out[i].APIVersion, out[i].Kind = shared(out[i].APIVersion), shared(out[i].Kind)
+	}
+	return out
 }
 
 // podMeta is leanMeta of a pod's metadata without what Build never reads of

@@ -4,12 +4,14 @@ import (
 	"path/filepath"
 	"reflect"
 	"testing"
+	"unsafe"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/cache"
 	kubevirtv1 "kubevirt.io/api/core/v1"
 	"sigs.k8s.io/randfill"
@@ -200,4 +202,73 @@ func unstructuredOf(t *testing.T, obj runtime.Object) *unstructured.Unstructured
 	u := &unstructured.Unstructured{Object: m}
 	u.SetManagedFields([]metav1.ManagedFieldsEntry{{Manager: "kube-ovn-controller", Operation: "Update"}})
 	return u
+}
+
+// Two pods decoded from the wire, each string in memory of its own, are
+// stored sharing what they hold alike: annotation and label keys, their
+// subnet's switch, CIDR and gateway, namespace, node, phase and owner
+// kind. Their IP and MAC addresses stay their own.
+func TestStoredPodsShareStrings(t *testing.T) {
+	ctrl := true
+	pod := func(name, ip, mac string) *storedPod {
+		p := &corev1.Pod{
+			ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "tenant", UID: types.UID("uid-" + name),
+				Labels: map[string]string{"kubevirt.io": "virt-launcher", "vm.kubevirt.io/name": name},
+				Annotations: map[string]string{
+					"ovn.kubernetes.io/logical_switch": "subnet-a", "ovn.kubernetes.io/cidr": "10.16.0.0/16",
+					"ovn.kubernetes.io/gateway": "10.16.0.1", "ovn.kubernetes.io/allocated": "true",
+					"ovn.kubernetes.io/ip_address": ip, "ovn.kubernetes.io/mac_address": mac,
+				},
+				OwnerReferences: []metav1.OwnerReference{{APIVersion: "kubevirt.io/v1", Kind: "VirtualMachineInstance", Name: name, UID: "vmi", Controller: &ctrl}},
+			},
+			Spec:   corev1.PodSpec{NodeName: "node-1"},
+			Status: corev1.PodStatus{Phase: corev1.PodRunning},
+		}
+		data, err := p.Marshal()
+		if err != nil {
+			t.Fatal(err)
+		}
+		var wire corev1.Pod
+		if err := wire.Unmarshal(data); err != nil {
+			t.Fatal(err)
+		}
+		s := storePod(&wire)
+		return &s
+	}
+	a := pod("a", "10.16.0.5", "0a:58:0a:10:00:05")
+	b := pod("b", "10.16.0.5", "0a:58:0a:10:00:05") // same values, apart
+	same := func(what, x, y string) {
+		t.Helper()
+		if x != y || unsafe.StringData(x) != unsafe.StringData(y) {
+			t.Errorf("%s: %q and %q are not one string", what, x, y)
+		}
+	}
+	key := func(m map[string]string, k string) string {
+		for mk := range m {
+			if mk == k {
+				return mk
+			}
+		}
+		t.Fatalf("no key %q in %v", k, m)
+		return ""
+	}
+	same("namespace", a.namespace, b.namespace)
+	same("node", a.node, b.node)
+	same("phase", string(a.phase), string(b.phase))
+	same("owner kind", a.owners[0].Kind, b.owners[0].Kind)
+	same("owner API version", a.owners[0].APIVersion, b.owners[0].APIVersion)
+	same("label key", key(a.labels, "kubevirt.io"), key(b.labels, "kubevirt.io"))
+	same("label value", a.labels["kubevirt.io"], b.labels["kubevirt.io"])
+	for k := range a.annotations {
+		same("annotation key "+k, key(a.annotations, k), key(b.annotations, k))
+		if valueShared(k) {
+			same("annotation "+k, a.annotations[k], b.annotations[k])
+		} else if unsafe.StringData(a.annotations[k]) == unsafe.StringData(b.annotations[k]) {
+			t.Errorf("annotation %s: a pod's own value is shared", k)
+		}
+	}
+	if !valueShared("ovn.kubernetes.io/cidr") || valueShared("ovn.kubernetes.io/ip_address") ||
+		valueShared("tenant.ovn.kubernetes.io/mac_address.eth1") {
+		t.Error("valueShared shares a pod's own address, or not a subnet's value")
+	}
 }
