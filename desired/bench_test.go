@@ -240,3 +240,34 @@ func withNewPod(in Inputs) Inputs {
 	})
 	return in
 }
+
+// BenchmarkEngineKeeps measures what an Engine keeps between passes at n
+// owners, in live heap an owner: its last result and the indexes an
+// Update reads (built by the first), over an NB that holds the result (so
+// the result's ports are the NB's rows, which the NB's view holds and are
+// not counted here). The time is that of the Full and the first Update.
+//
+//	go test -run '^$' -bench EngineKeeps -benchtime 3x ./desired
+func BenchmarkEngineKeeps(b *testing.B) {
+	cfg, err := NewConfig("ovn-default", []string{"10.0.0.0/8", "fd00:10::/64"}, []string{"10.0.0.1"})
+	if err != nil {
+		b.Fatal(err)
+	}
+	for _, n := range []int{10_000, 100_000} {
+		b.Run(fmt.Sprintf("owners=%d", n), func(b *testing.B) {
+			in := benchInputs(n)
+			have := nbOf(state.State{}, Build(in, cfg, state.State{}).Want)
+			objs := ObjectsOf(in)
+			var kept int64
+			for range b.N {
+				var x Engine
+				x.Full(in, cfg, have)
+				if _, why := x.Update(objs, nil, cfg, have); why.Gave() {
+					b.Fatal(why)
+				}
+				kept = freedBy(func() { x = Engine{} })
+			}
+			b.ReportMetric(float64(kept)/float64(n), "kept-B/owner")
+		})
+	}
+}

@@ -56,7 +56,7 @@ type base struct {
 	cfg  Config
 	want state.State
 	// indexed is set once the owners of want are indexed (index): byOwner,
-	// byNamespace, bySet, bySwitch, readers and held. Until then lookups
+	// bySet, readers and held. Until then lookups
 	// are what the result recorded (Result.lookups).
 	indexed bool
 	lookups []lookup
@@ -89,25 +89,21 @@ type base struct {
 	// a launcher pod's VMI, a VMI's VM (when named otherwise), a
 	// migration's VMI.
 	launchers, vmiVM, migVMI relations
-	// byNamespace and bySet index the owners of want's ports: those of
-	// each namespace, and the pods named like a StatefulSet's
-	// (<set>-<ordinal>) of each set. nsSwitch is each Namespace's
+	// bySet indexes the owners of want's ports that are pods named like a
+	// StatefulSet's (<set>-<ordinal>), by set. nsSwitch is each Namespace's
 	// ovn.kubernetes.io/logical_switch as the last result read it, and
 	// ipNamed the owners ("<ns>/<name>") each IP object named (keyed by
 	// its name alone), as the relations above (see scopes).
-	byNamespace map[string]map[string]bool
-	bySet       map[nsName]map[string]bool
-	nsSwitch    map[string]string
-	ipNamed     relations
+	bySet    map[nsName]map[string]bool
+	nsSwitch map[string]string
+	ipNamed  relations
 	// readers are, by kind (IPAMClaim, NAD), the owners (ids) that looked
 	// each object up, as Build records it (Result.lookups), the object
 	// there or not: a claim by ipam-claim-reference or by ipam-extensions'
 	// name, a NAD by an owner's network selection.
 	readers map[string]relations
-	// nads is what each NAD was in the last result, and bySwitch counts
-	// the ports of each owner on each switch of it (nadScope).
-	nads     map[nadRef]nadRecord
-	bySwitch map[string]map[string]int
+	// nads is what each NAD was in the last result (nadScope).
+	nads map[nadRef]nadRecord
 	// subnets is what each Subnet was in the last result (subnetScope).
 	subnets map[string]subnetRecord
 }
@@ -202,9 +198,9 @@ func newBase(cfg Config) *base {
 	return &base{cfg: cfg, want: state.State{Switches: map[string]*state.Switch{}, Ports: state.NewPorts(0),
 		DHCP: map[string]*state.DHCPOptions{}, Index: state.IndexOf(nil)},
 		launchers: relations{}, vmiVM: relations{}, migVMI: relations{}, ipNamed: relations{},
-		readers:     map[string]relations{state.KindIPAMClaim: {}, kindNAD: {}},
-		byNamespace: map[string]map[string]bool{}, bySet: map[nsName]map[string]bool{}, nsSwitch: map[string]string{},
-		bySwitch: map[string]map[string]int{}, byOwner: map[string][]string{},
+		readers: map[string]relations{state.KindIPAMClaim: {}, kindNAD: {}},
+		bySet:   map[nsName]map[string]bool{}, nsSwitch: map[string]string{},
+		byOwner:    map[string][]string{},
 		switchRefs: map[string]int{}, dhcpRefs: map[string]int{}, northd: map[string]map[netip.Addr]int{}}
 }
 
@@ -465,27 +461,14 @@ func (b *base) index() {
 	b.readLookups(b.lookups)
 	b.lookups = nil
 	for name, p := range b.want.Ports.All() {
-		b.indexPort(name, p, 1)
+		b.indexPort(name, p)
 	}
 }
 
-// indexPort adds (d 1) or takes out (d -1) the port called name, p, from
-// the owners' indexes.
-func (b *base) indexPort(name string, p *state.Port, d int) {
-	if d > 0 {
-		b.byOwner[p.Owner] = append(b.byOwner[p.Owner], name)
-		b.indexOwner(p.Owner)
-	}
-	if p.Switch != "" {
-		m := b.bySwitch[p.Switch]
-		if m == nil {
-			m = map[string]int{}
-			b.bySwitch[p.Switch] = m
-		}
-		if m[p.Owner] += d; m[p.Owner] == 0 {
-			delete(m, p.Owner)
-		}
-	}
+// indexPort adds the port called name, p, to the owners' indexes.
+func (b *base) indexPort(name string, p *state.Port) {
+	b.byOwner[p.Owner] = append(b.byOwner[p.Owner], name)
+	b.indexOwner(p.Owner)
 }
 
 // splice puts r, the result of the owners in owners, in place of theirs in
@@ -568,7 +551,6 @@ func (b *base) takeOut(ports state.Ports, owners map[string]bool) (names []strin
 			p := ports.Get(name)
 			removed = append(removed, state.EntryOf(p))
 			b.count(p, -1)
-			b.indexPort(name, p, -1)
 			ports.Delete(name)
 		}
 		delete(b.byOwner, id)
@@ -590,7 +572,7 @@ func (b *base) putIn(ports *state.Ports, r Result, names []string) []string {
 		}
 		b.countWith(p, a, 1)
 		if b.indexed {
-			b.indexPort(name, p, 1)
+			b.indexPort(name, p)
 		}
 	}
 	if seq, ok := written(r); ok {

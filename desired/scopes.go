@@ -126,10 +126,14 @@ func (sel *touched) owner(id string) {
 	}
 }
 
-// ownersOn selects the owners of the ports on a switch (base.bySwitch).
-func (sel *touched) ownersOn(owners map[string]int) {
-	for id := range owners {
-		sel.owner(id)
+// ownersOn selects the owners of the ports of want on switch sw. They are
+// asked for only when a NAD's or a Subnet's spec changes, seldom: they are
+// found among all ports, not kept in an index of an entry a port.
+func (b *base) ownersOn(sw string, sel *touched) {
+	for _, p := range b.want.Ports.All() {
+		if sw != "" && p.Switch == sw {
+			sel.owner(p.Owner)
+		}
 	}
 }
 
@@ -196,10 +200,22 @@ func (b *base) namespaceScope(objs Objects, c state.ObjectRef, sel *touched) Why
 	} else {
 		b.nsSwitch[c.Name] = cur
 	}
-	for id := range b.byNamespace[c.Name] {
-		sel.owner(id)
+	// A Namespace's switch changes seldom: its owners are found among all
+	// of them, not kept in an index of an entry an owner.
+	for id := range b.byOwner {
+		if ownerNamespace(id) == c.Name {
+			sel.owner(id)
+		}
 	}
 	return Why{}
+}
+
+// ownerNamespace is the namespace of the owner whose id is id
+// ("<Kind>/<ns>/<name>").
+func ownerNamespace(id string) string {
+	_, rest, _ := strings.Cut(id, "/")
+	ns, _, _ := strings.Cut(rest, "/")
+	return ns
 }
 
 // statefulSetScope: a StatefulSet's replicas, ordinals and deletion decide
@@ -236,14 +252,10 @@ func (b *base) ipScope(objs Objects, c state.ObjectRef, sel *touched) Why {
 }
 
 // indexOwner adds id, an owner of a port of want, to the owners by
-// namespace and by StatefulSet; unindexOwner takes it out.
+// StatefulSet; unindexOwner takes it out.
 func (b *base) indexOwner(id string) {
 	kind, rest, _ := strings.Cut(id, "/")
 	ns, name, _ := strings.Cut(rest, "/")
-	if b.byNamespace[ns] == nil {
-		b.byNamespace[ns] = map[string]bool{}
-	}
-	b.byNamespace[ns][id] = true
 	if set, _, ok := StatefulSetPod(name); ok && kind == kindPod {
 		k := nsName{ns, set}
 		if b.bySet[k] == nil {
@@ -256,11 +268,6 @@ func (b *base) indexOwner(id string) {
 func (b *base) unindexOwner(id string) {
 	kind, rest, _ := strings.Cut(id, "/")
 	ns, name, _ := strings.Cut(rest, "/")
-	if m := b.byNamespace[ns]; m != nil {
-		if delete(m, id); len(m) == 0 {
-			delete(b.byNamespace, ns)
-		}
-	}
 	if set, _, ok := StatefulSetPod(name); ok && kind == kindPod {
 		k := nsName{ns, set}
 		if m := b.bySet[k]; m != nil {
@@ -444,9 +451,7 @@ func (b *base) nadScope(_ Objects, c state.ObjectRef, sel *touched) Why {
 	for _, id := range b.readers[kindNAD].take(nsName(ref)) {
 		sel.owner(id)
 	}
-	if old.sw != "" {
-		sel.ownersOn(b.bySwitch[old.sw])
-	}
+	b.ownersOn(old.sw, sel)
 	return Why{}
 }
 
@@ -486,9 +491,9 @@ func (b *base) checkNADs(r Result, owners map[string]bool) Why {
 // notRebuiltOn returns an owner with a port on switch sw that is not in
 // owners, "" when there is none.
 func (b *base) notRebuiltOn(sw string, owners map[string]bool) string {
-	for id := range b.bySwitch[sw] {
-		if !owners[id] {
-			return id
+	for _, p := range b.want.Ports.All() {
+		if sw != "" && p.Switch == sw && !owners[p.Owner] {
+			return p.Owner
 		}
 	}
 	return ""
@@ -511,7 +516,7 @@ func (b *base) subnetScope(objs Objects, c state.ObjectRef, sel *touched) Why {
 			}
 		}
 	}
-	sel.ownersOn(b.bySwitch[c.Name])
+	b.ownersOn(c.Name, sel)
 	return Why{}
 }
 

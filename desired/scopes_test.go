@@ -1,0 +1,91 @@
+package desired
+
+import (
+	"cmp"
+	"maps"
+	"slices"
+	"strings"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	kubeovnv1 "github.com/ovn-sync/ovn-sync/apis/kubeovn/v1"
+	"github.com/ovn-sync/ovn-sync/state"
+)
+
+// A Namespace whose switch changes selects the owners with ports in that
+// namespace, and no others: the pods and VMs there, not those of another
+// namespace, nor an owner whose name is that namespace's.
+func TestNamespaceScopeSelectsItsOwners(t *testing.T) {
+	cfg, err := NewConfig("ovn-default", []string{"10.16.0.0/16"}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	in := Inputs{
+		Namespaces: []*corev1.Namespace{{ObjectMeta: metav1.ObjectMeta{Name: "a"}}, {ObjectMeta: metav1.ObjectMeta{Name: "b"}}},
+		Pods:       []*corev1.Pod{pod("a", "p1", nil), pod("a", "p2", nil), pod("b", "p1", nil), pod("b", "a", nil)},
+	}
+	b := newBase(cfg)
+	b.rebuildAll(in, cfg, state.New(0))
+	b.index()
+	in.Namespaces[0] = &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "a",
+		Annotations: map[string]string{NamespaceSwitchAnnotation: "elsewhere"}}}
+	sel := &touched{pods: map[nsName]bool{}, groups: map[nsName]bool{}}
+	b.namespaceScope(ObjectsOf(in), state.ObjectRef{Kind: kindNamespace, Name: "a"}, sel)
+	got := slices.SortedFunc(maps.Keys(sel.pods), func(x, y nsName) int {
+		return cmp.Or(strings.Compare(x.ns, y.ns), strings.Compare(x.name, y.name))
+	})
+	if want := []nsName{{"a", "p1"}, {"a", "p2"}}; !slices.Equal(got, want) || len(sel.groups) > 0 {
+		t.Errorf("namespace a's switch changed: selected pods %v and groups %v, want pods %v", got, sel.groups, want)
+	}
+}
+
+// A NAD or Subnet whose spec changes selects the owners with ports on its
+// switch (ownersOn), and the check after the Build finds one of them that
+// was not rebuilt (notRebuiltOn); a switch of no port, or none, has none.
+func TestOwnersOnSwitch(t *testing.T) {
+	cfg, err := NewConfig("ovn-default", []string{"10.16.0.0/16"}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	in := Inputs{
+		Namespaces: []*corev1.Namespace{{ObjectMeta: metav1.ObjectMeta{Name: "a"}}, {ObjectMeta: metav1.ObjectMeta{Name: "b"}}},
+		Subnets:    []*kubeovnv1.Subnet{subnet1([]string{"b"})},
+		Pods:       []*corev1.Pod{pod("a", "p1", nil), pod("b", "p1", nil), pod("b", "p2", nil)},
+	}
+	b := newBase(cfg)
+	r := b.rebuildAll(in, cfg, state.New(0))
+	if p := r.Want.Ports.Get("p1.b"); p == nil || p.Switch != "sub1" {
+		t.Fatalf("b/p1's port is %v, want one on sub1", p)
+	}
+	b.index()
+	sel := &touched{pods: map[nsName]bool{}, groups: map[nsName]bool{}}
+	b.ownersOn("sub1", sel)
+	got := slices.SortedFunc(maps.Keys(sel.pods), func(x, y nsName) int {
+		return cmp.Or(strings.Compare(x.ns, y.ns), strings.Compare(x.name, y.name))
+	})
+	if want := []nsName{{"b", "p1"}, {"b", "p2"}}; !slices.Equal(got, want) {
+		t.Errorf("owners on sub1: %v, want %v", got, want)
+	}
+	for _, tc := range []struct {
+		sw      string
+		rebuilt []string
+		want    []string // any of these; none when empty
+	}{
+		{"sub1", nil, []string{"Pod/b/p1", "Pod/b/p2"}},
+		{"sub1", []string{"Pod/b/p1"}, []string{"Pod/b/p2"}},
+		{"sub1", []string{"Pod/b/p1", "Pod/b/p2"}, nil},
+		{"ovn-default", []string{"Pod/b/p1", "Pod/b/p2"}, []string{"Pod/a/p1"}},
+		{"", nil, nil},
+		{"nowhere", nil, nil},
+	} {
+		owners := map[string]bool{}
+		for _, id := range tc.rebuilt {
+			owners[id] = true
+		}
+		if got := b.notRebuiltOn(tc.sw, owners); got == "" && len(tc.want) > 0 || got != "" && !slices.Contains(tc.want, got) {
+			t.Errorf("notRebuiltOn(%q, %v) = %q, want one of %v", tc.sw, tc.rebuilt, got, tc.want)
+		}
+	}
+}
