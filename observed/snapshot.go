@@ -19,13 +19,12 @@ type tables struct {
 	switches, dhcp *cache.RowCache
 }
 
-type memoPort struct {
-	row   *state.Port // as the view holds it
-	entry state.Entry // .Port is the converted row
-	// refs is set when the row refers to a DHCP_Options row, gen the
-	// dhcpGen it was converted in.
-	refs bool
-	gen  uint64
+// refSource is the row, as the view holds it, that the conversion of a
+// port referring to a DHCP_Options row was made from, and the dhcpGen it
+// was made in.
+type refSource struct {
+	row *state.Port
+	gen uint64
 }
 
 type memoSwitch struct {
@@ -137,20 +136,21 @@ func (nb *NB) rebuild(t tables) {
 	s.DHCP, _ = nb.readDHCP(t.dhcp)
 	// The view replaces a row when it changes, so an unchanged pointer
 	// means an unchanged row and its conversion is reused.
-	ports := make(map[string]memoPort, n)
-	refs := map[string]struct{}{}
+	ports := make(map[string]state.Entry, n)
+	refs := map[string]refSource{}
 	idx := make(state.Entries, 0, n)
 	nb.read.ports = nb.view.Each(func(uuid string, row *state.Port) {
-		m, ok := nb.ports[uuid]
-		if !ok || m.row != row || m.refs && m.gen != nb.dhcpGen {
-			m = nb.convertPort(row)
+		e, ok := nb.ports[uuid]
+		if ok && nb.current(uuid, e, row) {
+			if src, ref := nb.refs[uuid]; ref {
+				refs[uuid] = src
+			}
+		} else {
+			e = nb.convertPort(refs, uuid, row)
 		}
-		ports[uuid] = m
-		if m.refs {
-			refs[uuid] = struct{}{}
-		}
-		s.Ports.Set(m.entry.Port.Name, m.entry.Port)
-		idx = append(idx, m.entry)
+		ports[uuid] = e
+		s.Ports.Set(e.Port.Name, e.Port)
+		idx = append(idx, e)
 	})
 	nb.ports, nb.refs = ports, refs
 	// Logical_Switch_Port.name is a unique index in the NB schema, so every
@@ -212,13 +212,12 @@ func (nb *NB) update(t tables, ch changes) ([]string, bool) {
 // changed. The other ports' conversions stand for the new names too.
 func (nb *NB) updateDHCP(table *cache.RowCache, ports map[string]struct{}) (map[string]*state.DHCPOptions, map[string]struct{}) {
 	byName, renamed := nb.readDHCP(table)
-	for uuid := range nb.refs {
-		m := nb.ports[uuid]
-		if r := m.row; r.DHCPv4 != "" && renamed[r.DHCPv4] || r.DHCPv6 != "" && renamed[r.DHCPv6] {
+	for uuid, src := range nb.refs {
+		if r := src.row; r.DHCPv4 != "" && renamed[r.DHCPv4] || r.DHCPv6 != "" && renamed[r.DHCPv6] {
 			ports = addUUID(ports, uuid)
 		} else {
-			m.gen = nb.dhcpGen
-			nb.ports[uuid] = m
+			src.gen = nb.dhcpGen
+			nb.refs[uuid] = src
 		}
 	}
 	return byName, ports
@@ -236,33 +235,30 @@ func (nb *NB) updatePorts(s *state.State, table *portview.Table, uuids map[strin
 	for uuid := range uuids {
 		// Row returns the row, or nil once it is deleted.
 		r := nb.view.Row(table, uuid)
-		m, had := nb.ports[uuid]
+		old, had := nb.ports[uuid]
 		switch {
 		case !had && r == nil:
 			continue // inserted and deleted since the last snapshot
-		case had && r != nil && (!m.refs || m.gen == nb.dhcpGen) && m.row == r:
+		case had && r != nil && nb.current(uuid, old, r):
 			continue // as converted: a snapshot read the row before its event came
 		}
 		if !cloned {
 			s.Ports, cloned = s.Ports.Clone(), true
 		}
 		if had {
-			if p := m.entry.Port; s.Ports.Get(p.Name) == p {
+			if p := old.Port; s.Ports.Get(p.Name) == p {
 				s.Ports.Delete(p.Name)
 			}
-			names = append(names, m.entry.Port.Name)
-			del = append(del, m.entry)
+			names = append(names, old.Port.Name)
+			del = append(del, old)
 			delete(nb.ports, uuid)
 			delete(nb.refs, uuid)
 		}
 		if r != nil {
-			m := nb.convertPort(r)
-			nb.ports[uuid] = m
-			if m.refs {
-				nb.refs[uuid] = struct{}{}
-			}
-			s.Ports.Set(m.entry.Port.Name, m.entry.Port)
-			ins = append(ins, m.entry)
+			e := nb.convertPort(nb.refs, uuid, r)
+			nb.ports[uuid] = e
+			s.Ports.Set(e.Port.Name, e.Port)
+			ins = append(ins, e)
 			if !had || r.Name != names[len(names)-1] {
 				names = append(names, r.Name)
 			}
@@ -293,11 +289,26 @@ func (nb *NB) updateSwitches(table *cache.RowCache, uuids map[string]struct{}) m
 	return switchesByName(nb.switches)
 }
 
-// convertPort converts r with the DHCP_Options names nb holds now. A row
-// without references is the snapshot's port as it is: it is not copied.
-func (nb *NB) convertPort(r *state.Port) memoPort {
-	return memoPort{row: r, entry: state.EntryOf(namePort(r, func(uuid string) string { return nb.dhcpNames[uuid] })),
-		gen: nb.dhcpGen, refs: r.DHCPv4 != "" || r.DHCPv6 != ""}
+// convertPort returns the index entry of the row uuid, r, converted with
+// the DHCP_Options names nb holds now, and notes in refs what it was
+// converted from when r refers to a DHCP_Options row. A row without
+// references is the snapshot's port as it is: it is not copied.
+func (nb *NB) convertPort(refs map[string]refSource, uuid string, r *state.Port) state.Entry {
+	if r.DHCPv4 != "" || r.DHCPv6 != "" {
+		refs[uuid] = refSource{row: r, gen: nb.dhcpGen}
+	}
+	return state.EntryOf(namePort(r, func(uuid string) string { return nb.dhcpNames[uuid] }))
+}
+
+// current reports whether e, the conversion nb holds of the port row
+// uuid, is that of r with the DHCP_Options names nb holds now: the view
+// replaces a row when it changes, so an unchanged pointer means an
+// unchanged row.
+func (nb *NB) current(uuid string, e state.Entry, r *state.Port) bool {
+	if src, ref := nb.refs[uuid]; ref {
+		return src.row == r && src.gen == nb.dhcpGen
+	}
+	return e.Port == r
 }
 
 // readDHCP reads our DHCP_Options rows of table (nil reads none), sets

@@ -12,6 +12,7 @@ import (
 	"github.com/ovn-sync/ovn-sync/bench"
 	"github.com/ovn-sync/ovn-sync/desired"
 	"github.com/ovn-sync/ovn-sync/diff"
+	"github.com/ovn-sync/ovn-sync/internal/liveheap"
 	"github.com/ovn-sync/ovn-sync/internal/nbtest"
 	"github.com/ovn-sync/ovn-sync/nbdb"
 	"github.com/ovn-sync/ovn-sync/state"
@@ -110,4 +111,30 @@ func loadedNB(b *testing.B, n int) (*NB, context.Context) {
 		time.Sleep(10 * time.Millisecond)
 	}
 	return nb, ctx
+}
+
+// BenchmarkStateKeeps measures what the NB keeps beside the port view's
+// rows once it has read every row: the last snapshot's Ports and Index,
+// and the conversions it reuses by row UUID, in live heap a port. The
+// time is that of a snapshot that reads every row (a reconnect's).
+//
+//	go test -run '^$' -bench StateKeeps -benchtime 3x ./observed
+func BenchmarkStateKeeps(b *testing.B) {
+	for _, n := range []int{10_000, 100_000} {
+		b.Run(fmt.Sprintf("ports=%d", n), func(b *testing.B) {
+			nb, _ := loadedNB(b, n)
+			b.ResetTimer()
+			for range b.N {
+				nb.changed.setAll()
+				ports := nb.State().Ports.Len()
+				b.StopTimer()
+				with := liveheap.Bytes()
+				nb.mu.Lock()
+				nb.last, nb.ports, nb.refs = state.State{}, map[string]state.Entry{}, map[string]refSource{}
+				nb.mu.Unlock()
+				b.ReportMetric(float64(with-liveheap.Bytes())/float64(ports), "kept-B/port")
+				b.StartTimer()
+			}
+		})
+	}
 }
