@@ -3,7 +3,7 @@ package sources
 import (
 	"slices"
 	"strings"
-	"unique"
+	"sync"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -68,7 +68,7 @@ func storePod(p *corev1.Pod) storedPod {
 	m := podMeta(p.ObjectMeta)
 	s := storedPod{name: m.Name, namespace: shared(m.Namespace), version: m.ResourceVersion, uid: m.UID,
 		created: m.CreationTimestamp, deleted: m.DeletionTimestamp,
-		labels:      sharedMap(m.Labels, func(string) bool { return true }),
+		labels:      sharedMap(m.Labels, func(string) bool { return false }),
 		annotations: sharedMap(m.Annotations, valueShared),
 		owners:      sharedOwners(m.OwnerReferences),
 		node:        shared(p.Spec.NodeName), phase: corev1.PodPhase(shared(string(p.Status.Phase))), hostNetwork: p.Spec.HostNetwork}
@@ -83,13 +83,37 @@ func storePod(p *corev1.Pod) storedPod {
 // strings many pods hold alike — the annotation and label keys kept, a
 // namespace, a node, a phase, a subnet's switch, CIDR and gateway — would
 // otherwise be held once a pod. At 100,000 pods that kube-ovn or ovn-sync
-// annotated, that is about 30 MB (BenchmarkStores' decoded forms). The
-// copies are the unique package's: one nobody holds any more is dropped.
-func shared(s string) string {
+// annotated, that is about 20 MB (BenchmarkStores' decoded forms).
+func shared(s string) string { return common.get(s) }
+
+// common holds the strings stored objects share.
+var common interner
+
+// interner hands out one copy of each string it is given. It forgets every
+// string once it holds maxInterned (a cluster's keys, namespaces, nodes and
+// subnets are far fewer), so that strings which are not alike cannot make
+// it grow: they are held again, not lost.
+type interner struct {
+	mu sync.Mutex
+	m  map[string]string
+}
+
+const maxInterned = 1 << 14
+
+func (in *interner) get(s string) string {
 	if s == "" {
 		return ""
 	}
-	return unique.Make(s).Value()
+	in.mu.Lock()
+	defer in.mu.Unlock()
+	if c, ok := in.m[s]; ok {
+		return c
+	}
+	if in.m == nil || len(in.m) >= maxInterned {
+		in.m = make(map[string]string)
+	}
+	in.m[s] = s
+	return s
 }
 
 // sharedMap is m with its keys shared, and the values of the keys value
@@ -108,11 +132,13 @@ func sharedMap(m map[string]string, value func(key string) bool) map[string]stri
 	return out
 }
 
-// valueShared says whether an annotation's value is shared: all but a
-// port's IP and MAC addresses (kube-ovn's ip_address and mac_address, of
-// any provider and interface), which are the pod's own.
+// valueShared says whether an annotation's value is shared: a kube-ovn
+// annotation's (logical_switch, cidr, gateway, allocated, ...) but a port's
+// IP and MAC addresses (ip_address and mac_address, of any provider and
+// interface), which are the pod's own, as Multus' and KubeVirt's are.
 func valueShared(key string) bool {
-	return !strings.Contains(key, desired.AnnIPSuffix) && !strings.Contains(key, desired.AnnMACSuffix)
+	return strings.Contains(key, ".kubernetes.io/") &&
+		!strings.Contains(key, desired.AnnIPSuffix) && !strings.Contains(key, desired.AnnMACSuffix)
 }
 
 // sharedOwners is rs with each reference's API version and kind shared;
