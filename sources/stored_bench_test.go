@@ -110,14 +110,14 @@ func annotated(p *corev1.Pod, i int) *corev1.Pod {
 }
 
 // fromWire is p as a watch decodes it from protobuf.
-func fromWire(b *testing.B, p *corev1.Pod) *corev1.Pod {
+func fromWire(tb testing.TB, p *corev1.Pod) *corev1.Pod {
 	data, err := p.Marshal()
 	if err != nil {
-		b.Fatal(err)
+		tb.Fatal(err)
 	}
 	var out corev1.Pod
 	if err := out.Unmarshal(data); err != nil {
-		b.Fatal(err)
+		tb.Fatal(err)
 	}
 	out.TypeMeta = p.TypeMeta
 	return &out

@@ -226,15 +226,7 @@ func TestStoredPodsShareStrings(t *testing.T) {
 			Spec:   corev1.PodSpec{NodeName: "node-1"},
 			Status: corev1.PodStatus{Phase: corev1.PodRunning},
 		}
-		data, err := p.Marshal()
-		if err != nil {
-			t.Fatal(err)
-		}
-		var wire corev1.Pod
-		if err := wire.Unmarshal(data); err != nil {
-			t.Fatal(err)
-		}
-		s := storePod(&wire)
+		s := storePod(fromWire(t, p))
 		return &s
 	}
 	a := pod("a", "10.16.0.5", "0a:58:0a:10:00:05")
