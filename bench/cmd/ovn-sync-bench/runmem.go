@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	goruntime "runtime"
 	"runtime/debug"
 	"slices"
 	"strconv"
@@ -204,6 +205,9 @@ func (r *runMemResult) measureParts(ctx context.Context, addr string, cfg desire
 	if res.Want.Ports.Len() < r.Ports {
 		return fmt.Errorf("desired state has %d ports, the NB %d", res.Want.Ports.Len(), r.Ports)
 	}
+	// The engine is read no more, but what it keeps is what is measured:
+	// without this, it is garbage at h4 already.
+	goruntime.KeepAlive(&inc)
 	inc.Reset()
 	h5 := heap()
 	nb.Close()
