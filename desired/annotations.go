@@ -43,15 +43,23 @@ const (
 // network-status, a JSON document on every pod where Multus is the
 // cluster's CNI, kubectl's last-applied copy and the like — are not read.
 func PodAnnotationRead(key string) bool {
-	if key == annNetworks || key == annDefaultNetwork || key == kubevirtv1.DomainAnnotation {
-		return true
-	}
+	return key == annNetworks || key == annDefaultNetwork || key == kubevirtv1.DomainAnnotation || KubeOVNSuffix(key) != ""
+}
+
+// KubeOVNSuffix returns the suffix of a kube-ovn annotation key, of any
+// provider and interface, as the Ann*Suffix constants name it
+// (".kubernetes.io/ip_address" for "ovn.kubernetes.io/ip_address" and
+// "blue.tenant.ovn.kubernetes.io/ip_address.eth1"); "" for any other key.
+func KubeOVNSuffix(key string) string {
 	i := strings.LastIndex(key, kubernetesIO)
 	if i <= 0 {
-		return false
+		return ""
 	}
 	name, _, _ := strings.Cut(key[i+len(kubernetesIO):], ".")
-	return kubeOVNKeys[name]
+	if !kubeOVNKeys[name] {
+		return ""
+	}
+	return key[i : i+len(kubernetesIO)+len(name)]
 }
 
 // kubernetesIO is what every kube-ovn annotation suffix starts with, and

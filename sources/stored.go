@@ -1,10 +1,6 @@
 package sources
 
 import (
-	"slices"
-	"strings"
-	"sync"
-
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -14,6 +10,7 @@ import (
 	kubevirtv1 "kubevirt.io/api/core/v1"
 
 	"github.com/ovn-sync/ovn-sync/desired"
+	"github.com/ovn-sync/ovn-sync/internal/intern"
 )
 
 // The stores keep the kinds a cluster has many of (pods, VMs, VMIs) in
@@ -66,12 +63,10 @@ type storedPod struct {
 // of its spec and status the node, host networking and phase.
 func storePod(p *corev1.Pod) storedPod {
 	m := podMeta(p.ObjectMeta)
-	s := storedPod{name: m.Name, namespace: shared(m.Namespace), version: m.ResourceVersion, uid: m.UID,
+	s := storedPod{name: m.Name, namespace: m.Namespace, version: m.ResourceVersion, uid: m.UID,
 		created: m.CreationTimestamp, deleted: m.DeletionTimestamp,
-		labels:      sharedMap(m.Labels, func(string) bool { return false }),
-		annotations: sharedMap(m.Annotations, valueShared),
-		owners:      sharedOwners(m.OwnerReferences),
-		node:        shared(p.Spec.NodeName), phase: corev1.PodPhase(shared(string(p.Status.Phase))), hostNetwork: p.Spec.HostNetwork}
+		labels: m.Labels, annotations: m.Annotations, owners: m.OwnerReferences,
+		node: shared(p.Spec.NodeName), phase: corev1.PodPhase(shared(string(p.Status.Phase))), hostNetwork: p.Spec.HostNetwork}
 	if p.TypeMeta != (metav1.TypeMeta{}) {
 		s.typ = &metav1.TypeMeta{Kind: p.Kind, APIVersion: p.APIVersion}
 	}
@@ -83,76 +78,24 @@ func storePod(p *corev1.Pod) storedPod {
 // strings many pods hold alike — the annotation and label keys kept, a
 // namespace, a node, a phase, a subnet's switch, CIDR and gateway — would
 // otherwise be held once a pod. At 100,000 pods that kube-ovn or ovn-sync
-// annotated, that is about 20 MB (BenchmarkStores' decoded forms).
-func shared(s string) string { return common.get(s) }
+// annotated, that is about 20 MB (BenchmarkStores' decoded forms). A
+// cluster's keys, namespaces, nodes and subnets are far fewer than the
+// bound.
+func shared(s string) string { return common.Get(s) }
 
-// common holds the strings stored objects share.
-var common interner
-
-// interner hands out one copy of each string it is given. It forgets every
-// string once it holds maxInterned (a cluster's keys, namespaces, nodes and
-// subnets are far fewer), so that strings which are not alike cannot make
-// it grow: they are held again, not lost.
-type interner struct {
-	mu sync.Mutex
-	m  map[string]string
-}
-
-const maxInterned = 1 << 14
-
-func (in *interner) get(s string) string {
-	if s == "" {
-		return ""
-	}
-	in.mu.Lock()
-	defer in.mu.Unlock()
-	if c, ok := in.m[s]; ok {
-		return c
-	}
-	if in.m == nil || len(in.m) >= maxInterned {
-		in.m = make(map[string]string)
-	}
-	in.m[s] = s
-	return s
-}
-
-// sharedMap is m with its keys shared, and the values of the keys value
-// accepts; m itself when it is empty.
-func sharedMap(m map[string]string, value func(key string) bool) map[string]string {
-	if len(m) == 0 {
-		return m
-	}
-	out := make(map[string]string, len(m))
-	for k, v := range m {
-		if value(k) {
-			v = shared(v)
-		}
-		out[shared(k)] = v
-	}
-	return out
-}
+var common = intern.New(1 << 14)
 
 // valueShared says whether an annotation's value is shared: a kube-ovn
 // annotation's (logical_switch, cidr, gateway, allocated, ...) but a port's
 // IP and MAC addresses (ip_address and mac_address, of any provider and
 // interface), which are the pod's own, as Multus' and KubeVirt's are.
 func valueShared(key string) bool {
-	return strings.Contains(key, ".kubernetes.io/") &&
-		!strings.Contains(key, desired.AnnIPSuffix) && !strings.Contains(key, desired.AnnMACSuffix)
+	suffix := desired.KubeOVNSuffix(key)
+	return suffix != "" && suffix != desired.AnnIPSuffix && suffix != desired.AnnMACSuffix
 }
 
-// sharedOwners is rs with each reference's API version and kind shared;
-// rs itself when it is empty.
-func sharedOwners(rs []metav1.OwnerReference) []metav1.OwnerReference {
-	if len(rs) == 0 {
-		return rs
-	}
-	out := slices.Clone(rs)
-	for i := range out {
-		out[i].APIVersion, out[i].Kind = shared(out[i].APIVersion), shared(out[i].Kind)
-	}
-	return out
-}
+// never is a valueShared that shares no value.
+func never(string) bool { return false }
 
 // podMeta is leanMeta of a pod's metadata without what Build never reads of
 // a pod and a real one carries plenty of: labels but KubeVirt's
@@ -160,16 +103,20 @@ func sharedOwners(rs []metav1.OwnerReference) []metav1.OwnerReference {
 // (desired.PodAnnotationRead: no Multus network-status), owner references
 // but a VMI's and a StatefulSet's (desired.PodOwnerRead), generateName and
 // finalizers. A Deployment's pod carries hundreds of bytes of these, and
-// an edit of one is then no change (sameRead).
+// an edit of one is then no change (sameRead). What it keeps shares the
+// strings pods hold alike (shared): the namespace, the keys, kube-ovn's
+// annotation values but addresses, an owner's API version and kind.
 func podMeta(m metav1.ObjectMeta) metav1.ObjectMeta {
 	m = leanMeta(m)
 	m.GenerateName, m.Finalizers = "", nil
-	m.Labels = keepRead(m.Labels, desired.PodLabelRead)
-	m.Annotations = keepRead(m.Annotations, desired.PodAnnotationRead)
-	if i := slices.IndexFunc(m.OwnerReferences, func(r metav1.OwnerReference) bool { return !desired.PodOwnerRead(r) }); i >= 0 {
+	m.Namespace = shared(m.Namespace)
+	m.Labels = keepRead(m.Labels, desired.PodLabelRead, never)
+	m.Annotations = keepRead(m.Annotations, desired.PodAnnotationRead, valueShared)
+	if len(m.OwnerReferences) > 0 {
 		var kept []metav1.OwnerReference
 		for _, r := range m.OwnerReferences {
 			if desired.PodOwnerRead(r) {
+				r.APIVersion, r.Kind = shared(r.APIVersion), shared(r.Kind)
 				kept = append(kept, r)
 			}
 		}
@@ -178,26 +125,31 @@ func podMeta(m metav1.ObjectMeta) metav1.ObjectMeta {
 	return m
 }
 
-// keepRead returns the entries of m whose key read accepts: m itself when
-// that is every one, nil when none.
-func keepRead(m map[string]string, read func(string) bool) map[string]string {
-	n := 0
-	for k := range m {
-		if read(k) {
-			n++
-		}
-	}
-	if n == len(m) {
+// keepRead returns the entries of m whose key read accepts, in a map of
+// their own whose keys are shared, as are the values of the keys value
+// accepts: m itself when it is empty, nil when none is kept.
+func keepRead(m map[string]string, read, value func(key string) bool) map[string]string {
+	if len(m) == 0 {
 		return m
 	}
-	var kept map[string]string
-	for k, v := range m {
+	// Each key is read once; a pod keeps a few of its annotations.
+	var buf [16]string
+	keys := buf[:0]
+	for k := range m {
 		if read(k) {
-			if kept == nil {
-				kept = make(map[string]string, n)
-			}
-			kept[k] = v
+			keys = append(keys, k)
 		}
+	}
+	if len(keys) == 0 {
+		return nil
+	}
+	kept := make(map[string]string, len(keys))
+	for _, k := range keys {
+		v := m[k]
+		if value(k) {
+			v = shared(v)
+		}
+		kept[shared(k)] = v
 	}
 	return kept
 }

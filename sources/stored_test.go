@@ -1,10 +1,8 @@
 package sources
 
 import (
-	"fmt"
 	"path/filepath"
 	"reflect"
-	"strings"
 	"testing"
 	"unsafe"
 
@@ -263,25 +261,5 @@ func TestStoredPodsShareStrings(t *testing.T) {
 	if !valueShared("ovn.kubernetes.io/cidr") || valueShared("ovn.kubernetes.io/ip_address") ||
 		valueShared("tenant.ovn.kubernetes.io/mac_address.eth1") || valueShared("kubevirt.io/domain") {
 		t.Error("valueShared shares a pod's own value, or not a subnet's")
-	}
-}
-
-// The strings stored objects share are held once while they are few; past
-// maxInterned every string is forgotten, and a string given again is held
-// anew, equal to what it was.
-func TestInternerForgetsPastItsBound(t *testing.T) {
-	var in interner
-	first := in.get(strings.Clone("node-1"))
-	if again := in.get(strings.Clone("node-1")); unsafe.StringData(again) != unsafe.StringData(first) {
-		t.Fatal("a string given twice is held twice")
-	}
-	for i := range maxInterned {
-		in.get(fmt.Sprint("pod-", i))
-	}
-	if n := len(in.m); n > maxInterned {
-		t.Fatalf("the interner holds %d strings, past its bound of %d", n, maxInterned)
-	}
-	if again := in.get(strings.Clone("node-1")); again != "node-1" || unsafe.StringData(again) == unsafe.StringData(first) {
-		t.Errorf("after the interner forgot, node-1 is %q, held as before: %v", again, unsafe.StringData(again) == unsafe.StringData(first))
 	}
 }

@@ -398,12 +398,5 @@ func (v *View) share(ck, val string) string {
 	if !sharedKeys[ck] {
 		return val
 	}
-	if s, ok := v.intern[val]; ok {
-		return s
-	}
-	if len(v.intern) > 1<<16 {
-		clear(v.intern)
-	}
-	v.intern[val] = val
-	return val
+	return v.shared.Get(val)
 }

@@ -7,6 +7,7 @@ import (
 	"net"
 	"sync"
 
+	"github.com/ovn-sync/ovn-sync/internal/intern"
 	"github.com/ovn-sync/ovn-sync/state"
 )
 
@@ -58,9 +59,8 @@ type View struct {
 	nextID  uint64
 	waiting map[uint64]chan error
 
-	// intern shares the strings that repeat across rows; only the
-	// reading goroutine uses it.
-	intern map[string]string
+	// shared holds the strings that repeat across rows.
+	shared *intern.Strings
 
 	stop context.CancelFunc
 	done chan struct{}
@@ -79,7 +79,7 @@ type Table struct {
 func Start(ctx context.Context, opts Options) (*View, error) {
 	runCtx, stop := context.WithCancel(context.Background())
 	v := &View{endpoint: opts.Endpoint, tls: opts.TLS, onChange: opts.OnChange, onReload: opts.OnReload,
-		waiting: map[uint64]chan error{}, intern: map[string]string{}, stop: stop, done: make(chan struct{}),
+		waiting: map[uint64]chan error{}, shared: intern.New(1 << 16), stop: stop, done: make(chan struct{}),
 		ready: make(chan struct{})}
 	go v.run(runCtx)
 	if err := v.waitSynced(ctx); err != nil {

@@ -16,6 +16,7 @@ import (
 	"github.com/ovn-org/libovsdb/model"
 	"github.com/ovn-org/libovsdb/ovsdb"
 
+	"github.com/ovn-sync/ovn-sync/internal/intern"
 	"github.com/ovn-sync/ovn-sync/internal/liveheap"
 	"github.com/ovn-sync/ovn-sync/nbdb"
 	"github.com/ovn-sync/ovn-sync/state"
@@ -54,7 +55,7 @@ func feed(t testing.TB, v *View, stream string) string {
 }
 
 func newTestView() *View {
-	return &View{waiting: map[uint64]chan error{}, intern: map[string]string{}, ready: make(chan struct{})}
+	return &View{waiting: map[uint64]chan error{}, shared: intern.New(1 << 16), ready: make(chan struct{})}
 }
 
 // TestPortViewDecode: the view reads rows as ovsdb-server and libovsdb's
