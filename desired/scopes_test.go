@@ -18,25 +18,16 @@ import (
 // namespace, and no others: the pods and VMs there, not those of another
 // namespace, nor an owner whose name is that namespace's.
 func TestNamespaceScopeSelectsItsOwners(t *testing.T) {
-	cfg, err := NewConfig("ovn-default", []string{"10.16.0.0/16"}, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
 	in := Inputs{
 		Namespaces: []*corev1.Namespace{{ObjectMeta: metav1.ObjectMeta{Name: "a"}}, {ObjectMeta: metav1.ObjectMeta{Name: "b"}}},
 		Pods:       []*corev1.Pod{pod("a", "p1", nil), pod("a", "p2", nil), pod("b", "p1", nil), pod("b", "a", nil)},
 	}
-	b := newBase(cfg)
-	b.rebuildAll(in, cfg, state.New(0))
-	b.index()
+	b, _ := indexedBase(t, in)
 	in.Namespaces[0] = &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "a",
 		Annotations: map[string]string{NamespaceSwitchAnnotation: "elsewhere"}}}
 	sel := &touched{pods: map[nsName]bool{}, groups: map[nsName]bool{}}
 	b.namespaceScope(ObjectsOf(in), state.ObjectRef{Kind: kindNamespace, Name: "a"}, sel)
-	got := slices.SortedFunc(maps.Keys(sel.pods), func(x, y nsName) int {
-		return cmp.Or(strings.Compare(x.ns, y.ns), strings.Compare(x.name, y.name))
-	})
-	if want := []nsName{{"a", "p1"}, {"a", "p2"}}; !slices.Equal(got, want) || len(sel.groups) > 0 {
+	if got, want := selectedPods(sel), []nsName{{"a", "p1"}, {"a", "p2"}}; !slices.Equal(got, want) || len(sel.groups) > 0 {
 		t.Errorf("namespace a's switch changed: selected pods %v and groups %v, want pods %v", got, sel.groups, want)
 	}
 }
@@ -45,27 +36,18 @@ func TestNamespaceScopeSelectsItsOwners(t *testing.T) {
 // switch (ownersOn), and the check after the Build finds one of them that
 // was not rebuilt (notRebuiltOn); a switch of no port, or none, has none.
 func TestOwnersOnSwitch(t *testing.T) {
-	cfg, err := NewConfig("ovn-default", []string{"10.16.0.0/16"}, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
 	in := Inputs{
 		Namespaces: []*corev1.Namespace{{ObjectMeta: metav1.ObjectMeta{Name: "a"}}, {ObjectMeta: metav1.ObjectMeta{Name: "b"}}},
 		Subnets:    []*kubeovnv1.Subnet{subnet1([]string{"b"})},
 		Pods:       []*corev1.Pod{pod("a", "p1", nil), pod("b", "p1", nil), pod("b", "p2", nil)},
 	}
-	b := newBase(cfg)
-	r := b.rebuildAll(in, cfg, state.New(0))
+	b, r := indexedBase(t, in)
 	if p := r.Want.Ports.Get("p1.b"); p == nil || p.Switch != "sub1" {
 		t.Fatalf("b/p1's port is %v, want one on sub1", p)
 	}
-	b.index()
 	sel := &touched{pods: map[nsName]bool{}, groups: map[nsName]bool{}}
 	b.ownersOn("sub1", sel)
-	got := slices.SortedFunc(maps.Keys(sel.pods), func(x, y nsName) int {
-		return cmp.Or(strings.Compare(x.ns, y.ns), strings.Compare(x.name, y.name))
-	})
-	if want := []nsName{{"b", "p1"}, {"b", "p2"}}; !slices.Equal(got, want) {
+	if got, want := selectedPods(sel), []nsName{{"b", "p1"}, {"b", "p2"}}; !slices.Equal(got, want) {
 		t.Errorf("owners on sub1: %v, want %v", got, want)
 	}
 	for _, tc := range []struct {
@@ -88,4 +70,25 @@ func TestOwnersOnSwitch(t *testing.T) {
 			t.Errorf("notRebuiltOn(%q, %v) = %q, want one of %v", tc.sw, tc.rebuilt, got, tc.want)
 		}
 	}
+}
+
+// indexedBase is the engine's base after a full Build of in, indexed as
+// for the Updates that follow, with that Build's result.
+func indexedBase(t *testing.T, in Inputs) (*base, Result) {
+	t.Helper()
+	cfg, err := NewConfig("ovn-default", []string{"10.16.0.0/16"}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b := newBase(cfg)
+	r := b.rebuildAll(in, cfg, state.New(0))
+	b.index()
+	return b, r
+}
+
+// selectedPods are the pod owners sel selected, sorted.
+func selectedPods(sel *touched) []nsName {
+	return slices.SortedFunc(maps.Keys(sel.pods), func(x, y nsName) int {
+		return cmp.Or(strings.Compare(x.ns, y.ns), strings.Compare(x.name, y.name))
+	})
 }
