@@ -59,6 +59,26 @@ func (nb *NB) WatchDrift(want func() (cur, prev *state.State), onDrift func(tabl
 	})
 }
 
+// WatchRows calls f, with the table's name, for every change of a row of
+// the tables State reads: Logical_Switch_Port (once the snapshot's source
+// holds it), Logical_Switch and DHCP_Options. The port view and the cache
+// take one transaction's rows apart, each in its own time: a caller that
+// reads State at the first call may miss the rest, and is called again. f
+// must be quick and must not call nb.
+func (nb *NB) WatchRows(f func(table string)) {
+	nb.WatchPorts(func(_, _ *state.Port) { f(nbdb.LogicalSwitchPortTable) })
+	event := func(table string) {
+		if table == nbdb.LogicalSwitchTable || table == nbdb.DHCPOptionsTable {
+			f(table)
+		}
+	}
+	nb.client.Cache().AddEventHandler(&cache.EventHandlerFuncs{
+		AddFunc:    func(table string, _ model.Model) { event(table) },
+		UpdateFunc: func(table string, _, _ model.Model) { event(table) },
+		DeleteFunc: func(table string, _ model.Model) { event(table) },
+	})
+}
+
 // dhcpName returns the name of our DHCP_Options row uuid as the cache
 // holds it now, "" when it is not ours or not there.
 func (nb *NB) dhcpName(uuid string) string {

@@ -41,8 +41,8 @@ type WatchedNB interface {
 	NB
 	Up() bool
 	WatchDrift(want func() (cur, prev *state.State), onDrift func(table string))
-	// WatchPorts calls f with every change of a Logical_Switch_Port row.
-	WatchPorts(f func(old, cur *state.Port))
+	// WatchRows calls f with every change of a row State reads.
+	WatchRows(f func(table string))
 	WatchConnection(ctx context.Context, on func(ev observed.ConnEvent, endpoint string))
 }
 
@@ -149,7 +149,7 @@ func NewLoop(src Sources, nb WatchedNB, opts LoopOptions) *Loop {
 	})
 	if opts.DryRun {
 		// What the plan is depends on every row, kube-ovn's too.
-		nb.WatchPorts(func(_, _ *state.Port) { l.ask(trigNB) })
+		nb.WatchRows(func(string) { l.ask(trigNB) })
 	}
 	return l
 }

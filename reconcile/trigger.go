@@ -17,7 +17,7 @@ const (
 	trigDrift                         // someone else changed one of our NB rows
 	trigReconnect                     // the NB connection came back
 	trigResync                        // Resync elapsed
-	trigNB                            // a port changed in the NB (a dry run)
+	trigNB                            // a row changed in the NB (a dry run)
 )
 
 // kind is "full" for a pass that nothing in particular triggered (startup,
