@@ -258,7 +258,7 @@ func (b *base) relate(in Inputs) {
 			b.ipNamed.add(nsName{"", ip.Name}, ip.Spec.Namespace+"/"+ip.Spec.PodName)
 		}
 	}
-	for _, p := range in.Pods {
+	for p := range in.AllPods() {
 		if p != nil && isLauncher(p) {
 			b.launchers.add(nsName{p.Namespace, p.Name}, launcherVMI(p))
 		}

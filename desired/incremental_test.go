@@ -2,6 +2,7 @@ package desired
 
 import (
 	"fmt"
+	"iter"
 	"maps"
 	"reflect"
 	"runtime"
@@ -519,7 +520,7 @@ func TestIncrementalMatchesBuild(t *testing.T) {
 		c := newCluster(t)
 		foreign := state.New(0)
 		var x Engine
-		r := x.Full(c.inputs(), c.cfg, foreign)
+		r := x.Full(storedPods(t, c.inputs()), c.cfg, foreign)
 		have := applied(foreign, r.Want)
 		full := false // the next pass is a full one
 		var unnamed, owed, late []state.ObjectRef
@@ -572,8 +573,11 @@ func TestIncrementalMatchesBuild(t *testing.T) {
 			lateOK := len(late) > 0
 			owed, unnamed = append(unnamed, late...), nil
 			late = nil
-			in := c.inputs()
-			want := Build(in, c.cfg, have)
+			// The engine reads some pods, at random, from a PodStore, as
+			// run mode's does; the Build it must match reads them all
+			// from Pods.
+			want := Build(c.inputs(), c.cfg, have)
+			in := storedPods(t, c.inputs())
 			if full {
 				r = x.Full(in, c.cfg, have)
 				full = false
@@ -628,6 +632,38 @@ func TestIncrementalMatchesBuild(t *testing.T) {
 	if updates == 0 {
 		t.Fatal("no event was handled incrementally")
 	}
+}
+
+// storedPods is in with the pods past a random index in a PodStore.
+func storedPods(t *rapid.T, in Inputs) Inputs {
+	n := rapid.IntRange(0, len(in.Pods)).Draw(t, "pods not stored")
+	in.Pods, in.StoredPods = in.Pods[:n], podStore(in.Pods[n:])
+	return in
+}
+
+// podStore is a PodStore of pods, each read a copy of its own, as a
+// stored pod's API object is made at each read.
+type podStore []*corev1.Pod
+
+func (s podStore) Len() int { return len(s) }
+
+func (s podStore) All() iter.Seq[*corev1.Pod] {
+	return func(yield func(*corev1.Pod) bool) {
+		for _, p := range s {
+			if !yield(p.DeepCopy()) {
+				return
+			}
+		}
+	}
+}
+
+func (s podStore) Pod(ns, name string) *corev1.Pod {
+	for _, p := range s {
+		if p.Namespace == ns && p.Name == name {
+			return p.DeepCopy()
+		}
+	}
+	return nil
 }
 
 func pickPort(t *rapid.T, have state.State) *state.Port {

@@ -3,6 +3,7 @@ package desired
 import (
 	"encoding/json"
 	"fmt"
+	"iter"
 	"net/netip"
 	"strings"
 
@@ -20,7 +21,10 @@ import (
 // kinds that matter, whichever source (informers or manifest files) read them.
 // Order does not matter; Build sorts what it needs.
 type Inputs struct {
+	// Pods are the pods; StoredPods, when set, lists more (AllPods reads
+	// both).
 	Pods                         []*corev1.Pod
+	StoredPods                   PodStore
 	VirtualMachines              []*kubevirtv1.VirtualMachine
 	VirtualMachineInstances      []*kubevirtv1.VirtualMachineInstance
 	Migrations                   []*kubevirtv1.VirtualMachineInstanceMigration
@@ -37,6 +41,51 @@ type Inputs struct {
 	// IPAMClaims are the KubeVirt world's records of a VM's addresses on
 	// one network (claims.go).
 	IPAMClaims []*ipamclaimsv1alpha1.IPAMClaim
+}
+
+// PodStore lists pods kept in a form of their own, each made into its API
+// object at the read: run mode's informers keep pods so (package
+// sources). A corev1.Pod is 1.2 KB however little it holds; a full pass
+// that made every pod at once would hold them all while it built, about
+// 130 MB at 100,000 pods. Build reads the pods one at a time and keeps
+// those it needs (virt-launcher pods): the others are garbage once read.
+//
+// The pods a PodStore lists do not change: a listing is of one moment.
+type PodStore interface {
+	// Len is how many pods it lists.
+	Len() int
+	// All yields every pod, each made at the call: shared with the
+	// store, read only.
+	All() iter.Seq[*corev1.Pod]
+	// Pod looks up the pod ns/name, nil when none is listed.
+	Pod(ns, name string) *corev1.Pod
+}
+
+// AllPods yields in's pods: Pods, then StoredPods'.
+func (in Inputs) AllPods() iter.Seq[*corev1.Pod] {
+	return func(yield func(*corev1.Pod) bool) {
+		for _, p := range in.Pods {
+			if !yield(p) {
+				return
+			}
+		}
+		if in.StoredPods != nil {
+			for p := range in.StoredPods.All() {
+				if !yield(p) {
+					return
+				}
+			}
+		}
+	}
+}
+
+// PodCount is how many pods in holds, in Pods and StoredPods.
+func (in Inputs) PodCount() int {
+	n := len(in.Pods)
+	if in.StoredPods != nil {
+		n += in.StoredPods.Len()
+	}
+	return n
 }
 
 // Config is the part of ovn-sync's configuration Build depends on: the

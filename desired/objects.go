@@ -92,16 +92,18 @@ func StatefulSetPod(name string) (set string, ordinal int, ok bool) {
 func ObjectsOf(in Inputs) Objects { return &inputObjects{in: in} }
 
 type inputObjects struct {
-	in         Inputs
-	pods       map[nsName]*corev1.Pod
-	launchers  map[nsName][]*corev1.Pod
-	vms        map[nsName]*kubevirtv1.VirtualMachine
-	vmis       map[nsName]*kubevirtv1.VirtualMachineInstance
-	ownedVMIs  map[nsName][]*kubevirtv1.VirtualMachineInstance
-	migrations map[nsName]*kubevirtv1.VirtualMachineInstanceMigration
-	vmiMigs    map[nsName][]*kubevirtv1.VirtualMachineInstanceMigration
-	ips        map[string]*kubeovnv1.IP
-	setIPs     map[nsName][]*kubeovnv1.IP
+	in        Inputs
+	pods      map[nsName]*corev1.Pod
+	launchers map[nsName][]*corev1.Pod
+	// storedLaunchers is set once StoredPods' launchers are in launchers.
+	storedLaunchers bool
+	vms             map[nsName]*kubevirtv1.VirtualMachine
+	vmis            map[nsName]*kubevirtv1.VirtualMachineInstance
+	ownedVMIs       map[nsName][]*kubevirtv1.VirtualMachineInstance
+	migrations      map[nsName]*kubevirtv1.VirtualMachineInstanceMigration
+	vmiMigs         map[nsName][]*kubevirtv1.VirtualMachineInstanceMigration
+	ips             map[string]*kubeovnv1.IP
+	setIPs          map[nsName][]*kubeovnv1.IP
 }
 
 // index returns m, indexing objs into it (and into by, by the key key
@@ -131,12 +133,18 @@ func index[T any, K comparable](m *map[K]*T, objs []*T, id func(*T) K, by *map[n
 	return *m
 }
 
+// podIndex indexes Pods, and the launchers among them. A PodStore's pods
+// are looked up in it (Pod), and its launchers found once, the first time
+// they are asked for (Launchers): indexing its pods here would hold them
+// all.
 func (x *inputObjects) podIndex() map[nsName]*corev1.Pod {
 	return index(&x.pods, x.in.Pods, func(p *corev1.Pod) nsName { return nsName{p.Namespace, p.Name} }, &x.launchers,
-		func(p *corev1.Pod) (nsName, bool) {
-			vmi, ok := LauncherOf(p)
-			return nsName{p.Namespace, vmi}, ok
-		})
+		launcherKey)
+}
+
+func launcherKey(p *corev1.Pod) (nsName, bool) {
+	vmi, ok := LauncherOf(p)
+	return nsName{p.Namespace, vmi}, ok
 }
 
 func (x *inputObjects) vmiIndex() map[nsName]*kubevirtv1.VirtualMachineInstance {
@@ -164,7 +172,12 @@ func (x *inputObjects) ipIndex() map[string]*kubeovnv1.IP {
 		})
 }
 
-func (x *inputObjects) Pod(ns, name string) *corev1.Pod { return x.podIndex()[nsName{ns, name}] }
+func (x *inputObjects) Pod(ns, name string) *corev1.Pod {
+	if p := x.podIndex()[nsName{ns, name}]; p != nil || x.in.StoredPods == nil {
+		return p
+	}
+	return x.in.StoredPods.Pod(ns, name)
+}
 func (x *inputObjects) VirtualMachine(ns, name string) *kubevirtv1.VirtualMachine {
 	return index(&x.vms, x.in.VirtualMachines, func(v *kubevirtv1.VirtualMachine) nsName { return nsName{v.Namespace, v.Name} },
 		nil, nil)[nsName{ns, name}]
@@ -181,6 +194,14 @@ func (x *inputObjects) OwnedVMIs(ns, vm string) []*kubevirtv1.VirtualMachineInst
 }
 func (x *inputObjects) Launchers(ns, vmi string) []*corev1.Pod {
 	x.podIndex()
+	if s := x.in.StoredPods; s != nil && !x.storedLaunchers {
+		x.storedLaunchers = true
+		for p := range s.All() {
+			if k, ok := launcherKey(p); ok && x.pods[nsName{p.Namespace, p.Name}] == nil {
+				x.launchers[k] = append(x.launchers[k], p)
+			}
+		}
+	}
 	return x.launchers[nsName{ns, vmi}]
 }
 func (x *inputObjects) Migrations(ns, vmi string) []*kubevirtv1.VirtualMachineInstanceMigration {

@@ -13,8 +13,12 @@ import (
 	"github.com/ovn-sync/ovn-sync/state"
 )
 
+// addPods adds every plain pod's owner, and records the virt-launcher
+// pods. It reads each pod once and keeps no plain pod (Carrier copies what
+// a result needs of it), so pods a PodStore makes at the read are garbage
+// once read.
 func (b *builder) addPods(in Inputs) {
-	for _, p := range in.Pods {
+	for p := range in.AllPods() {
 		if p == nil {
 			continue
 		}

@@ -359,8 +359,8 @@ var sumSeed = maphash.MakeSeed()
 // Live returns the resourceVersion of every pod, VirtualMachine and
 // IPAMClaim in, by UID, for Publish.
 func Live(in desired.Inputs) map[types.UID]string {
-	live := make(map[types.UID]string, len(in.Pods)+len(in.VirtualMachines)+len(in.IPAMClaims))
-	for _, p := range in.Pods {
+	live := make(map[types.UID]string, in.PodCount()+len(in.VirtualMachines)+len(in.IPAMClaims))
+	for p := range in.AllPods() {
 		live[p.UID] = p.ResourceVersion
 	}
 	for _, vm := range in.VirtualMachines {

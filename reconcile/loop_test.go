@@ -46,7 +46,7 @@ func TestRunnerMassDeleteGuard(t *testing.T) {
 		}
 	}
 	looptest.WaitFor(t, 30*time.Second, "the informers without the deleted pods", func() error {
-		if n := len(tr.Src.Inputs().Inputs.Pods); n != 10 {
+		if n := tr.Src.Inputs().Inputs.PodCount(); n != 10 {
 			return fmt.Errorf("%d pods", n)
 		}
 		return nil

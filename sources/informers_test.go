@@ -129,8 +129,8 @@ func TestInformersMissingCRDs(t *testing.T) {
 		t.Errorf("Absent() = %v, want the 7 custom kinds", got)
 	}
 	snap := f.inf.Inputs()
-	if len(snap.Inputs.Pods) != 1 || len(snap.Inputs.VirtualMachines) != 0 {
-		t.Errorf("Inputs() = %d pods %d VMs, want 1 and 0", len(snap.Inputs.Pods), len(snap.Inputs.VirtualMachines))
+	if snap.Inputs.PodCount() != 1 || len(snap.Inputs.VirtualMachines) != 0 {
+		t.Errorf("Inputs() = %d pods %d VMs, want 1 and 0", snap.Inputs.PodCount(), len(snap.Inputs.VirtualMachines))
 	}
 	// Discovery again while still absent changes nothing (and logs nothing).
 	if err := f.inf.Discover(ctx); err != nil || len(f.inf.Absent()) != 7 {
@@ -206,8 +206,8 @@ func TestInformersConvert(t *testing.T) {
 		v.Spec.Template.Spec.Networks[1].Multus == nil || v.Spec.Template.Spec.Networks[1].Multus.NetworkName != "blue" {
 		t.Errorf("converted VM = %+v, want db with networks default and multus blue", v.Spec.Template)
 	}
-	if len(v.ManagedFields) != 0 || len(snap.Inputs.Pods[0].ManagedFields) != 0 {
-		t.Errorf("managed fields kept: VM %v pod %v", v.ManagedFields, snap.Inputs.Pods[0].ManagedFields)
+	if len(v.ManagedFields) != 0 || len(slices.Collect(snap.Inputs.AllPods())[0].ManagedFields) != 0 {
+		t.Errorf("managed fields kept: VM %v pod %v", v.ManagedFields, slices.Collect(snap.Inputs.AllPods())[0].ManagedFields)
 	}
 	if len(snap.Unreadable) != 1 || snap.Unreadable[0].Name != "broken" || snap.Unreadable[0].Kind != KindVirtualMachine {
 		t.Errorf("Unreadable = %v, want VirtualMachine ns/broken", snap.Unreadable)
@@ -262,7 +262,7 @@ func TestInformersCoalesce(t *testing.T) {
 		}
 	}
 	eventually(t, "every pod listed and its event handled", func() error {
-		if got := len(f.inf.Inputs().Inputs.Pods); got != n {
+		if got := f.inf.Inputs().Inputs.PodCount(); got != n {
 			return fmt.Errorf("%d pods", got)
 		}
 		if got := events.Load(); got < n {
@@ -338,8 +338,8 @@ func TestInformersVersion(t *testing.T) {
 	var v1 uint64
 	eventually(t, "the pod listed", func() error {
 		snap := f.inf.Inputs()
-		if len(snap.Inputs.Pods) != 1 {
-			return fmt.Errorf("%d pods", len(snap.Inputs.Pods))
+		if snap.Inputs.PodCount() != 1 {
+			return fmt.Errorf("%d pods", snap.Inputs.PodCount())
 		}
 		// The store can hold the pod before its event is handled.
 		if v := f.inf.Inputs().Version; v != snap.Version {
@@ -520,9 +520,9 @@ func TestInformersChanged(t *testing.T) {
 	if snap.AllChanged || !slices.Equal(snap.Changed, want) {
 		t.Errorf("Take().Changed = %v (AllChanged %v), want %v", snap.Changed, snap.AllChanged, want)
 	}
-	if len(snap.Unreadable) != 1 || len(snap.Inputs.Pods) != 3 || len(snap.Inputs.VirtualMachines) != 0 {
+	if len(snap.Unreadable) != 1 || snap.Inputs.PodCount() != 3 || len(snap.Inputs.VirtualMachines) != 0 {
 		t.Errorf("Take() = %d pods %d VMs, unreadable %v; want 3 pods and the broken VM unreadable",
-			len(snap.Inputs.Pods), len(snap.Inputs.VirtualMachines), snap.Unreadable)
+			snap.Inputs.PodCount(), len(snap.Inputs.VirtualMachines), snap.Unreadable)
 	}
 	if next := f.inf.Take(); next.AllChanged || len(next.Changed) != 0 {
 		t.Errorf("Take() after that = AllChanged %v Changed %v, want nothing", next.AllChanged, next.Changed)
@@ -644,8 +644,8 @@ func TestInformersSyncedAfterHandlers(t *testing.T) {
 	if !cache.WaitForCacheSync(timeout(t, 30*time.Second), f.inf.HasSynced) {
 		t.Fatalf("HasSynced() still false: %v", f.inf.Synced())
 	}
-	if snap := f.inf.Take(); !snap.AllChanged || len(snap.Inputs.Pods) != len(objs) {
-		t.Fatalf("first Take: AllChanged %v, %d pods; want AllChanged and %d pods", snap.AllChanged, len(snap.Inputs.Pods), len(objs))
+	if snap := f.inf.Take(); !snap.AllChanged || snap.Inputs.PodCount() != len(objs) {
+		t.Fatalf("first Take: AllChanged %v, %d pods; want AllChanged and %d pods", snap.AllChanged, snap.Inputs.PodCount(), len(objs))
 	}
 	if c := f.inf.TakeChanges(); c.AllChanged || len(c.Changed) != 0 {
 		t.Errorf("TakeChanges after the first Take, nothing changed since: AllChanged %v, %d named; want neither", c.AllChanged, len(c.Changed))
@@ -684,9 +684,9 @@ func TestInformersChangedRace(t *testing.T) {
 		changed []state.ObjectRef
 	}{{0, changedRefs("Pod/ns/late")}, {1, changedRefs("Pod/ns/late")}} {
 		snap := s.Take()
-		if len(snap.Inputs.Pods) != want.pods || snap.AllChanged || !slices.Equal(snap.Changed, want.changed) {
+		if snap.Inputs.PodCount() != want.pods || snap.AllChanged || !slices.Equal(snap.Changed, want.changed) {
 			t.Errorf("Take() #%d = %d pods, Changed %v (AllChanged %v); want %d pods, Changed %v",
-				i+1, len(snap.Inputs.Pods), snap.Changed, snap.AllChanged, want.pods, want.changed)
+				i+1, snap.Inputs.PodCount(), snap.Changed, snap.AllChanged, want.pods, want.changed)
 		}
 	}
 }
@@ -739,7 +739,7 @@ func TestTakeNamesWhatItShows(t *testing.T) {
 			named[r.Name] = true
 		}
 		now := map[string]bool{}
-		for _, p := range snap.Inputs.Pods {
+		for p := range snap.Inputs.AllPods() {
 			now[p.Name] = true
 			if !held[p.Name] && !named[p.Name] {
 				t.Fatalf("snapshot %d holds pod %s, which the last did not, and does not name it", takes, p.Name)

@@ -82,8 +82,8 @@ type kindDef struct {
 
 // kindDefs are the kinds, in the order Informers lists them.
 var kindDefs = []kindDef{
-	withDecode(def(KindPod, GVRPod, "PodList", func(in *desired.Inputs) *[]*corev1.Pod { return &in.Pods }).isTyped(),
-		func(raw []byte, in *desired.Inputs) error { return decodePod(raw, &in.Pods) }),
+	podDef(withDecode(def(KindPod, GVRPod, "PodList", func(in *desired.Inputs) *[]*corev1.Pod { return &in.Pods }).isTyped(),
+		func(raw []byte, in *desired.Inputs) error { return decodePod(raw, &in.Pods) })),
 	def(KindVirtualMachine, GVRVirtualMachine, "VirtualMachineList",
 		func(in *desired.Inputs) *[]*kubevirtv1.VirtualMachine { return &in.VirtualMachines }),
 	def(KindVirtualMachineInstance, GVRVirtualMachineInstance, "VirtualMachineInstanceList",
@@ -135,6 +135,21 @@ func clusterScoped[T any, P objectPtr[T]](k Kind, r schema.GroupVersionResource,
 
 func withDecode(d kindDef, decode func(raw []byte, in *desired.Inputs) error) kindDef {
 	d.decode = decode
+	return d
+}
+
+// podDef is d, pods' kindDef, listing the pods kept in their stored form
+// in Inputs.StoredPods (listPods); count and objects read both.
+func podDef(d kindDef) kindDef {
+	d.collect = listPods
+	d.count = func(in desired.Inputs) int { return in.PodCount() }
+	d.objects = func(in desired.Inputs, from int) []metav1.Object {
+		var out []metav1.Object
+		for p := range in.AllPods() {
+			out = append(out, p)
+		}
+		return out[min(from, len(out)):]
+	}
 	return d
 }
 

@@ -1,6 +1,8 @@
 package sources
 
 import (
+	"iter"
+
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -320,6 +322,62 @@ func compacting(t cache.TransformFunc) cache.TransformFunc {
 			return out, err
 		}
 		return compact(out), nil
+	}
+}
+
+// storedPods lists the pods a store held, in their stored form: a full
+// pass makes each pod's API object as Build reads it (desired.PodStore),
+// and holds about 8 bytes a pod, where the API objects would be 1.3 KB.
+type storedPods struct {
+	pods []*storedPod
+	// byName indexes pods, at the first lookup.
+	byName map[types.NamespacedName]*storedPod
+}
+
+func (s *storedPods) Len() int { return len(s.pods) }
+
+func (s *storedPods) All() iter.Seq[*corev1.Pod] {
+	return func(yield func(*corev1.Pod) bool) {
+		for _, p := range s.pods {
+			if !yield(p.pod()) {
+				return
+			}
+		}
+	}
+}
+
+func (s *storedPods) Pod(ns, name string) *corev1.Pod {
+	if s.byName == nil {
+		s.byName = make(map[types.NamespacedName]*storedPod, len(s.pods))
+		for _, p := range s.pods {
+			k := types.NamespacedName{Namespace: p.namespace, Name: p.name}
+			if s.byName[k] == nil {
+				s.byName[k] = p
+			}
+		}
+	}
+	if p := s.byName[types.NamespacedName{Namespace: ns, Name: name}]; p != nil {
+		return p.pod()
+	}
+	return nil
+}
+
+// listPods sets in's pods to those listed (objs): those in their stored
+// form in StoredPods, any other in Pods; those that cannot be read go to
+// bad.
+func listPods(in *desired.Inputs, objs []any, bad *[]Unreadable) {
+	kept := make([]*storedPod, 0, len(objs))
+	var others []any
+	for _, o := range objs {
+		if p, ok := o.(*storedPod); ok {
+			kept = append(kept, p)
+		} else {
+			others = append(others, o)
+		}
+	}
+	in.Pods = collect[*corev1.Pod](KindPod, others, bad)
+	if len(kept) > 0 {
+		in.StoredPods = &storedPods{pods: kept}
 	}
 }
 

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"maps"
 	"runtime"
+	"slices"
+	"strings"
 	"testing"
 
 	"github.com/go-logr/logr"
@@ -13,14 +15,17 @@ import (
 	"k8s.io/client-go/tools/cache"
 
 	"github.com/ovn-sync/ovn-sync/bench"
+	"github.com/ovn-sync/ovn-sync/desired"
 	"github.com/ovn-sync/ovn-sync/internal/liveheap"
+	"github.com/ovn-sync/ovn-sync/state"
 )
 
 // BenchmarkStores holds the pods, VMs and VMIs of a generated cluster in
 // informer stores, as the lean API objects (form=api) or their stored
 // forms (form=stored), side by side: bytes of live heap the stores hold
 // per object, and the time of a full snapshot (Inputs), which makes the
-// API object of every stored one. The objects come as a watch gives
+// API object of every stored VM and VMI (a pod's is made as Build reads
+// it: BenchmarkFullPass). The objects come as a watch gives
 // them, decoded from their wire form (protobuf for pods, JSON for the
 // KubeVirt kinds), every string in memory of its own, and every pod
 // carries the annotations kube-ovn (or ovn-sync publishing) writes.
@@ -30,51 +35,12 @@ func BenchmarkStores(b *testing.B) {
 	for _, n := range []int{10000, 100000} {
 		for _, form := range []string{"api", "stored"} {
 			b.Run(fmt.Sprintf("ports=%d/form=%s", n, form), func(b *testing.B) {
-				in := bench.Cluster(n)
-				var objs []struct {
-					k   Kind
-					obj any
-				}
-				add := func(k Kind, obj any, strip cache.TransformFunc) {
-					o, _ := strip(obj)
-					if form == "stored" {
-						o = compact(o)
-					}
-					objs = append(objs, struct {
-						k   Kind
-						obj any
-					}{k, o})
-				}
-				for i, p := range in.Pods {
-					add(KindPod, fromWire(b, annotated(p, i)), stripPod)
-				}
-				lean := func(obj any) (any, error) { return leanKubeVirt(obj.(k8sruntime.Object)), nil }
-				for _, v := range in.VirtualMachines {
-					add(KindVirtualMachine, fromJSON(b, v), lean)
-				}
-				for _, v := range in.VirtualMachineInstances {
-					add(KindVirtualMachineInstance, fromJSON(b, v), lean)
-				}
-				count := len(objs)
-				in = bench.Cluster(0) // only the stores hold the objects
-				s := NewInformers(InformerOptions{Logger: logr.Discard()})
-				s.mu.Lock()
-				stores := map[Kind]cache.Store{}
-				for _, k := range []Kind{KindPod, KindVirtualMachine, KindVirtualMachineInstance} {
-					c := &captured{store: cache.NewStore(cache.MetaNamespaceKeyFunc)}
-					s.watch(k, c)
-					stores[k] = c.store
-				}
-				s.mu.Unlock()
-				for _, o := range objs {
-					_ = stores[o.k].Add(o.obj)
-				}
-				objs = nil
+				s, count := storesOf(b, bench.Cluster(n), form == "stored", annotated)
 				b.ResetTimer()
 				for range b.N {
 					snap := s.Inputs()
-					if len(snap.Unreadable) > 0 || len(snap.Inputs.Pods) == 0 {
-						b.Fatalf("snapshot: %d pods, unreadable %v", len(snap.Inputs.Pods), snap.Unreadable)
+					if len(snap.Unreadable) > 0 || snap.Inputs.PodCount() == 0 {
+						b.Fatalf("snapshot: %d pods, unreadable %v", snap.Inputs.PodCount(), snap.Unreadable)
 					}
 				}
 				b.StopTimer()
@@ -82,11 +48,109 @@ func BenchmarkStores(b *testing.B) {
 				// the live heap once they are dropped.
 				with := liveheap.Bytes()
 				runtime.KeepAlive(s)
-				s, stores = nil, nil
+				s = nil
 				b.ReportMetric(float64(with-liveheap.Bytes())/float64(count), "B/object")
 			})
 		}
 	}
+}
+
+// BenchmarkFullPass is run mode's full pass (a resync) over stores that
+// hold a generated cluster in their stored forms: a snapshot, then an
+// Engine's Full over an NB that shows the engine's last result. With
+// pods=at-read the snapshot lists the stored pods (Inputs.StoredPods) and
+// Build makes each pod as it reads it; with pods=whole every pod's API
+// object is made first and held through the pass, as a snapshot did
+// before. Reported, per port: the bytes the snapshot holds while the pass
+// runs (snapshot-B/port), and the most live heap the pass held at once
+// above the stores, the engine and the NB (peak-B/port, liveheap.Peak).
+//
+//	go test -run '^$' -bench FullPass -benchtime 2x ./sources/
+func BenchmarkFullPass(b *testing.B) {
+	for _, n := range []int{10000, 100000} {
+		for _, pods := range []string{"whole", "at-read"} {
+			b.Run(fmt.Sprintf("ports=%d/pods=%s", n, pods), func(b *testing.B) {
+				cluster := bench.Cluster(n)
+				s, _ := storesOf(b, cluster, true, publishedBy(cluster))
+				cluster = desired.Inputs{}
+				list := func() desired.Inputs {
+					in := s.Inputs().Inputs
+					if pods == "whole" {
+						in.Pods, in.StoredPods = slices.Collect(in.AllPods()), nil
+					}
+					return in
+				}
+				cfg := bench.Config()
+				var x desired.Engine
+				have := bench.Observe(x.Full(list(), cfg, state.New(0)).Want)
+				ports := have.Ports.Len()
+				var snapshot, peak int64
+				b.ResetTimer()
+				for range b.N {
+					before := liveheap.Bytes()
+					in := list()
+					snapshot = liveheap.Bytes() - before
+					runtime.KeepAlive(in)
+					peak = liveheap.Peak(func() { x.Full(list(), cfg, have) })
+				}
+				b.ReportMetric(float64(snapshot)/float64(ports), "snapshot-B/port")
+				b.ReportMetric(float64(peak)/float64(ports), "peak-B/port")
+			})
+		}
+	}
+}
+
+// storesOf is informers whose stores hold the objects of in, a generated
+// cluster, decoded from the wire as a watch gives them, each pod annotated
+// by annotate: the pods, VMs and VMIs in their stored forms when stored is
+// set, else as lean API objects. It returns how many pods, VMs and VMIs
+// they hold.
+func storesOf(b *testing.B, in desired.Inputs, stored bool, annotate func(*corev1.Pod, int) *corev1.Pod) (*Informers, int) {
+	var objs []struct {
+		k   Kind
+		obj any
+	}
+	add := func(k Kind, obj any, strip cache.TransformFunc) {
+		o, _ := strip(obj)
+		if stored {
+			o = compact(o)
+		}
+		objs = append(objs, struct {
+			k   Kind
+			obj any
+		}{k, o})
+	}
+	for i, p := range in.Pods {
+		add(KindPod, fromWire(b, annotate(p, i)), stripPod)
+	}
+	lean := func(obj any) (any, error) { return leanKubeVirt(obj.(k8sruntime.Object)), nil }
+	for _, v := range in.VirtualMachines {
+		add(KindVirtualMachine, fromJSON(b, v), lean)
+	}
+	for _, v := range in.VirtualMachineInstances {
+		add(KindVirtualMachineInstance, fromJSON(b, v), lean)
+	}
+	count := len(objs)
+	whole := func(obj any) (any, error) { return obj, nil }
+	for _, v := range in.NetworkAttachmentDefinitions {
+		add(KindNetworkAttachmentDefinition, v, whole)
+	}
+	for _, v := range in.Subnets {
+		add(KindSubnet, v, whole)
+	}
+	s := NewInformers(InformerOptions{Logger: logr.Discard()})
+	s.mu.Lock()
+	stores := map[Kind]cache.Store{}
+	for _, k := range []Kind{KindPod, KindVirtualMachine, KindVirtualMachineInstance, KindNetworkAttachmentDefinition, KindSubnet} {
+		c := &captured{store: cache.NewStore(cache.MetaNamespaceKeyFunc)}
+		s.watch(k, c)
+		stores[k] = c.store
+	}
+	s.mu.Unlock()
+	for _, o := range objs {
+		_ = stores[o.k].Add(o.obj)
+	}
+	return s, count
 }
 
 // annotated is p with the annotations kube-ovn writes to the i-th pod of a
@@ -107,6 +171,31 @@ func annotated(p *corev1.Pod, i int) *corev1.Pod {
 		"ovn.kubernetes.io/mac_address":    fmt.Sprintf("0a:58:0a:%02x:%02x:%02x", 16+sub, i>>8&255, i&255),
 	})
 	return p
+}
+
+// publishedBy is an annotate for storesOf that gives each plain pod of in
+// the annotations ovn-sync publishes for its port in a Build of in, as
+// the pods of a cluster it runs carry them.
+func publishedBy(in desired.Inputs) func(*corev1.Pod, int) *corev1.Pod {
+	ann := map[string]map[string]string{}
+	for _, f := range desired.Build(in, bench.Config(), state.New(0)).Published() {
+		if f.OwnerKind != state.KindPod || f.Provider == "" || len(f.Port.Addresses) == 0 {
+			continue
+		}
+		mac, ip, _ := strings.Cut(f.Port.Addresses[0], " ")
+		k := f.Provider + ".kubernetes.io/"
+		ann[f.OwnerNamespace+"/"+f.OwnerName] = map[string]string{
+			k + "allocated": "true", k + "routed": "true", k + "logical_switch": f.Port.Switch,
+			k + "cidr": f.CIDR, k + "gateway": f.Gateway, k + "ip_address": ip, k + "mac_address": mac,
+		}
+	}
+	return func(p *corev1.Pod, _ int) *corev1.Pod {
+		p = p.DeepCopy()
+		if a := ann[p.Namespace+"/"+p.Name]; a != nil {
+			p.Annotations = a
+		}
+		return p
+	}
 }
 
 // fromWire is p as a watch decodes it from protobuf.

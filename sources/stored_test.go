@@ -3,6 +3,7 @@ package sources
 import (
 	"path/filepath"
 	"reflect"
+	"slices"
 	"testing"
 	"unsafe"
 
@@ -261,5 +262,63 @@ func TestStoredPodsShareStrings(t *testing.T) {
 	if !valueShared("ovn.kubernetes.io/cidr") || valueShared("ovn.kubernetes.io/ip_address") ||
 		valueShared("tenant.ovn.kubernetes.io/mac_address.eth1") || valueShared("kubevirt.io/domain") {
 		t.Error("valueShared shares a pod's own value, or not a subnet's")
+	}
+}
+
+// A store's stored pods are listed in Inputs.StoredPods, each made into
+// its API object at the read: every read a new object, equal to the lean
+// pod stored; Pod finds each by name. A pod a store holds in its API form
+// (no transform made it stored) is in Pods, and one that could not be
+// read is Unreadable, as before.
+func TestStoredPodsListed(t *testing.T) {
+	pod := func(name string) *corev1.Pod {
+		p, _ := stripPod(&corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "tenant", UID: types.UID("uid-" + name),
+			Annotations: map[string]string{"ovn.kubernetes.io/ip_address": "10.16.0.5"}},
+			Spec: corev1.PodSpec{NodeName: "node-1"}})
+		return p.(*corev1.Pod)
+	}
+	a, b, plain := pod("a"), pod("b"), pod("plain")
+	var in desired.Inputs
+	var bad []Unreadable
+	u := &unstructured.Unstructured{}
+	u.SetNamespace("tenant")
+	u.SetName("broken")
+	broken := &unconvertible{Unstructured: u, err: "bad"}
+	listPods(&in, []any{compact(a), plain, compact(b), broken}, &bad)
+
+	if len(in.Pods) != 1 || in.Pods[0] != plain {
+		t.Errorf("Pods = %v, want the pod stored in its API form", in.Pods)
+	}
+	if len(bad) != 1 || bad[0].Name != "broken" || bad[0].Kind != KindPod {
+		t.Errorf("unreadable = %v, want tenant/broken", bad)
+	}
+	if in.StoredPods == nil || in.StoredPods.Len() != 2 || in.PodCount() != 3 {
+		t.Fatalf("StoredPods lists %v, PodCount %d; want a and b, and 3", in.StoredPods, in.PodCount())
+	}
+	var first []*corev1.Pod
+	for p := range in.StoredPods.All() {
+		first = append(first, p)
+	}
+	want := []*corev1.Pod{a, b}
+	if !reflect.DeepEqual(first, want) {
+		t.Fatalf("StoredPods.All() = %+v, want %+v", first, want)
+	}
+	for i, p := range slices.Collect(in.StoredPods.All()) {
+		if p == first[i] {
+			t.Errorf("StoredPods.All() gave %s twice as one object: a reader may keep what it reads", p.Name)
+		}
+	}
+	if got := slices.Collect(in.AllPods()); len(got) != 3 || got[0] != plain {
+		t.Errorf("AllPods() = %v, want plain, then a and b", got)
+	}
+	if got := in.StoredPods.Pod("tenant", "b"); !reflect.DeepEqual(got, b) {
+		t.Errorf("StoredPods.Pod(tenant, b) = %+v, want %+v", got, b)
+	}
+	if got := in.StoredPods.Pod("tenant", "plain"); got != nil {
+		t.Errorf("StoredPods.Pod(tenant, plain) = %v, want none", got)
+	}
+	objs := desired.ObjectsOf(in)
+	if objs.Pod("tenant", "a") == nil || objs.Pod("tenant", "plain") != plain || objs.Pod("tenant", "gone") != nil {
+		t.Error("ObjectsOf(in) does not find the pods of both fields")
 	}
 }

@@ -8,6 +8,9 @@
 //	held := liveheap.Bytes() - before
 //	runtime.KeepAlive(kept)
 //
+// Peak measures what a function holds at most while it runs, as a
+// transient (a full pass) costs it.
+//
 // A reading runs a full collection, which stops the world: call it between
 // measurements, never inside a timed loop.
 package liveheap

@@ -301,8 +301,8 @@ func (r *Runner) WaitConverged(t testing.TB) {
 			return err
 		}
 		in := r.Src.Inputs().Inputs
-		if len(in.Pods) != len(pods.Items) {
-			return fmt.Errorf("informer holds %d pods of %d", len(in.Pods), len(pods.Items))
+		if in.PodCount() != len(pods.Items) {
+			return fmt.Errorf("informer holds %d pods of %d", in.PodCount(), len(pods.Items))
 		}
 		out := reconcile.Compute(r.NB, reconcile.All(in), reconcile.Options{Config: r.Config})
 		if !out.Plan.Empty() {
