@@ -41,12 +41,16 @@ type objectRefs map[string]*corev1.ObjectReference
 
 func refKey(kind, ns, name string) string { return kind + "/" + ns + "/" + name }
 
-func indexRefs(in desired.Inputs) objectRefs {
+// indexRefs indexes the objects of in whose refKey named holds: the
+// objects new problems are about, few of the many in holds.
+func indexRefs(in desired.Inputs, named map[string]bool) objectRefs {
 	refs := objectRefs{}
 	sources.EachObject(in, func(k sources.Kind, apiVersion string, m metav1.Object) {
-		refs[refKey(string(k), m.GetNamespace(), m.GetName())] = &corev1.ObjectReference{
-			Kind: string(k), APIVersion: apiVersion, Namespace: m.GetNamespace(), Name: m.GetName(),
-			UID: m.GetUID(), ResourceVersion: m.GetResourceVersion(),
+		if key := refKey(string(k), m.GetNamespace(), m.GetName()); named[key] {
+			refs[key] = &corev1.ObjectReference{
+				Kind: string(k), APIVersion: apiVersion, Namespace: m.GetNamespace(), Name: m.GetName(),
+				UID: m.GetUID(), ResourceVersion: m.GetResourceVersion(),
+			}
 		}
 	})
 	return refs
@@ -56,16 +60,21 @@ func indexRefs(in desired.Inputs) objectRefs {
 // Problems on objects that are not in the inputs (the config) are only logged.
 func (e *Events) Report(problems []desired.Problem, in desired.Inputs) {
 	now := make(map[desired.Problem]bool, len(problems))
-	var refs objectRefs
+	var fresh []desired.Problem
+	named := map[string]bool{}
 	for _, p := range problems {
 		now[p] = true
-		if e.seen[p] {
-			continue
+		if !e.seen[p] {
+			fresh = append(fresh, p)
+			named[refKey(p.Kind, p.Namespace, p.Name)] = true
 		}
+	}
+	var refs objectRefs
+	if len(fresh) > 0 {
+		refs = indexRefs(in, named)
+	}
+	for _, p := range fresh {
 		e.log.Info("problem", "kind", p.Kind, "namespace", p.Namespace, "name", p.Name, "reason", p.Reason, "message", p.Message)
-		if refs == nil {
-			refs = indexRefs(in)
-		}
 		ref, ok := refs[refKey(p.Kind, p.Namespace, p.Name)]
 		if !ok {
 			continue

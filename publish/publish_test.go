@@ -3,6 +3,7 @@ package publish
 import (
 	"context"
 	"fmt"
+	"iter"
 	goruntime "runtime"
 	"slices"
 	"strings"
@@ -42,6 +43,45 @@ func TestProblemEventsDeduplicated(t *testing.T) {
 	if len(got) != 2 || !strings.HasPrefix(got[0], "Warning InvalidAddressRequest") {
 		t.Errorf("events = %q, want the problem twice (it went away in between), the config problem never", got)
 	}
+}
+
+// A problem on a pod run mode's stores list in their stored form
+// (Inputs.StoredPods) is an Event on that pod, as one on a pod of Pods;
+// Live names it.
+func TestProblemEventsOnStoredPods(t *testing.T) {
+	rec := record.NewFakeRecorder(10)
+	e := &Events{log: logr.Discard(), recorder: rec, seen: map[desired.Problem]bool{}}
+	in := desired.Inputs{StoredPods: podStore{{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "bad", UID: "u", ResourceVersion: "7"}}}}
+	e.Report([]desired.Problem{{Kind: "Pod", Namespace: "ns", Name: "bad", Reason: "InvalidAddressRequest", Message: "m"}}, in)
+	close(rec.Events)
+	if got := len(rec.Events); got != 1 {
+		t.Errorf("%d events, want one on the stored pod", got)
+	}
+	if live := Live(in); live["u"] != "7" {
+		t.Errorf("Live = %v, want the stored pod's version", live)
+	}
+}
+
+// podStore is a desired.PodStore over pods.
+type podStore []*corev1.Pod
+
+func (s podStore) Len() int { return len(s) }
+func (s podStore) All() iter.Seq[*corev1.Pod] {
+	return func(yield func(*corev1.Pod) bool) {
+		for _, p := range s {
+			if !yield(p.DeepCopy()) {
+				return
+			}
+		}
+	}
+}
+func (s podStore) Pod(ns, name string) *corev1.Pod {
+	for _, p := range s {
+		if p.Namespace == ns && p.Name == name {
+			return p.DeepCopy()
+		}
+	}
+	return nil
 }
 
 func TestPublisherSkipsOnlyUntilTheInformerCatchesUp(t *testing.T) {

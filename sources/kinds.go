@@ -2,6 +2,7 @@ package sources
 
 import (
 	nadv1 "github.com/k8snetworkplumbingwg/network-attachment-definition-client/pkg/apis/k8s.cni.cncf.io/v1"
+	"iter"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -74,10 +75,10 @@ type kindDef struct {
 	collect func(in *desired.Inputs, objs []any, bad *[]Unreadable)
 	// decode reads one manifest document of the kind into in.
 	decode func(raw []byte, in *desired.Inputs) error
-	// count is how many objects of the kind in holds; objects returns
+	// count is how many objects of the kind in holds; objects yields
 	// them, from the from-th on.
 	count   func(in desired.Inputs) int
-	objects func(in desired.Inputs, from int) []metav1.Object
+	objects func(in desired.Inputs, from int) iter.Seq[metav1.Object]
 }
 
 // kindDefs are the kinds, in the order Informers lists them.
@@ -114,13 +115,14 @@ func def[T any, P objectPtr[T]](k Kind, r schema.GroupVersionResource, listKind 
 		collect: func(in *desired.Inputs, objs []any, bad *[]Unreadable) { *field(in) = collect[P](k, objs, bad) },
 		decode:  func(raw []byte, in *desired.Inputs) error { return decodeInto[T, P](raw, field(in)) },
 		count:   func(in desired.Inputs) int { return len(*field(&in)) },
-		objects: func(in desired.Inputs, from int) []metav1.Object {
-			l := (*field(&in))[from:]
-			out := make([]metav1.Object, len(l))
-			for i, o := range l {
-				out[i] = any(o).(metav1.Object)
+		objects: func(in desired.Inputs, from int) iter.Seq[metav1.Object] {
+			return func(yield func(metav1.Object) bool) {
+				for _, o := range (*field(&in))[from:] {
+					if !yield(any(o).(metav1.Object)) {
+						return
+					}
+				}
 			}
-			return out
 		},
 	}
 }
@@ -143,12 +145,15 @@ func withDecode(d kindDef, decode func(raw []byte, in *desired.Inputs) error) ki
 func podDef(d kindDef) kindDef {
 	d.collect = listPods
 	d.count = func(in desired.Inputs) int { return in.PodCount() }
-	d.objects = func(in desired.Inputs, from int) []metav1.Object {
-		var out []metav1.Object
-		for p := range in.AllPods() {
-			out = append(out, p)
+	d.objects = func(in desired.Inputs, from int) iter.Seq[metav1.Object] {
+		return func(yield func(metav1.Object) bool) {
+			i := 0
+			for p := range in.AllPods() {
+				if i++; i > from && !yield(p) {
+					return
+				}
+			}
 		}
-		return out[min(from, len(out)):]
 	}
 	return d
 }
@@ -192,7 +197,7 @@ func readWhole(k Kind) bool {
 func EachObject(in desired.Inputs, f func(k Kind, apiVersion string, o metav1.Object)) {
 	for _, d := range kindDefs {
 		v := d.resource.GroupVersion().String()
-		for _, o := range d.objects(in, 0) {
+		for o := range d.objects(in, 0) {
 			f(d.kind, v, o)
 		}
 	}

@@ -159,7 +159,7 @@ func counts(in desired.Inputs) []int {
 func checkDuplicates(in desired.Inputs, from []int, file string, seen map[string]string) error {
 	var errs []error
 	for i, d := range kindDefs {
-		for _, o := range d.objects(in, from[i]) {
+		for o := range d.objects(in, from[i]) {
 			key := string(d.kind) + " " + o.GetNamespace() + "/" + o.GetName()
 			if prev, ok := seen[key]; ok {
 				errs = append(errs, fmt.Errorf("%s is defined twice: in %s and in %s", key, prev, file))
