@@ -71,11 +71,15 @@ type LoopOptions struct {
 	// full beside every incremental pass and counts where they differ
 	// (ovn_sync_incremental_mismatches_total), for tests.
 	FullPasses, VerifyIncremental bool
+	// AfterFullPass, when set, runs after every pass that built every
+	// owner (run mode returns the memory the pass used: returnMemory).
+	AfterFullPass func()
 	// DryRun makes every pass compute its plan and write nothing: no
 	// transaction, and Publish is not called. Every pass builds every
 	// owner (the engine's incremental passes rest on the NB showing their
-	// results, which a dry run never writes); a change of any port in the
-	// NB (someone else's included) asks for a pass; passes start at most
+	// results, which a dry run never writes); a change of any row of the
+	// NB that State reads (someone else's included) asks for a pass;
+	// passes start at most
 	// every Coalesce. LastOutcome serves the plan.
 	DryRun bool
 }

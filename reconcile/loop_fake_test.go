@@ -347,6 +347,35 @@ func TestLoopStartsAtOnceWhenQuiet(t *testing.T) {
 	}
 }
 
+// TestLoopAfterFullPass: AfterFullPass runs after a pass that built in
+// full (the startup pass), and not after one that rebuilt what changed.
+func TestLoopAfterFullPass(t *testing.T) {
+	var calls atomic.Int32
+	f := startFakeLoopWith(t, func(o *reconcile.LoopOptions) {
+		o.AfterFullPass = func() { calls.Add(1) }
+	}, func(pods map[string]*corev1.Pod) { addPods(pods, 0, 1) })
+	var full float64
+	looptest.WaitFor(t, 30*time.Second, "AfterFullPass after the startup pass", func() error {
+		full = f.metric("ovn_sync_builds_total", "kind", "full")
+		if n := calls.Load(); full < 1 || float64(n) != full {
+			return fmt.Errorf("%d calls after %v full builds", n, full)
+		}
+		return nil
+	})
+	// The first pod's pass has ended once the second pod's port is there:
+	// passes run one at a time.
+	f.src.set(func(pods map[string]*corev1.Pod) { addPods(pods, 1, 2) })
+	f.waitPorts(t, 2)
+	f.src.set(func(pods map[string]*corev1.Pod) { addPods(pods, 2, 3) })
+	f.waitPorts(t, 3)
+	if inc := f.metric("ovn_sync_builds_total", "kind", "incremental"); inc < 1 {
+		t.Fatalf("%v incremental builds, want the pods' passes incremental", inc)
+	}
+	if n, now := calls.Load(), f.metric("ovn_sync_builds_total", "kind", "full"); now != full || float64(n) != full {
+		t.Errorf("AfterFullPass ran %d times, after %v full builds (%v before the pods' passes)", n, now, full)
+	}
+}
+
 // TestLoopWithholdsDeletes: while a source has not synced, a pass deletes
 // nothing; once it has, the withheld delete goes through.
 func TestLoopWithholdsDeletes(t *testing.T) {

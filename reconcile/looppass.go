@@ -142,6 +142,9 @@ func (l *Loop) pass(ctx context.Context, t trigger) error {
 	if l.opts.Publish != nil && !l.opts.DryRun {
 		l.opts.Publish(ctx, out, *rd.snap)
 	}
+	if !out.Incremental && l.opts.AfterFullPass != nil {
+		l.opts.AfterFullPass()
+	}
 	return nil
 }
 

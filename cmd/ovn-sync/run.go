@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"runtime/debug"
 	"slices"
 	"strings"
 	"sync"
@@ -360,6 +361,10 @@ func wireRun(rf *runFlags, log logr.Logger) (*runWiring, error) {
 		Pass: rf.nb.options(cfg), Resync: rf.resync, Coalesce: rf.coalesce,
 		Log: log, Metrics: w.m, FullPasses: rf.fullPasses, VerifyIncremental: rf.verifyInc, DryRun: rf.dryRun,
 	}
+	if !rf.dryRun && !rf.fullPasses {
+		// Every pass of these builds in full: the runtime paces them.
+		w.opts.AfterFullPass = returnMemory()
+	}
 	if rf.publish {
 		pub := publish.NewPublisher(kube, dyn, log.WithName("publish"), w.m)
 		pub.MaxQueued = maxQueued(rf.kubeQPS, rf.resync)
@@ -371,6 +376,29 @@ func wireRun(rf *runFlags, log logr.Logger) (*runWiring, error) {
 		w.opts.Report = func(out reconcile.Outcome, snap sources.Snapshot) { ev.Report(out.Result.Problems, snap.Inputs) }
 	}
 	return w, nil
+}
+
+// returnMemory returns a function that gives the memory the heap holds
+// free back to the OS, in the background, unless it is doing so already.
+// A full pass holds for a moment what a pass that rebuilds what changed
+// never does (at 100k ports, every owner's new result beside the last);
+// the runtime would keep those pages until a collection lowers its heap
+// goal, which a quiet process reaches only at the next forced one, and a
+// full pass every --resync raises again: RSS would stay at the full pass's
+// peak. Returned after each, RSS between full passes is the live heap and
+// what passes that rebuild what changed allocate. The price is one
+// collection a full pass.
+func returnMemory() func() {
+	var busy atomic.Bool
+	return func() {
+		if !busy.CompareAndSwap(false, true) {
+			return
+		}
+		go func() {
+			defer busy.Store(false)
+			debug.FreeOSMemory()
+		}()
+	}
 }
 
 // maxQueued is the publisher's bound: the writes --kube-api-qps sends in
