@@ -258,10 +258,8 @@ func (b *base) relate(in Inputs) {
 			b.ipNamed.add(nsName{"", ip.Name}, ip.Spec.Namespace+"/"+ip.Spec.PodName)
 		}
 	}
-	for p := range in.AllPods() {
-		if p != nil && isLauncher(p) {
-			b.launchers.add(nsName{p.Namespace, p.Name}, launcherVMI(p))
-		}
+	for p := range in.launcherPods() {
+		b.launchers.add(nsName{p.Namespace, p.Name}, launcherVMI(p))
 	}
 	for _, vmi := range in.VirtualMachineInstances {
 		if vmi != nil {

@@ -55,8 +55,10 @@ type PodStore interface {
 	// Len is how many pods it lists.
 	Len() int
 	// All yields every pod, each made at the call: shared with the
-	// store, read only.
+	// store, read only. Launchers yields those All yields that are
+	// virt-launcher pods (IsLauncher), and makes no other.
 	All() iter.Seq[*corev1.Pod]
+	Launchers() iter.Seq[*corev1.Pod]
 	// Pod looks up the pod ns/name, nil when none is listed.
 	Pod(ns, name string) *corev1.Pod
 }
@@ -71,6 +73,24 @@ func (in Inputs) AllPods() iter.Seq[*corev1.Pod] {
 		}
 		if in.StoredPods != nil {
 			for p := range in.StoredPods.All() {
+				if !yield(p) {
+					return
+				}
+			}
+		}
+	}
+}
+
+// launcherPods yields in's virt-launcher pods, of Pods and of StoredPods.
+func (in Inputs) launcherPods() iter.Seq[*corev1.Pod] {
+	return func(yield func(*corev1.Pod) bool) {
+		for _, p := range in.Pods {
+			if p != nil && isLauncher(p) && !yield(p) {
+				return
+			}
+		}
+		if in.StoredPods != nil {
+			for p := range in.StoredPods.Launchers() {
 				if !yield(p) {
 					return
 				}

@@ -196,7 +196,7 @@ func (x *inputObjects) Launchers(ns, vmi string) []*corev1.Pod {
 	x.podIndex()
 	if s := x.in.StoredPods; s != nil && !x.storedLaunchers {
 		x.storedLaunchers = true
-		for p := range s.All() {
+		for p := range s.Launchers() {
 			if k, ok := launcherKey(p); ok && x.pods[nsName{p.Namespace, p.Name}] == nil {
 				x.launchers[k] = append(x.launchers[k], p)
 			}

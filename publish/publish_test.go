@@ -75,6 +75,16 @@ func (s podStore) All() iter.Seq[*corev1.Pod] {
 		}
 	}
 }
+func (s podStore) Launchers() iter.Seq[*corev1.Pod] {
+	return func(yield func(*corev1.Pod) bool) {
+		for p := range s.All() {
+			if desired.IsLauncher(p.Labels, p.OwnerReferences) && !yield(p) {
+				return
+			}
+		}
+	}
+}
+
 func (s podStore) Pod(ns, name string) *corev1.Pod {
 	for _, p := range s {
 		if p.Namespace == ns && p.Name == name {

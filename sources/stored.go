@@ -346,6 +346,16 @@ func (s *storedPods) All() iter.Seq[*corev1.Pod] {
 	}
 }
 
+func (s *storedPods) Launchers() iter.Seq[*corev1.Pod] {
+	return func(yield func(*corev1.Pod) bool) {
+		for _, p := range s.pods {
+			if desired.IsLauncher(p.labels, p.owners) && !yield(p.pod()) {
+				return
+			}
+		}
+	}
+}
+
 func (s *storedPods) Pod(ns, name string) *corev1.Pod {
 	if s.byName == nil {
 		s.byName = make(map[types.NamespacedName]*storedPod, len(s.pods))

@@ -317,8 +317,17 @@ func TestStoredPodsListed(t *testing.T) {
 	if got := in.StoredPods.Pod("tenant", "plain"); got != nil {
 		t.Errorf("StoredPods.Pod(tenant, plain) = %v, want none", got)
 	}
+	if got := slices.Collect(in.StoredPods.Launchers()); len(got) != 0 {
+		t.Errorf("StoredPods.Launchers() = %v, want none", got)
+	}
+	launcher := pod("virt-launcher-vm1-abcde")
+	launcher.Labels = map[string]string{"kubevirt.io": "virt-launcher", "vm.kubevirt.io/name": "vm1"}
+	listPods(&in, []any{compact(a), compact(launcher)}, &bad)
+	if got := slices.Collect(in.StoredPods.Launchers()); len(got) != 1 || !reflect.DeepEqual(got[0], launcher) {
+		t.Errorf("StoredPods.Launchers() = %v, want the virt-launcher pod alone", got)
+	}
 	objs := desired.ObjectsOf(in)
-	if objs.Pod("tenant", "a") == nil || objs.Pod("tenant", "plain") != plain || objs.Pod("tenant", "gone") != nil {
-		t.Error("ObjectsOf(in) does not find the pods of both fields")
+	if objs.Pod("tenant", "a") == nil || objs.Pod("tenant", "gone") != nil || len(objs.Launchers("tenant", "vm1")) != 1 {
+		t.Error("ObjectsOf(in) does not find the stored pods")
 	}
 }
