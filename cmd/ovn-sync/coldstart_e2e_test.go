@@ -40,8 +40,8 @@ const coldStartSwitchPods = 25000
 // it), and asserts the cgroup never hit its limit.
 //
 // It prints the memory the process took: its peak RSS (VmHWM), its RSS
-// once idle for OVN_SYNC_COLDSTART_IDLE (5s unless set), and how long the
-// NB took to hold every port. With OVN_SYNC_COLDSTART_BASELINE set to
+// once idle for OVN_SYNC_COLDSTART_IDLE (5s unless set) and how it went
+// meanwhile (idleRSS), and how long the NB took to hold every port. With OVN_SYNC_COLDSTART_BASELINE set to
 // another ovn-sync binary (built from an older commit, say), the same
 // start is measured with it beside, on a fresh NB, for a ratio. It asserts
 // nothing about the figures: targets live in the benchmarks, and machines
