@@ -2,7 +2,6 @@ package desired
 
 import (
 	"fmt"
-	"iter"
 	"maps"
 	"reflect"
 	"runtime"
@@ -637,43 +636,8 @@ func TestIncrementalMatchesBuild(t *testing.T) {
 // storedPods is in with the pods past a random index in a PodStore.
 func storedPods(t *rapid.T, in Inputs) Inputs {
 	n := rapid.IntRange(0, len(in.Pods)).Draw(t, "pods not stored")
-	in.Pods, in.StoredPods = in.Pods[:n], podStore(in.Pods[n:])
+	in.Pods, in.StoredPods = in.Pods[:n], PodCopies(in.Pods[n:])
 	return in
-}
-
-// podStore is a PodStore of pods, each read a copy of its own, as a
-// stored pod's API object is made at each read.
-type podStore []*corev1.Pod
-
-func (s podStore) Len() int { return len(s) }
-
-func (s podStore) All() iter.Seq[*corev1.Pod] {
-	return func(yield func(*corev1.Pod) bool) {
-		for _, p := range s {
-			if !yield(p.DeepCopy()) {
-				return
-			}
-		}
-	}
-}
-
-func (s podStore) Launchers() iter.Seq[*corev1.Pod] {
-	return func(yield func(*corev1.Pod) bool) {
-		for p := range s.All() {
-			if IsLauncher(p.Labels, p.OwnerReferences) && !yield(p) {
-				return
-			}
-		}
-	}
-}
-
-func (s podStore) Pod(ns, name string) *corev1.Pod {
-	for _, p := range s {
-		if p.Namespace == ns && p.Name == name {
-			return p.DeepCopy()
-		}
-	}
-	return nil
 }
 
 func pickPort(t *rapid.T, have state.State) *state.Port {

@@ -63,6 +63,44 @@ type PodStore interface {
 	Pod(ns, name string) *corev1.Pod
 }
 
+// PodCopies is a PodStore over pods that makes a copy of a pod at each
+// read, as a store that keeps pods in another form makes them: what tests
+// of a reader of a PodStore give it.
+func PodCopies(pods []*corev1.Pod) PodStore { return podCopies(pods) }
+
+type podCopies []*corev1.Pod
+
+func (s podCopies) Len() int { return len(s) }
+
+func (s podCopies) All() iter.Seq[*corev1.Pod] {
+	return func(yield func(*corev1.Pod) bool) {
+		for _, p := range s {
+			if !yield(p.DeepCopy()) {
+				return
+			}
+		}
+	}
+}
+
+func (s podCopies) Launchers() iter.Seq[*corev1.Pod] {
+	return func(yield func(*corev1.Pod) bool) {
+		for _, p := range s {
+			if isLauncher(p) && !yield(p.DeepCopy()) {
+				return
+			}
+		}
+	}
+}
+
+func (s podCopies) Pod(ns, name string) *corev1.Pod {
+	for _, p := range s {
+		if p.Namespace == ns && p.Name == name {
+			return p.DeepCopy()
+		}
+	}
+	return nil
+}
+
 // AllPods yields in's pods: Pods, then StoredPods'.
 func (in Inputs) AllPods() iter.Seq[*corev1.Pod] {
 	return func(yield func(*corev1.Pod) bool) {

@@ -3,7 +3,6 @@ package publish
 import (
 	"context"
 	"fmt"
-	"iter"
 	goruntime "runtime"
 	"slices"
 	"strings"
@@ -51,7 +50,7 @@ func TestProblemEventsDeduplicated(t *testing.T) {
 func TestProblemEventsOnStoredPods(t *testing.T) {
 	rec := record.NewFakeRecorder(10)
 	e := &Events{log: logr.Discard(), recorder: rec, seen: map[desired.Problem]bool{}}
-	in := desired.Inputs{StoredPods: podStore{{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "bad", UID: "u", ResourceVersion: "7"}}}}
+	in := desired.Inputs{StoredPods: desired.PodCopies([]*corev1.Pod{{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "bad", UID: "u", ResourceVersion: "7"}}})}
 	e.Report([]desired.Problem{{Kind: "Pod", Namespace: "ns", Name: "bad", Reason: "InvalidAddressRequest", Message: "m"}}, in)
 	close(rec.Events)
 	if got := len(rec.Events); got != 1 {
@@ -60,38 +59,6 @@ func TestProblemEventsOnStoredPods(t *testing.T) {
 	if live := Live(in); live["u"] != "7" {
 		t.Errorf("Live = %v, want the stored pod's version", live)
 	}
-}
-
-// podStore is a desired.PodStore over pods.
-type podStore []*corev1.Pod
-
-func (s podStore) Len() int { return len(s) }
-func (s podStore) All() iter.Seq[*corev1.Pod] {
-	return func(yield func(*corev1.Pod) bool) {
-		for _, p := range s {
-			if !yield(p.DeepCopy()) {
-				return
-			}
-		}
-	}
-}
-func (s podStore) Launchers() iter.Seq[*corev1.Pod] {
-	return func(yield func(*corev1.Pod) bool) {
-		for p := range s.All() {
-			if desired.IsLauncher(p.Labels, p.OwnerReferences) && !yield(p) {
-				return
-			}
-		}
-	}
-}
-
-func (s podStore) Pod(ns, name string) *corev1.Pod {
-	for _, p := range s {
-		if p.Namespace == ns && p.Name == name {
-			return p.DeepCopy()
-		}
-	}
-	return nil
 }
 
 func TestPublisherSkipsOnlyUntilTheInformerCatchesUp(t *testing.T) {
