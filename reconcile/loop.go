@@ -79,8 +79,7 @@ type LoopOptions struct {
 	// owner (the engine's incremental passes rest on the NB showing their
 	// results, which a dry run never writes); a change of any row of the
 	// NB that State reads (someone else's included) asks for a pass;
-	// passes start at most
-	// every Coalesce. LastOutcome serves the plan.
+	// passes start at most every Coalesce. LastOutcome serves the plan.
 	DryRun bool
 }
 

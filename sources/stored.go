@@ -328,6 +328,8 @@ func compacting(t cache.TransformFunc) cache.TransformFunc {
 // storedPods lists the pods a store held, in their stored form: a full
 // pass makes each pod's API object as Build reads it (desired.PodStore),
 // and holds about 8 bytes a pod, where the API objects would be 1.3 KB.
+// The first Pod indexes them: a listing is read by the one pass that took
+// it, and is not safe for concurrent use.
 type storedPods struct {
 	pods []*storedPod
 	// byName indexes pods, at the first lookup.
