@@ -61,6 +61,9 @@ type PodStore interface {
 	Launchers() iter.Seq[*corev1.Pod]
 	// Pod looks up the pod ns/name, nil when none is listed.
 	Pod(ns, name string) *corev1.Pod
+	// Versions yields the UID and resourceVersion of every pod All
+	// yields, and makes none.
+	Versions() iter.Seq2[string, string]
 }
 
 // PodCopies is a PodStore over pods that makes a copy of a pod at each
@@ -86,6 +89,16 @@ func (s podCopies) Launchers() iter.Seq[*corev1.Pod] {
 	return func(yield func(*corev1.Pod) bool) {
 		for _, p := range s {
 			if isLauncher(p) && !yield(p.DeepCopy()) {
+				return
+			}
+		}
+	}
+}
+
+func (s podCopies) Versions() iter.Seq2[string, string] {
+	return func(yield func(string, string) bool) {
+		for _, p := range s {
+			if !yield(string(p.UID), p.ResourceVersion) {
 				return
 			}
 		}

@@ -357,11 +357,17 @@ func setSum(set []reconcile.Annotation) uint64 {
 var sumSeed = maphash.MakeSeed()
 
 // Live returns the resourceVersion of every pod, VirtualMachine and
-// IPAMClaim in, by UID, for Publish.
+// IPAMClaim in, by UID, for Publish. It makes no stored pod (a full pass
+// at 100,000 pods would make 130 MB of them again).
 func Live(in desired.Inputs) map[types.UID]string {
 	live := make(map[types.UID]string, in.PodCount()+len(in.VirtualMachines)+len(in.IPAMClaims))
-	for p := range in.AllPods() {
+	for _, p := range in.Pods {
 		live[p.UID] = p.ResourceVersion
+	}
+	if in.StoredPods != nil {
+		for uid, rv := range in.StoredPods.Versions() {
+			live[types.UID(uid)] = rv
+		}
 	}
 	for _, vm := range in.VirtualMachines {
 		live[vm.UID] = vm.ResourceVersion

@@ -348,6 +348,16 @@ func (s *storedPods) All() iter.Seq[*corev1.Pod] {
 	}
 }
 
+func (s *storedPods) Versions() iter.Seq2[string, string] {
+	return func(yield func(string, string) bool) {
+		for _, p := range s.pods {
+			if !yield(string(p.uid), p.version) {
+				return
+			}
+		}
+	}
+}
+
 func (s *storedPods) Launchers() iter.Seq[*corev1.Pod] {
 	return func(yield func(*corev1.Pod) bool) {
 		for _, p := range s.pods {

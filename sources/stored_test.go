@@ -1,6 +1,7 @@
 package sources
 
 import (
+	"maps"
 	"path/filepath"
 	"reflect"
 	"slices"
@@ -272,7 +273,7 @@ func TestStoredPodsShareStrings(t *testing.T) {
 // read is Unreadable, as before.
 func TestStoredPodsListed(t *testing.T) {
 	pod := func(name string) *corev1.Pod {
-		p, _ := stripPod(&corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "tenant", UID: types.UID("uid-" + name),
+		p, _ := stripPod(&corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "tenant", UID: types.UID("uid-" + name), ResourceVersion: "rv-" + name,
 			Annotations: map[string]string{"ovn.kubernetes.io/ip_address": "10.16.0.5"}},
 			Spec: corev1.PodSpec{NodeName: "node-1"}})
 		return p.(*corev1.Pod)
@@ -307,6 +308,13 @@ func TestStoredPodsListed(t *testing.T) {
 		if p == first[i] {
 			t.Errorf("StoredPods.All() gave %s twice as one object: a reader may keep what it reads", p.Name)
 		}
+	}
+	versions := map[string]string{}
+	for uid, rv := range in.StoredPods.Versions() {
+		versions[uid] = rv
+	}
+	if want := (map[string]string{string(a.UID): a.ResourceVersion, string(b.UID): b.ResourceVersion}); !maps.Equal(versions, want) {
+		t.Errorf("StoredPods.Versions() = %v, want %v", versions, want)
 	}
 	if got := slices.Collect(in.AllPods()); len(got) != 3 || got[0] != plain {
 		t.Errorf("AllPods() = %v, want plain, then a and b", got)
