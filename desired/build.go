@@ -72,6 +72,8 @@ type builder struct {
 	report
 	// scope is which owners this Build rebuilds.
 	scope *scope
+	// keys shares the lists of annotation keys of the result's carriers.
+	keys KeyLists
 	// cfg is the Build's config.
 	cfg *Config
 	buf []byte

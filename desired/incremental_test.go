@@ -616,6 +616,11 @@ func TestIncrementalMatchesBuild(t *testing.T) {
 			for _, err := range invariants(have, r) {
 				t.Fatalf("step %d, after %v: %v", step, changed, err)
 			}
+			if !behindOK && !lateOK {
+				if d := carriedDiff(r, want); d != "" {
+					t.Fatalf("step %d, after %v: what publishing reads differs from a full Build's: %s", step, changed, d)
+				}
+			}
 			// The pass applied r, and the NB shows it to the next (the
 			// port view's barrier).
 			have = applied(have, r.Want)
@@ -631,6 +636,38 @@ func TestIncrementalMatchesBuild(t *testing.T) {
 	if updates == 0 {
 		t.Fatal("no event was handled incrementally")
 	}
+}
+
+// carriedDiff says how what publishing reads of the ports r has facts of
+// (for an Update, those of the owners it rebuilt) — each port's carriers,
+// in any order, and the kube-ovn annotations they carry — differs from what full, a
+// full Build's result, says of them; "" when it does not.
+func carriedDiff(r, full Result) string {
+	carried := func(f PortFacts) string {
+		var out []string
+		for _, c := range append(slices.Clone(f.Pods), func() []Carrier {
+			if f.VM != nil {
+				return []Carrier{*f.VM}
+			}
+			return nil
+		}()...) {
+			m := c.Annotations.Map()
+			maps.DeleteFunc(m, func(k, _ string) bool { return KubeOVNSuffix(k) == "" })
+			out = append(out, fmt.Sprintf("%s/%s %v %v", c.Namespace, c.Name, c.Live, m))
+		}
+		slices.Sort(out) // launchers come in no order
+		return strings.Join(out, ", ")
+	}
+	want := map[string]string{}
+	for _, f := range full.Published() {
+		want[f.Port.Name] = carried(f)
+	}
+	for _, f := range r.Published() {
+		if got := carried(f); got != want[f.Port.Name] {
+			return fmt.Sprintf("port %s: carried by %s, want %s", f.Port.Name, got, want[f.Port.Name])
+		}
+	}
+	return ""
 }
 
 // storedPods is in with the pods past a random index in a PodStore.
@@ -1173,7 +1210,7 @@ func TestEngineKeepsNoPodItRead(t *testing.T) {
 	in := Inputs{}
 	for i := range n {
 		p := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "tenant", Name: fmt.Sprintf("web-%d", i), UID: types.UID(fmt.Sprint("uid-", i)),
-			Annotations: map[string]string{"team": "a"}},
+			Annotations: map[string]string{"team": "a", "ovn.kubernetes.io/routed": "true"}},
 			Spec: corev1.PodSpec{NodeName: "node-1"}, Status: corev1.PodStatus{Phase: corev1.PodRunning}}
 		runtime.SetFinalizer(p, func(*corev1.Pod) { freed.Add(1) })
 		in.Pods = append(in.Pods, p)
@@ -1216,8 +1253,8 @@ func TestEngineKeepsNoPodItRead(t *testing.T) {
 	if pods != n || vms != n {
 		t.Errorf("the full result names %d pods and %d VMs to publish to, want %d of each", pods, vms, n)
 	}
-	if f := update.Ports(); len(f) != 1 || len(f[0].Pods) != 1 || f[0].Pods[0].Name != "web-0" || f[0].Pods[0].Annotations["team"] != "a" {
-		t.Errorf("the update's facts = %+v, want web-0's port carried by web-0 as read", f)
+	if f := update.Ports(); len(f) != 1 || len(f[0].Pods) != 1 || f[0].Pods[0].Name != "web-0" || !reflect.DeepEqual(f[0].Pods[0].Annotations.Map(), map[string]string{"ovn.kubernetes.io/routed": "true"}) {
+		t.Errorf("the update's facts = %+v, want web-0's port carried by web-0 as read, with its kube-ovn annotations", f)
 	}
 	runtime.KeepAlive(&x)
 }

@@ -55,9 +55,11 @@ type PodStore interface {
 	// Len is how many pods it lists.
 	Len() int
 	// All yields every pod, each made at the call: shared with the
-	// store, read only. Launchers yields those All yields that are
-	// virt-launcher pods (IsLauncher), and makes no other.
-	All() iter.Seq[*corev1.Pod]
+	// store, read only; and its annotations as the store holds them, equal
+	// to the pod's, which a result keeps (Carrier) where it would keep a
+	// map made for the pod alone. Launchers yields those All yields that
+	// are virt-launcher pods (IsLauncher), and makes no other.
+	All() iter.Seq2[*corev1.Pod, Annotations]
 	Launchers() iter.Seq[*corev1.Pod]
 	// Pod looks up the pod ns/name, nil when none is listed.
 	Pod(ns, name string) *corev1.Pod
@@ -75,10 +77,11 @@ type podCopies []*corev1.Pod
 
 func (s podCopies) Len() int { return len(s) }
 
-func (s podCopies) All() iter.Seq[*corev1.Pod] {
-	return func(yield func(*corev1.Pod) bool) {
+func (s podCopies) All() iter.Seq2[*corev1.Pod, Annotations] {
+	return func(yield func(*corev1.Pod, Annotations) bool) {
 		for _, p := range s {
-			if !yield(p.DeepCopy()) {
+			c := p.DeepCopy()
+			if !yield(c, (*KeyLists)(nil).Of(c.Annotations, nil)) {
 				return
 			}
 		}
@@ -117,14 +120,31 @@ func (s podCopies) Pod(ns, name string) *corev1.Pod {
 // AllPods yields in's pods: Pods, then StoredPods'.
 func (in Inputs) AllPods() iter.Seq[*corev1.Pod] {
 	return func(yield func(*corev1.Pod) bool) {
-		for _, p := range in.Pods {
+		for p := range in.annotatedPods(nil) {
 			if !yield(p) {
 				return
 			}
 		}
+	}
+}
+
+// annotatedPods is AllPods with each pod's annotations: as a PodStore
+// holds them, or those Build reads (PodAnnotationRead), made through keys,
+// for a pod of Pods (nil keys: none).
+func (in Inputs) annotatedPods(keys *KeyLists) iter.Seq2[*corev1.Pod, Annotations] {
+	return func(yield func(*corev1.Pod, Annotations) bool) {
+		for _, p := range in.Pods {
+			var ann Annotations
+			if p != nil && keys != nil {
+				ann = keys.Of(p.Annotations, PodAnnotationRead)
+			}
+			if !yield(p, ann) {
+				return
+			}
+		}
 		if in.StoredPods != nil {
-			for p := range in.StoredPods.All() {
-				if !yield(p) {
+			for p, ann := range in.StoredPods.All() {
+				if !yield(p, ann) {
 					return
 				}
 			}

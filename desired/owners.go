@@ -18,7 +18,7 @@ import (
 // a result needs of it), so pods a PodStore makes at the read are garbage
 // once read.
 func (b *builder) addPods(in Inputs) {
-	for p := range in.AllPods() {
+	for p, ann := range in.annotatedPods(&b.keys) {
 		if p == nil {
 			continue
 		}
@@ -33,7 +33,7 @@ func (b *builder) addPods(in Inputs) {
 		if !b.validNames(o, "metadata.name") {
 			continue
 		}
-		o.chassis, o.objects.pod = p.Spec.NodeName, b.carrier(podCarrier(p))
+		o.chassis, o.objects.pod = p.Spec.NodeName, b.carrier(podCarrier(p, ann))
 		if ord, ok := statefulSetOrdinal(p); ok {
 			o.ordinal = ord
 		}
@@ -63,7 +63,7 @@ func (b *builder) addVirtualMachines(in Inputs) {
 		vmiEntry := b.vmiEntry(e.vmi, e, vm.Name)
 		o.chassis, o.activationStrategy = b.chassis(e.vmi, vmiEntry)
 		o.objects.vm = &b.carrier(Carrier{Namespace: vm.Namespace, Name: vm.Name, UID: string(vm.UID), ResourceVersion: vm.ResourceVersion,
-			Annotations: vm.Annotations, Live: vm.DeletionTimestamp == nil})[0]
+			Annotations: published(vm.Annotations, &b.keys), Live: vm.DeletionTimestamp == nil})[0]
 		if vmiEntry != nil {
 			o.objects.launchers = vmiEntry.launchers
 		} else {

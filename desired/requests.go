@@ -199,17 +199,20 @@ func (b *builder) readRecords(s *portSpec) {
 		// A plain pod: its annotations are requests.
 	} else if obj.launchers.more == nil {
 		if p := obj.launchers.one; p != nil && liveLauncher(p) {
-			b.readRecord(s, &r, kindPod, p.Namespace, p.Name, p.Annotations)
+			b.readRecord(s, &r, kindPod, p.Namespace, p.Name, func(suffix string) string { return providerAnnotation(p.Annotations, s.provider, suffix) })
 		}
 	} else {
 		for _, p := range sortedLaunchers(obj.launchers) {
 			if liveLauncher(p) {
-				b.readRecord(s, &r, kindPod, p.Namespace, p.Name, p.Annotations)
+				b.readRecord(s, &r, kindPod, p.Namespace, p.Name, func(suffix string) string { return providerAnnotation(p.Annotations, s.provider, suffix) })
 			}
 		}
 	}
 	if vm := obj.vm; vm != nil {
-		b.readRecord(s, &r, kindVirtualMachine, vm.Namespace, vm.Name, vm.Annotations)
+		b.readRecord(s, &r, kindVirtualMachine, vm.Namespace, vm.Name, func(suffix string) string {
+			v, _ := vm.Annotations.Get(s.provider + suffix)
+			return v
+		})
 	}
 	if ip := b.ipObject(s.name); ip != nil {
 		b.readIPRecord(s, &r, ip)
@@ -221,12 +224,10 @@ func (b *builder) readRecords(s *portSpec) {
 }
 
 // readRecord reads one object's record of s's addresses into r, where r
-// has none yet.
-func (b *builder) readRecord(s *portSpec, r *requested, kind, ns, name string, ann map[string]string) {
-	if len(ann) == 0 {
-		return
-	}
-	if v := strings.TrimSpace(providerAnnotation(ann, s.provider, AnnIPSuffix)); v != "" && r.ipSrc == "" {
+// has none yet; ann is the object's annotation of s's provider and a
+// suffix.
+func (b *builder) readRecord(s *portSpec, r *requested, kind, ns, name string, ann func(suffix string) string) {
+	if v := strings.TrimSpace(ann(AnnIPSuffix)); v != "" && r.ipSrc == "" {
 		key := s.provider + AnnIPSuffix
 		got, why := recordIPs(s.net, strings.Split(v, ","))
 		if why != "" {
@@ -235,7 +236,7 @@ func (b *builder) readRecord(s *portSpec, r *requested, kind, ns, name string, a
 			r.ip, r.ipSrc = got, recordSource(kind, ns, name, key)
 		}
 	}
-	if v := strings.TrimSpace(providerAnnotation(ann, s.provider, AnnMACSuffix)); v != "" && r.macSrc == "" {
+	if v := strings.TrimSpace(ann(AnnMACSuffix)); v != "" && r.macSrc == "" {
 		key := s.provider + AnnMACSuffix
 		m, err := addr.ParseMAC(v)
 		if err != nil {

@@ -146,12 +146,18 @@ type PortFacts struct {
 
 // Carrier is what a result keeps of a pod or VirtualMachine that carries a
 // port's addresses in its annotations: what publishing them reads. Its
-// strings and Annotations are the object's as read: shared, read only.
+// strings are the object's as read: shared, read only.
 type Carrier struct {
 	Namespace, Name string
 	UID             string
 	ResourceVersion string
-	Annotations     map[string]string
+	// Annotations hold the object's kube-ovn annotations (KubeOVNSuffix),
+	// those publishing sets, and of a plain pod those Build reads: a pod a
+	// store keeps in a form of its own is made anew at every read, its
+	// annotations' map with it, and a result that kept the map would hold
+	// one a pod; it keeps the annotations as the store holds them
+	// (PodStore.All).
+	Annotations Annotations
 	// Node is a pod's node ("" for a VM, or a pod not scheduled yet).
 	Node string
 	// Live is set when the object can still use its addresses: not being
@@ -159,11 +165,17 @@ type Carrier struct {
 	Live bool
 }
 
-// podCarrier is what a result keeps of p.
-func podCarrier(p *corev1.Pod) Carrier {
+// podCarrier is what a result keeps of p, whose annotations are ann.
+func podCarrier(p *corev1.Pod, ann Annotations) Carrier {
 	return Carrier{Namespace: p.Namespace, Name: p.Name, UID: string(p.UID), ResourceVersion: p.ResourceVersion,
-		Annotations: p.Annotations, Node: p.Spec.NodeName,
+		Annotations: ann, Node: p.Spec.NodeName,
 		Live: live(p) && p.DeletionTimestamp == nil}
+}
+
+// published are the annotations of m, a VirtualMachine's or a
+// virt-launcher pod's, a Carrier keeps.
+func published(m map[string]string, keys *KeyLists) Annotations {
+	return keys.Of(m, func(k string) bool { return KubeOVNSuffix(k) != "" })
 }
 
 // carrier returns c in the builder's arena, as a slice of one (what
@@ -186,7 +198,7 @@ func (o *objects) carriers() []Carrier {
 	}
 	out := make([]Carrier, len(pods))
 	for i, p := range pods {
-		out[i] = podCarrier(p)
+		out[i] = podCarrier(p, published(p.Annotations, nil)) // few, and read once
 	}
 	return out
 }

@@ -455,17 +455,18 @@ func (b *builder) chooseNetwork(o *owner, c networkChoice, name string, ann map[
 // unknown (nil, true).
 func (b *builder) recordedSwitch(o *owner, c networkChoice, lsKey string) (*network, bool) {
 	obj := &o.objects
-	var anns []map[string]string
+	var recorded []string
 	for _, p := range sortedLaunchers(obj.launchers) {
 		if liveLauncher(p) {
-			anns = append(anns, p.Annotations)
+			recorded = append(recorded, p.Annotations[lsKey])
 		}
 	}
 	if obj.vm != nil {
-		anns = append(anns, obj.vm.Annotations)
+		v, _ := obj.vm.Annotations.Get(lsKey)
+		recorded = append(recorded, v)
 	}
-	for _, ann := range anns {
-		v := strings.TrimSpace(ann[lsKey])
+	for _, v := range recorded {
+		v = strings.TrimSpace(v)
 		if v == "" {
 			continue
 		}

@@ -78,7 +78,7 @@ func Publications(r desired.Result) []Publication {
 	at := map[target]int{}
 	var out []Publication
 	keys := map[string]*[numAnn]string{}
-	add := func(kind, ns, name string, uid types.UID, rv string, cur map[string]string, keys *[numAnn]string, vals *portAnnotations, routed bool) {
+	add := func(kind, ns, name string, uid types.UID, rv string, cur desired.Annotations, keys *[numAnn]string, vals *portAnnotations, routed bool) {
 		t := target{kind, ns, name}
 		i, found := at[t]
 		for a := range numAnn {
@@ -89,7 +89,7 @@ func Publications(r desired.Result) []Publication {
 			if !ok {
 				continue
 			}
-			if c, ok := cur[keys[a]]; ok && c == v {
+			if c, ok := cur.Get(keys[a]); ok && c == v {
 				continue
 			}
 			if !found {

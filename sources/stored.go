@@ -2,6 +2,7 @@ package sources
 
 import (
 	"iter"
+	"sync"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -54,7 +55,8 @@ type storedPod struct {
 	uid                      types.UID
 	created                  metav1.Time
 	deleted                  *metav1.Time
-	labels, annotations      map[string]string
+	labels                   map[string]string
+	annotations              desired.Annotations // keepRead's, in less room
 	owners                   []metav1.OwnerReference
 	node                     string
 	phase                    corev1.PodPhase
@@ -67,7 +69,7 @@ func storePod(p *corev1.Pod) storedPod {
 	m := podMeta(p.ObjectMeta)
 	s := storedPod{name: m.Name, namespace: m.Namespace, version: m.ResourceVersion, uid: m.UID,
 		created: m.CreationTimestamp, deleted: m.DeletionTimestamp,
-		labels: m.Labels, annotations: m.Annotations, owners: m.OwnerReferences,
+		labels: m.Labels, annotations: storedAnnotations(m.Annotations), owners: m.OwnerReferences,
 		node: shared(p.Spec.NodeName), phase: corev1.PodPhase(shared(string(p.Status.Phase))), hostNetwork: p.Spec.HostNetwork}
 	if p.TypeMeta != (metav1.TypeMeta{}) {
 		s.typ = &metav1.TypeMeta{Kind: p.Kind, APIVersion: p.APIVersion}
@@ -86,6 +88,20 @@ func storePod(p *corev1.Pod) storedPod {
 func shared(s string) string { return common.Get(s) }
 
 var common = intern.New(1 << 14)
+
+// keyLists holds the lists of annotation keys stored pods share; the
+// informers store pods on goroutines of their own, under keyListsMu.
+var (
+	keyListsMu sync.Mutex
+	keyLists   = desired.KeyLists{Max: 1 << 12, Key: shared}
+)
+
+// storedAnnotations is m as a stored pod keeps it.
+func storedAnnotations(m map[string]string) desired.Annotations {
+	keyListsMu.Lock()
+	defer keyListsMu.Unlock()
+	return keyLists.Of(m, nil)
+}
 
 // valueShared says whether an annotation's value is shared: a kube-ovn
 // annotation's (logical_switch, cidr, gateway, allocated, ...) but a port's
@@ -173,7 +189,7 @@ func (p *storedPod) pod() *corev1.Pod {
 func (p *storedPod) meta() *metav1.ObjectMeta {
 	return &metav1.ObjectMeta{Name: p.name, Namespace: p.namespace, ResourceVersion: p.version, UID: p.uid,
 		CreationTimestamp: p.created, DeletionTimestamp: p.deleted,
-		Labels: p.labels, Annotations: p.annotations, OwnerReferences: p.owners}
+		Labels: p.labels, Annotations: p.annotations.Map(), OwnerReferences: p.owners}
 }
 
 // GetObjectMeta returns the pod's metadata, made anew (meta.Accessor reads
@@ -338,10 +354,10 @@ type storedPods struct {
 
 func (s *storedPods) Len() int { return len(s.pods) }
 
-func (s *storedPods) All() iter.Seq[*corev1.Pod] {
-	return func(yield func(*corev1.Pod) bool) {
+func (s *storedPods) All() iter.Seq2[*corev1.Pod, desired.Annotations] {
+	return func(yield func(*corev1.Pod, desired.Annotations) bool) {
 		for _, p := range s.pods {
-			if !yield(p.pod()) {
+			if !yield(p.pod(), p.annotations) {
 				return
 			}
 		}

@@ -32,6 +32,13 @@ func TestStoredRoundTrip(t *testing.T) {
 	for i := range 300 {
 		var pod corev1.Pod
 		f.Fill(&pod)
+		switch i % 4 { // random keys are seldom those a pod keeps
+		case 0:
+			pod.Annotations = map[string]string{}
+		case 1:
+			pod.Annotations = map[string]string{"ovn.kubernetes.io/ip_address": "10.16.0.5", "kubevirt.io/domain": "vm1",
+				"blue.tenant.ovn.kubernetes.io/mac_address.eth1": "0a:58:0a:10:00:05", "k8s.v1.cni.cncf.io/networks": "[]"}
+		}
 		p, _ := stripPod(&pod)
 		var vm kubevirtv1.VirtualMachine
 		f.Fill(&vm)
@@ -230,7 +237,11 @@ func TestStoredPodsShareStrings(t *testing.T) {
 		return &s
 	}
 	a := pod("a", "10.16.0.5", "0a:58:0a:10:00:05")
+	lists := keyLists.Len()
 	b := pod("b", "10.16.0.5", "0a:58:0a:10:00:05") // same values, apart
+	if keyLists.Len() != lists {
+		t.Error("the pods keep one set of annotation keys in two lists")
+	}
 	same := func(what, x, y string) {
 		t.Helper()
 		if x != y || unsafe.StringData(x) != unsafe.StringData(y) {
@@ -252,11 +263,15 @@ func TestStoredPodsShareStrings(t *testing.T) {
 	same("owner kind", a.owners[0].Kind, b.owners[0].Kind)
 	same("owner API version", a.owners[0].APIVersion, b.owners[0].APIVersion)
 	same("label key", key(a.labels, "kubevirt.io"), key(b.labels, "kubevirt.io"))
-	for k := range a.annotations {
-		same("annotation key "+k, key(a.annotations, k), key(b.annotations, k))
+	am, bm := a.annotations.Map(), b.annotations.Map()
+	if len(am) != 6 {
+		t.Errorf("annotations kept %v, want the six written", am)
+	}
+	for k := range am {
+		same("annotation key "+k, key(am, k), key(bm, k))
 		if valueShared(k) {
-			same("annotation "+k, a.annotations[k], b.annotations[k])
-		} else if unsafe.StringData(a.annotations[k]) == unsafe.StringData(b.annotations[k]) {
+			same("annotation "+k, am[k], bm[k])
+		} else if unsafe.StringData(am[k]) == unsafe.StringData(bm[k]) {
 			t.Errorf("annotation %s: a pod's own value is shared", k)
 		}
 	}
@@ -297,17 +312,22 @@ func TestStoredPodsListed(t *testing.T) {
 		t.Fatalf("StoredPods lists %v, PodCount %d; want a and b, and 3", in.StoredPods, in.PodCount())
 	}
 	var first []*corev1.Pod
-	for p := range in.StoredPods.All() {
+	for p, ann := range in.StoredPods.All() {
 		first = append(first, p)
+		if !reflect.DeepEqual(ann.Map(), p.Annotations) || ann.Len() == 0 {
+			t.Errorf("StoredPods.All() gave %s with annotations %v, want its own %v", p.Name, ann.Map(), p.Annotations)
+		}
 	}
 	want := []*corev1.Pod{a, b}
 	if !reflect.DeepEqual(first, want) {
 		t.Fatalf("StoredPods.All() = %+v, want %+v", first, want)
 	}
-	for i, p := range slices.Collect(in.StoredPods.All()) {
+	i := 0
+	for p := range in.StoredPods.All() {
 		if p == first[i] {
 			t.Errorf("StoredPods.All() gave %s twice as one object: a reader may keep what it reads", p.Name)
 		}
+		i++
 	}
 	versions := map[string]string{}
 	for uid, rv := range in.StoredPods.Versions() {

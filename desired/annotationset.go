@@ -1,0 +1,124 @@
+package desired
+
+import (
+	"cmp"
+	"slices"
+)
+
+// Annotations are annotations held in less room than a map: a
+// map[string]string is 336 bytes however few entries it has, and an
+// object ovn-sync publishes to keeps a handful (seven kube-ovn keys on a
+// pod of the default network). They are the keys, sorted, as a list that
+// every object keeping the same keys shares (KeyLists), and the values in
+// the keys' order: 112 bytes for seven, the values' strings apart. The
+// zero Annotations stand for a nil map; an empty map that is not nil has
+// keys and no values.
+type Annotations struct {
+	keys *[]string
+	vals []string
+}
+
+// Get returns the value of key, if a holds it.
+func (a Annotations) Get(key string) (string, bool) {
+	if a.keys == nil {
+		return "", false
+	}
+	if i, ok := slices.BinarySearch(*a.keys, key); ok {
+		return a.vals[i], true
+	}
+	return "", false
+}
+
+// Len is how many annotations a holds.
+func (a Annotations) Len() int { return len(a.vals) }
+
+// Map returns the annotations as a map: a new one at each call, nil for
+// the zero Annotations.
+func (a Annotations) Map() map[string]string {
+	if a.keys == nil {
+		return nil
+	}
+	m := make(map[string]string, len(a.vals))
+	for i, k := range *a.keys {
+		m[k] = a.vals[i]
+	}
+	return m
+}
+
+// KeyLists hand out Annotations whose lists of keys are shared: the
+// objects of a cluster keep a few sets of keys (a network's annotations,
+// with or without a Multus network's). Every list is forgotten once they
+// hold Max, so that keys which are not alike cannot make them grow: a list
+// is then held again, not lost. They are not safe for concurrent use; the
+// zero KeyLists hold at most 1,024, and nil KeyLists share no list.
+type KeyLists struct {
+	// Max bounds the lists held (0: 1,024).
+	Max int
+	// Key, when set, is what a list holds of each key, an equal string: the one copy of it
+	// that every object shares, say.
+	Key func(string) string
+
+	lists map[string]*[]string // by the keys joined with NULs
+}
+
+// Of returns the annotations of m whose key keep accepts (every key when
+// keep is nil); the values are held as m holds them. A nil m, or one of
+// which no key is kept, gives the zero Annotations; an empty m that is not
+// nil, when keep is nil, gives empty ones.
+func (kl *KeyLists) Of(m map[string]string, keep func(string) bool) Annotations {
+	if m == nil {
+		return Annotations{}
+	}
+	var buf [16]string
+	keys := buf[:0]
+	for k := range m {
+		if keep == nil || keep(k) {
+			keys = append(keys, k)
+		}
+	}
+	if len(keys) == 0 && keep != nil {
+		return Annotations{}
+	}
+	slices.Sort(keys)
+	a := Annotations{keys: kl.list(keys)}
+	if len(keys) > 0 {
+		a.vals = make([]string, len(keys))
+		for i, k := range keys {
+			a.vals[i] = m[k]
+		}
+	}
+	return a
+}
+
+// list returns the shared list of keys, which are sorted: a copy of them
+// when none was handed out before, or kl is nil.
+func (kl *KeyLists) list(keys []string) *[]string {
+	if kl == nil {
+		l := slices.Clone(keys)
+		return &l
+	}
+	var buf [512]byte
+	id := buf[:0]
+	for _, k := range keys {
+		id = append(append(id, k...), 0)
+	}
+	if l, ok := kl.lists[string(id)]; ok {
+		return l
+	}
+	if kl.lists == nil || len(kl.lists) >= cmp.Or(kl.Max, 1<<10) {
+		kl.lists = map[string]*[]string{}
+	}
+	l := slices.Clone(keys)
+	if kl.Key != nil {
+		for i, k := range l {
+			l[i] = kl.Key(k)
+		}
+	}
+	kl.lists[string(id)] = &l
+	return &l
+}
+
+// Len returns how many lists kl holds.
+func (kl *KeyLists) Len() int {
+	return len(kl.lists)
+}
