@@ -57,6 +57,10 @@ type Publisher struct {
 
 	mu   sync.Mutex
 	sent map[types.UID]sentPatch
+	// sentMost is the most entries sent held since it was made: a map
+	// keeps the room it grew to, and forget makes it anew once it holds
+	// a quarter of that.
+	sentMost int
 	// queue holds what is still to be written, one job per object;
 	// passes orders it, the newest pass last.
 	queue  map[types.UID]job
@@ -177,6 +181,11 @@ func (p *Publisher) forget(live map[types.UID]string) {
 			delete(p.queue, uid)
 		}
 	}
+	if p.sentMost > 1024 && len(p.sent) < p.sentMost/4 {
+		sent := make(map[types.UID]sentPatch, len(p.sent))
+		maps.Copy(sent, p.sent)
+		p.sent, p.sentMost = sent, len(sent)
+	}
 }
 
 // compact drops from passes the UIDs no longer queued and those a newer
@@ -252,6 +261,10 @@ func (p *Publisher) take() (job, bool) {
 		p.queued--
 		if j, ok := p.queue[uid]; ok {
 			delete(p.queue, uid)
+			if len(p.queue) == 0 {
+				// The room a first start's patches took is given back.
+				p.queue, p.passes, p.queued = map[types.UID]job{}, nil, 0
+			}
 			return j, true
 		}
 	}
@@ -275,6 +288,7 @@ func (p *Publisher) work(ctx context.Context) {
 		if pp := j.patch; pp != nil {
 			// Sent, unless it fails: a pass meanwhile need not queue it again.
 			p.sent[pp.UID] = sentPatch{from: pp.ResourceVersion, sum: setSum(pp.Set)}
+			p.sentMost = max(p.sentMost, len(p.sent))
 		}
 		p.countQueued()
 		p.mu.Unlock()

@@ -286,6 +286,51 @@ func TestPublisherKeepsOnlyWhatWaits(t *testing.T) {
 	goruntime.KeepAlive(p)
 }
 
+// TestPublisherGivesBackItsRoom: once a first start's patches are written
+// and a full pass forgets what was sent, the publisher holds no room for
+// them: a map keeps the room it grew to, and a queue of one patch a pod
+// would otherwise be held for good.
+func TestPublisherGivesBackItsRoom(t *testing.T) {
+	const n = 2000                  // the fake clientset writes slower the more it holds
+	kube := kubefake.NewClientset() // which records every write: kept apart
+	for i := range n {
+		if _, err := kube.CoreV1().Pods("ns").Create(context.Background(), &corev1.Pod{ObjectMeta: metav1.ObjectMeta{
+			Namespace: "ns", Name: fmt.Sprintf("pod-%05d", i), UID: types.UID(fmt.Sprintf("uid-%05d", i))}}, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	p := NewPublisher(kube, nil, logr.Discard(), nil)
+	base := liveheap.Bytes()
+	patches := make([]reconcile.Publication, n)
+	live := map[types.UID]string{}
+	for i := range patches {
+		uid := types.UID(fmt.Sprintf("uid-%05d", i))
+		patches[i] = reconcile.Publication{Kind: reconcile.KindPod, Namespace: "ns", Name: fmt.Sprintf("pod-%05d", i),
+			UID: uid, ResourceVersion: "1", Set: []reconcile.Annotation{{Key: "ovn.kubernetes.io/ip_address", Value: fmt.Sprint(i)}}}
+		live[uid] = "2" // each pod patched: its version moved on
+	}
+	all := liveheap.Bytes() - base
+	ctx := context.Background()
+	p.Publish(ctx, patches, nil, nil) // each pod patched and remembered
+	p.idle.Wait()
+	patches = nil
+	p.Publish(ctx, nil, nil, live) // the next full pass
+	p.idle.Wait()
+	live = nil
+	if len(p.sent) != 0 || len(p.queue) != 0 {
+		t.Fatalf("%d sent and %d queued remembered, want none", len(p.sent), len(p.queue))
+	}
+	with := liveheap.Bytes()
+	goruntime.KeepAlive(p)
+	p = nil
+	held := with - liveheap.Bytes()
+	t.Logf("%d patches: %d KB; held once written and forgotten: %d KB", n, all>>10, held>>10)
+	if held > all/20 {
+		t.Errorf("the publisher holds %d KB once %d patches (%d KB) were written and forgotten; want at most a twentieth", held>>10, n, all>>10)
+	}
+	goruntime.KeepAlive(kube)
+}
+
 type recorder struct {
 	mu      sync.Mutex
 	results []string
