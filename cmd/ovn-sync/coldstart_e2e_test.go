@@ -46,7 +46,10 @@ const coldStartSwitchPods = 25000
 // start is measured with it beside, on a fresh NB, for a ratio. It asserts
 // nothing about the figures: targets live in the benchmarks, and machines
 // are noisy. With OVN_SYNC_COLDSTART_PROFILE set to a directory, the
-// process's heap profile once idle is written there (coldstart.heap). With
+// process's heap profile once idle is written there (coldstart.heap). The
+// binary under test is also collected once idle, and its live heap and
+// the heap's spans in use are printed: their difference is the memory
+// that objects kept among freed ones hold. With
 // OVN_SYNC_COLDSTART_GOGC set to a list of GOGC values ("100,50"), the
 // binary is measured once with each, the first on the NB the cluster was
 // made with. OVN_SYNC_COLDSTART_FLAGS adds flags to every run's (say
@@ -80,9 +83,13 @@ func TestRunColdStart(t *testing.T) {
 			env = e.withFreshNB(t)
 		}
 		m := measureColdStart(t, env, r.bin, r.gogc, want, idle, os.Getenv("OVN_SYNC_COLDSTART_CGROUP") != "")
-		t.Logf("cold start, %s (GOGC %s): %d ports in the NB %s after start; peak RSS %d MB, RSS idle %d MB%s (peak / idle %.2f), heap in use %d MB, released %d MB, CPU %s%s",
+		var live string
+		if m.spans > 0 {
+			live = fmt.Sprintf("; after a collection, a live heap of %d MB in %d MB of spans", m.live>>20, m.spans>>20)
+		}
+		t.Logf("cold start, %s (GOGC %s): %d ports in the NB %s after start; peak RSS %d MB, RSS idle %d MB%s (peak / idle %.2f), heap in use %d MB, released %d MB, CPU %s%s%s",
 			r.bin, cmp.Or(r.gogc, "default"), want, m.took.Round(time.Millisecond), m.peak>>20, m.idle>>20, m.idleRange, float64(m.peak)/float64(m.idle), m.heap>>20, m.released>>20,
-			m.cpu.Round(10*time.Millisecond), m.cgroup)
+			m.cpu.Round(10*time.Millisecond), live, m.cgroup)
 	}
 }
 
@@ -150,7 +157,10 @@ type coldStart struct {
 	// heap is the heap's spans in use, released what it has given back
 	// to the system, once idle (go_memstats_*).
 	heap, released uint64
-	cgroup         string // the cgroup's own account, when in one
+	// live and spans are, right after a collection, the live heap and the
+	// heap's spans in use (the binary under test only).
+	live, spans uint64
+	cgroup      string // the cgroup's own account, when in one
 	// cpu is the process's CPU time until then (user and system).
 	cpu time.Duration
 }
@@ -195,13 +205,18 @@ func measureColdStart(t *testing.T, e *runEnv, bin, gogc string, want int, idle 
 	r.cpu = time.Duration(p.metric("process_cpu_seconds_total") * float64(time.Second))
 	r.heap = uint64(p.metric("go_memstats_heap_inuse_bytes"))
 	r.released = uint64(p.metric("go_memstats_heap_released_bytes"))
-	if dir := os.Getenv("OVN_SYNC_COLDSTART_PROFILE"); dir != "" && bin == binary {
+	if bin == binary {
 		heap, err := p.get("/debug/pprof/heap?gc=1") // what is live, not what the last collection saw
 		if err != nil {
 			t.Fatal(err)
 		}
-		if err := os.WriteFile(filepath.Join(dir, "coldstart.heap"), []byte(heap), 0o644); err != nil {
-			t.Fatal(err)
+		// Right after that collection: the live heap, and the spans it
+		// takes (a span holding one live object is in use).
+		r.live, r.spans = uint64(p.metric("go_memstats_heap_alloc_bytes")), uint64(p.metric("go_memstats_heap_inuse_bytes"))
+		if dir := os.Getenv("OVN_SYNC_COLDSTART_PROFILE"); dir != "" {
+			if err := os.WriteFile(filepath.Join(dir, "coldstart.heap"), []byte(heap), 0o644); err != nil {
+				t.Fatal(err)
+			}
 		}
 	}
 	if cg != nil {
