@@ -92,3 +92,23 @@ func selectedPods(sel *touched) []nsName {
 		return cmp.Or(strings.Compare(x.ns, y.ns), strings.Compare(x.name, y.name))
 	})
 }
+
+// readLookups records each owner once for each object it looked up, what
+// an object had before kept: lookups repeat within a result (an owner
+// naming one NAD on two interfaces) and across results (an owner rebuilt).
+func TestReadLookups(t *testing.T) {
+	b := newBase(Config{})
+	nad, claim := nsName{"tenant", "blue"}, nsName{"tenant", "vm1"}
+	b.readLookups([]lookup{{kindNAD, nad, "Pod/tenant/a"}, {kindNAD, nad, "Pod/tenant/b"}, {kindNAD, nad, "Pod/tenant/a"},
+		{state.KindIPAMClaim, claim, "VirtualMachine/tenant/vm1"}})
+	b.readLookups([]lookup{{kindNAD, nad, "Pod/tenant/b"}, {kindNAD, nad, "Pod/tenant/c"}, {kindNAD, nad, "Pod/tenant/c"}})
+	if got, want := b.readers[kindNAD][nad], []string{"Pod/tenant/a", "Pod/tenant/b", "Pod/tenant/c"}; !slices.Equal(got, want) {
+		t.Errorf("readers of the NAD = %v, want %v", got, want)
+	}
+	if got, want := b.readers[state.KindIPAMClaim][claim], []string{"VirtualMachine/tenant/vm1"}; !slices.Equal(got, want) {
+		t.Errorf("readers of the claim = %v, want %v", got, want)
+	}
+	if got := b.readers[kindNAD][claim]; got != nil {
+		t.Errorf("the claim is read as a NAD by %v", got)
+	}
+}
