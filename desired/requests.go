@@ -5,6 +5,8 @@ import (
 	"net/netip"
 	"strings"
 
+	corev1 "k8s.io/api/core/v1"
+
 	kubeovnv1 "github.com/ovn-sync/ovn-sync/apis/kubeovn/v1"
 	"github.com/ovn-sync/ovn-sync/desired/addr"
 	"github.com/ovn-sync/ovn-sync/desired/netconf"
@@ -195,16 +197,19 @@ func (b *builder) holds(s *portSpec, a netip.Addr) bool {
 func (b *builder) readRecords(s *portSpec) {
 	obj := &s.o.objects
 	var r requested
+	launcher := func(p *corev1.Pod) {
+		b.readRecord(s, &r, kindPod, p.Namespace, p.Name, func(suffix string) string { return providerAnnotation(p.Annotations, s.provider, suffix) })
+	}
 	if obj.vm == nil && obj.launchers.one == nil {
 		// A plain pod: its annotations are requests.
 	} else if obj.launchers.more == nil {
 		if p := obj.launchers.one; p != nil && liveLauncher(p) {
-			b.readRecord(s, &r, kindPod, p.Namespace, p.Name, func(suffix string) string { return providerAnnotation(p.Annotations, s.provider, suffix) })
+			launcher(p)
 		}
 	} else {
 		for _, p := range sortedLaunchers(obj.launchers) {
 			if liveLauncher(p) {
-				b.readRecord(s, &r, kindPod, p.Namespace, p.Name, func(suffix string) string { return providerAnnotation(p.Annotations, s.provider, suffix) })
+				launcher(p)
 			}
 		}
 	}
