@@ -54,17 +54,19 @@ func (a Annotations) Map() map[string]string {
 type KeyLists struct {
 	// Max bounds the lists held (0: 1,024).
 	Max int
-	// Key, when set, is what a list holds of each key, an equal string: the one copy of it
-	// that every object shares, say.
-	Key func(string) string
+	// Key, when set, is what a list holds of each key, an equal string:
+	// the one copy of it that every object shares, say. Value, when set,
+	// is likewise what Annotations hold of the value of a key.
+	Key   func(string) string
+	Value func(key, value string) string
 
 	lists map[string]*[]string // by the keys joined with NULs
 }
 
 // Of returns the annotations of m whose key keep accepts (every key when
-// keep is nil); the values are held as m holds them. A nil m, or one of
-// which no key is kept, gives the zero Annotations; an empty m that is not
-// nil, when keep is nil, gives empty ones.
+// keep is nil), the values as Value holds them. A nil m, or one of which
+// no key is kept, gives the zero Annotations; an empty m that is not nil
+// gives empty ones.
 func (kl *KeyLists) Of(m map[string]string, keep func(string) bool) Annotations {
 	if m == nil {
 		return Annotations{}
@@ -76,7 +78,7 @@ func (kl *KeyLists) Of(m map[string]string, keep func(string) bool) Annotations 
 			keys = append(keys, k)
 		}
 	}
-	if len(keys) == 0 && keep != nil {
+	if len(keys) == 0 && len(m) > 0 {
 		return Annotations{}
 	}
 	slices.Sort(keys)
@@ -85,6 +87,9 @@ func (kl *KeyLists) Of(m map[string]string, keep func(string) bool) Annotations 
 		a.vals = make([]string, len(keys))
 		for i, k := range keys {
 			a.vals[i] = m[k]
+			if kl != nil && kl.Value != nil {
+				a.vals[i] = kl.Value(k, a.vals[i])
+			}
 		}
 	}
 	return a

@@ -59,6 +59,13 @@ func TestAnnotations(t *testing.T) {
 	if none := kl.Of(map[string]string{"team": "a"}, func(k string) bool { return KubeOVNSuffix(k) != "" }); none.Map() != nil {
 		t.Errorf("Of(m, keep) with no key kept = %v, want the zero Annotations", none.Map())
 	}
+	if empty := kl.Of(map[string]string{}, func(k string) bool { return KubeOVNSuffix(k) != "" }).Map(); empty == nil || len(empty) != 0 {
+		t.Errorf("Of(an empty map, keep) = %#v, want an empty map", empty)
+	}
+	upper := KeyLists{Value: func(_, v string) string { return strings.ToUpper(v) }}
+	if got := upper.Of(map[string]string{"a": "x"}, nil).Map(); got["a"] != "X" {
+		t.Errorf("Of with Value = %v, want the value Value gives", got)
+	}
 	calls := 0
 	shared := KeyLists{Key: func(k string) string { calls++; return strings.Clone(k) }}
 	shared.Of(map[string]string{"a": "1", "b": "2"}, nil)

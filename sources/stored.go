@@ -63,13 +63,14 @@ type storedPod struct {
 	hostNetwork              bool
 }
 
-// storePod is the stored form of p: its metadata as podMeta keeps it, and
-// of its spec and status the node, host networking and phase.
+// storePod is the stored form of p: its metadata as podMeta keeps it, its
+// annotations as storedAnnotations does, and of its spec and status the
+// node, host networking and phase.
 func storePod(p *corev1.Pod) storedPod {
 	m := podMeta(p.ObjectMeta)
 	s := storedPod{name: m.Name, namespace: m.Namespace, version: m.ResourceVersion, uid: m.UID,
 		created: m.CreationTimestamp, deleted: m.DeletionTimestamp,
-		labels: m.Labels, annotations: storedAnnotations(m.Annotations), owners: m.OwnerReferences,
+		labels: m.Labels, annotations: storedAnnotations(p.Annotations), owners: m.OwnerReferences,
 		node: shared(p.Spec.NodeName), phase: corev1.PodPhase(shared(string(p.Status.Phase))), hostNetwork: p.Spec.HostNetwork}
 	if p.TypeMeta != (metav1.TypeMeta{}) {
 		s.typ = &metav1.TypeMeta{Kind: p.Kind, APIVersion: p.APIVersion}
@@ -93,43 +94,44 @@ var common = intern.New(1 << 14)
 // informers store pods on goroutines of their own, under keyListsMu.
 var (
 	keyListsMu sync.Mutex
-	keyLists   = desired.KeyLists{Max: 1 << 12, Key: shared}
+	keyLists   = desired.KeyLists{Max: 1 << 12, Key: shared, Value: sharedValue}
 )
 
-// storedAnnotations is m as a stored pod keeps it.
+// storedAnnotations is what a stored pod keeps of its annotations m:
+// those Build reads (desired.PodAnnotationRead: no Multus network-status),
+// their keys and kube-ovn's values but addresses shared (sharedValue).
 func storedAnnotations(m map[string]string) desired.Annotations {
 	keyListsMu.Lock()
 	defer keyListsMu.Unlock()
-	return keyLists.Of(m, nil)
+	return keyLists.Of(m, desired.PodAnnotationRead)
 }
 
-// valueShared says whether an annotation's value is shared: a kube-ovn
-// annotation's (logical_switch, cidr, gateway, allocated, ...) but a port's
-// IP and MAC addresses (ip_address and mac_address, of any provider and
-// interface), which are the pod's own, as Multus' and KubeVirt's are.
-func valueShared(key string) bool {
-	suffix := desired.KubeOVNSuffix(key)
-	return suffix != "" && suffix != desired.AnnIPSuffix && suffix != desired.AnnMACSuffix
+// sharedValue is an annotation's value, shared when it is a kube-ovn
+// annotation's (logical_switch, cidr, gateway, allocated, ...) but a
+// port's IP and MAC addresses (ip_address and mac_address, of any provider
+// and interface), which are the pod's own, as Multus' and KubeVirt's are.
+func sharedValue(key, v string) string {
+	if suffix := desired.KubeOVNSuffix(key); suffix != "" && suffix != desired.AnnIPSuffix && suffix != desired.AnnMACSuffix {
+		return shared(v)
+	}
+	return v
 }
-
-// never is a valueShared that shares no value.
-func never(string) bool { return false }
 
 // podMeta is leanMeta of a pod's metadata without what Build never reads of
 // a pod and a real one carries plenty of: labels but KubeVirt's
-// (desired.PodLabelRead), annotations but those Build reads
-// (desired.PodAnnotationRead: no Multus network-status), owner references
-// but a VMI's and a StatefulSet's (desired.PodOwnerRead), generateName and
-// finalizers. A Deployment's pod carries hundreds of bytes of these, and
-// an edit of one is then no change (sameRead). What it keeps shares the
-// strings pods hold alike (shared): the namespace, the keys, kube-ovn's
-// annotation values but addresses, an owner's API version and kind.
+// (desired.PodLabelRead), owner references but a VMI's and a
+// StatefulSet's (desired.PodOwnerRead), generateName and finalizers; and
+// without its annotations, which storedAnnotations keeps. A Deployment's
+// pod carries hundreds of bytes of these, and an edit of one is then no
+// change (sameRead). What it keeps shares the strings pods hold alike
+// (shared): the namespace, the label keys, an owner's API version and
+// kind.
 func podMeta(m metav1.ObjectMeta) metav1.ObjectMeta {
+	m.Annotations = nil // before leanMeta, which would copy them
 	m = leanMeta(m)
 	m.GenerateName, m.Finalizers = "", nil
 	m.Namespace = shared(m.Namespace)
-	m.Labels = keepRead(m.Labels, desired.PodLabelRead, never)
-	m.Annotations = keepRead(m.Annotations, desired.PodAnnotationRead, valueShared)
+	m.Labels = keepRead(m.Labels, desired.PodLabelRead)
 	if len(m.OwnerReferences) > 0 {
 		var kept []metav1.OwnerReference
 		for _, r := range m.OwnerReferences {
@@ -144,9 +146,9 @@ func podMeta(m metav1.ObjectMeta) metav1.ObjectMeta {
 }
 
 // keepRead returns the entries of m whose key read accepts, in a map of
-// their own whose keys are shared, as are the values of the keys value
-// accepts: m itself when it is empty, nil when none is kept.
-func keepRead(m map[string]string, read, value func(key string) bool) map[string]string {
+// their own whose keys are shared: m itself when it is empty, nil when
+// none is kept.
+func keepRead(m map[string]string, read func(key string) bool) map[string]string {
 	if len(m) == 0 {
 		return m
 	}
@@ -163,11 +165,7 @@ func keepRead(m map[string]string, read, value func(key string) bool) map[string
 	}
 	kept := make(map[string]string, len(keys))
 	for _, k := range keys {
-		v := m[k]
-		if value(k) {
-			v = shared(v)
-		}
-		kept[shared(k)] = v
+		kept[shared(k)] = m[k]
 	}
 	return kept
 }
