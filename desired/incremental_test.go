@@ -640,17 +640,16 @@ func TestIncrementalMatchesBuild(t *testing.T) {
 
 // carriedDiff says how what publishing reads of the ports r has facts of
 // (for an Update, those of the owners it rebuilt) — each port's carriers,
-// in any order, and the kube-ovn annotations they carry — differs from what full, a
-// full Build's result, says of them; "" when it does not.
+// in any order, and the kube-ovn annotations they carry — differs from
+// what full, a full Build's result, says of them; "" when it does not.
 func carriedDiff(r, full Result) string {
 	carried := func(f PortFacts) string {
+		carriers := slices.Clone(f.Pods)
+		if f.VM != nil {
+			carriers = append(carriers, *f.VM)
+		}
 		var out []string
-		for _, c := range append(slices.Clone(f.Pods), func() []Carrier {
-			if f.VM != nil {
-				return []Carrier{*f.VM}
-			}
-			return nil
-		}()...) {
+		for _, c := range carriers {
 			m := c.Annotations.Map()
 			maps.DeleteFunc(m, func(k, _ string) bool { return KubeOVNSuffix(k) == "" })
 			out = append(out, fmt.Sprintf("%s/%s %v %v", c.Namespace, c.Name, c.Live, m))

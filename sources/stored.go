@@ -56,7 +56,7 @@ type storedPod struct {
 	created                  metav1.Time
 	deleted                  *metav1.Time
 	labels                   map[string]string
-	annotations              desired.Annotations // keepRead's, in less room
+	annotations              desired.Annotations // storedAnnotations
 	owners                   []metav1.OwnerReference
 	node                     string
 	phase                    corev1.PodPhase
