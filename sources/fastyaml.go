@@ -38,7 +38,14 @@ func simpleYAML(doc []byte) (out []byte, tm *metav1.TypeMeta, ok bool) {
 // parseSimpleYAML parses one document of simpleYAML's plain subset into its
 // tree: nil for an empty document; ok is false outside the subset.
 func parseSimpleYAML(doc []byte) (v *yamlValue, ok bool) {
-	p := yamlLines{}
+	var p yamlLines
+	return p.parse(doc)
+}
+
+// parse is parseSimpleYAML reusing p's room: the tree it returns is good
+// until p parses again.
+func (p *yamlLines) parse(doc []byte) (v *yamlValue, ok bool) {
+	p.i, p.keptKeys, p.keptItems = 0, p.keptKeys[:0], p.keptItems[:0]
 	if !p.split(doc) {
 		return nil, false
 	}
@@ -103,6 +110,25 @@ type yamlLines struct {
 	// of its own, of the size it needs.
 	keys  []yamlEntry
 	items []yamlValue
+	// keptKeys and keptItems are where those copies are made: one block
+	// of room that the next document parsed reuses, instead of an
+	// allocation for each mapping and sequence.
+	keptKeys  []yamlEntry
+	keptItems []yamlValue
+}
+
+// keep copies s into the room left in *kept, making new room when too
+// little is left, and returns the copy.
+func keep[T any](kept *[]T, s []T) []T {
+	if len(s) == 0 {
+		return nil
+	}
+	if cap(*kept)-len(*kept) < len(s) {
+		*kept = make([]T, 0, max(2*cap(*kept), len(s), 64))
+	}
+	n := len(*kept)
+	*kept = append(*kept, s...)
+	return (*kept)[n:len(*kept):len(*kept)]
 }
 
 // split keeps the lines that hold something, dropping blank lines and
@@ -116,7 +142,7 @@ func (p *yamlLines) split(doc []byte) bool {
 		}
 	}
 	s := string(doc)
-	p.lines = make([]yamlLine, 0, strings.Count(s, "\n")+1)
+	p.lines = p.lines[:0]
 	for len(s) > 0 {
 		line, rest, _ := strings.Cut(s, "\n")
 		s = rest
@@ -239,7 +265,7 @@ func (p *yamlLines) sequence(indent int) (yamlValue, bool) {
 		}
 		p.items = append(p.items, item)
 	}
-	v.items = slices.Clone(p.items[base:])
+	v.items = keep(&p.keptItems, p.items[base:])
 	return v, true
 }
 
@@ -290,7 +316,7 @@ func (p *yamlLines) mapping(indent int) (yamlValue, bool) {
 		}
 		p.keys = append(p.keys, yamlEntry{key: key, val: val})
 	}
-	v.keys = slices.Clone(p.keys[base:])
+	v.keys = keep(&p.keptKeys, p.keys[base:])
 	// encoding/json writes a map's keys sorted; a key given twice is left
 	// to the general way.
 	slices.SortFunc(v.keys, func(a, b yamlEntry) int { return strings.Compare(a.key, b.key) })

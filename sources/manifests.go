@@ -280,9 +280,10 @@ func decodeYAML(file string, data []byte, in *desired.Inputs, workers int) ([]No
 	decodeChunk := func(c int) {
 		first := c * chunkDocs
 		r := &chunks[c]
+		var p yamlLines
 		for j, doc := range docs[first:min(first+chunkDocs, len(docs))] {
 			i := first + j
-			raw, tm, ok, done := decodePlainYAML(doc, &r.in)
+			raw, tm, ok, done := decodePlainYAML(&p, doc, &r.in)
 			if done {
 				continue
 			}
@@ -351,8 +352,8 @@ func decodeYAML(file string, data []byte, in *desired.Inputs, workers int) ([]No
 // subset): a Pod that leanPod reads (most of what kubectl prints) straight
 // into in (done), anything else into the JSON simpleYAML gives (ok). When
 // neither, the document must go the general way.
-func decodePlainYAML(doc []byte, in *desired.Inputs) (raw []byte, tm *metav1.TypeMeta, ok, done bool) {
-	v, ok := parseSimpleYAML(doc)
+func decodePlainYAML(p *yamlLines, doc []byte, in *desired.Inputs) (raw []byte, tm *metav1.TypeMeta, ok, done bool) {
+	v, ok := p.parse(doc)
 	switch {
 	case !ok:
 		return nil, nil, false, false
@@ -372,6 +373,55 @@ func decodePlainYAML(doc []byte, in *desired.Inputs) (raw []byte, tm *metav1.Typ
 // does. When the reader fails, docs are the documents before the one it
 // failed on.
 func splitYAML(data []byte) (docs [][]byte, err error) {
+	if docs, ok := splitPlainYAML(data); ok {
+		return docs, nil
+	}
+	return readYAMLDocs(data)
+}
+
+// splitPlainYAML splits data into the documents kubectl's reader
+// (readYAMLDocs) gives, as slices of data rather than copies, when data
+// holds no carriage return (the reader reads "\r\n" as "\n") and no
+// separator line the reader refuses; ok is false otherwise. The reader
+// reads line by line: a line starting "---" (then only spaces or a
+// comment) ends a document that holds something and is dropped, and
+// otherwise begins the next; a last line without a newline gets one.
+func splitPlainYAML(data []byte) (docs [][]byte, ok bool) {
+	if bytes.IndexByte(data, '\r') >= 0 {
+		return nil, false
+	}
+	start := 0
+	for pos := 0; pos < len(data); {
+		end := len(data)
+		if n := bytes.IndexByte(data[pos:], '\n'); n >= 0 {
+			end = pos + n + 1
+		}
+		if line := data[pos:end]; bytes.HasPrefix(line, []byte(yamlSeparator)) {
+			rest := bytes.TrimSpace(line[len(yamlSeparator):])
+			if len(rest) > 0 && rest[0] != '#' {
+				return nil, false
+			}
+			if pos > start {
+				docs = append(docs, data[start:pos:pos])
+				start = end
+			}
+		}
+		pos = end
+	}
+	if last := data[start:len(data):len(data)]; len(last) > 0 {
+		if last[len(last)-1] != '\n' {
+			last = append(last, '\n')
+		}
+		docs = append(docs, last)
+	}
+	return docs, true
+}
+
+// yamlSeparator begins the line that separates two YAML documents.
+const yamlSeparator = "---"
+
+// readYAMLDocs splits a YAML stream with kubectl's reader.
+func readYAMLDocs(data []byte) (docs [][]byte, err error) {
 	r := utilyaml.NewYAMLReader(bufio.NewReader(bytes.NewReader(data)))
 	for {
 		doc, err := r.Read()

@@ -126,9 +126,10 @@ func BenchmarkPodFromYAML(b *testing.B) {
 	b.Run("lean", func(b *testing.B) {
 		b.SetBytes(int64(len(doc)))
 		b.ReportAllocs()
+		var p yamlLines
 		for b.Loop() {
 			var in desired.Inputs
-			if _, _, _, done := decodePlainYAML(doc, &in); !done || len(in.Pods) != 1 {
+			if _, _, _, done := decodePlainYAML(&p, doc, &in); !done || len(in.Pods) != 1 {
 				b.Fatalf("decodePlainYAML: done %v, %d pods", done, len(in.Pods))
 			}
 		}
