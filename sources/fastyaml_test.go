@@ -108,6 +108,24 @@ var simpleCases = []string{
 	"apiVersion: v1\nkind: Pod\nmetadata:\n  name: p\n  labels: 5\n",
 	"apiVersion: v1\nkind: Pod\nmetadata:\n  name: p\n  Namespace: x\n",
 	"apiVersion: v1\nkind: Pod\nmetadata: []\n",
+	// Every field of the metadata read straight, and their edges.
+	"apiVersion: v1\nkind: Pod\nmetadata:\n  name: p\n  namespace: null\n  generateName: p-\n  selfLink: /x\n  uid: u1\n  resourceVersion: \"5\"\n" +
+		"  generation: 3\n  creationTimestamp: \"2026-11-01T00:00:00Z\"\n  deletionTimestamp: \"2026-11-01T00:00:30+02:00\"\n" +
+		"  deletionGracePeriodSeconds: 30\n  finalizers:\n  - a/b\n  labels: {}\n  annotations:\n    a: \"1\"\n" +
+		"    kubectl.kubernetes.io/last-applied-configuration: x\n  ownerReferences:\n  - apiVersion: apps/v1\n    kind: ReplicaSet\n" +
+		"    name: r\n    uid: u0\n    controller: null\n    blockOwnerDeletion: false\n    extra: 1\n  - {}\nspec: {}\nstatus: {}\n",
+	"apiVersion: v1\nkind: Pod\nmetadata:\n  name: p\n  deletionTimestamp: null\n  deletionGracePeriodSeconds: null\n  labels: null\n  finalizers: []\n  ownerReferences: []\n  other: 1\n",
+	"apiVersion: v1\nkind: Pod\nmetadata:\n  name: p\n  generation: \"3\"\n",
+	"apiVersion: v1\nkind: Pod\nmetadata:\n  name: p\n  creationTimestamp: \"yesterday\"\n",
+	"apiVersion: v1\nkind: Pod\nmetadata:\n  name: p\n  labels:\n    a: 1\n",
+	"apiVersion: v1\nkind: Pod\nmetadata:\n  name: p\n  labels:\n    a: null\n",
+	"apiVersion: v1\nkind: Pod\nmetadata:\n  name: p\n  finalizers:\n  - null\n",
+	"apiVersion: v1\nkind: Pod\nmetadata:\n  name: p\n  ownerReferences:\n  - Name: r\n",
+	"apiVersion: v1\nkind: Pod\nmetadata:\n  name: p\n  ownerReferences:\n  - controller: \"true\"\n",
+	"apiVersion: v1\nkind: Pod\nmetadata:\n  name: p\n  ownerReferences:\n  - null\n",
+	"apiVersion: v1\nkind: Pod\nmetadata:\n  name: p\n  managedFields: []\n",
+	"apiVersion: v1\nkind: Pod\nmetadata:\n  name: p\n  UID: u\n",
+	"apiVersion: v1\nkind: Pod\nmetadata:\n  name: p\n  deletionTimestamp: 5\n",
 	"apiVersion: v1\nkind: Pod\nMetadata:\n  name: p\n",
 	"apiVersion: v1\nkind: Pod\nmetadata:\n  name: p\nstatus:\n  phase: [Running]\n",
 	"apiVersion: v1\nkind: Pod\nmetadata:\n  name: p\n  annotations:\n    kubectl.kubernetes.io/last-applied-configuration: x\n    a: b\n",
