@@ -473,8 +473,11 @@ func plainString(text string) bool {
 		if strings.Contains(text, ":") || looksLikeDate(text) {
 			return false
 		}
-		if strings.IndexFunc(text, notInNumber) >= 0 {
-			return true // 100m, 128Mi: strconv refuses them all as syntax
+		if strings.IndexFunc(text, notInNumber) >= 0 || strings.Count(text, ".") > 1 {
+			// 100m, 128Mi, 10.16.0.5: strconv refuses them all as
+			// syntax (no number has two points), and refusing costs
+			// three errors made.
+			return true
 		}
 		s := strings.ReplaceAll(text, "_", "")
 		if _, err := strconv.ParseInt(s, 0, 64); err == nil {

@@ -130,7 +130,8 @@ var simpleCases = []string{
 	"apiVersion: v1\nkind: Pod\nmetadata:\n  name: p\nstatus:\n  phase: [Running]\n",
 	"apiVersion: v1\nkind: Pod\nmetadata:\n  name: p\n  annotations:\n    kubectl.kubernetes.io/last-applied-configuration: x\n    a: b\n",
 	"apiVersion: v1\nkind: Pod\nmetadata:\n  name: \"\"\n",
-	"a: 123456789012345678\nb: 1234567890123456789\nc: 99999999999999999999\n", "a: \"\"\nb: ''\n", "a: ' x '\n", "a: x \n", "-\n", "- \n", "---\n", "...\n", "%YAML 1.1\n",
+	"a: 123456789012345678\nb: 1234567890123456789\nc: 99999999999999999999\n",
+	"a: 10.16.0.5\nb: 1.2\nc: 1..2\nd: .5.\ne: 0x1.8p1\nf: 1.2e3.4\ng: 1_0.5\nh: +.5\ni: 0x1.p1\n", "a: \"\"\nb: ''\n", "a: ' x '\n", "a: x \n", "-\n", "- \n", "---\n", "...\n", "%YAML 1.1\n",
 }
 
 func TestSimpleYAMLMatchesGeneral(t *testing.T) {
