@@ -129,6 +129,12 @@ func (p Plan) Costs() Costs {
 	return cs
 }
 
+// JSONMembers are the members of cs's JSON in their order, for a writer
+// of a larger document (Plan.JSONMembers says why).
+func (cs Costs) JSONMembers() []JSONMember {
+	return []JSONMember{JSONList("named", cs.Named), {Key: "bookkeeping", Value: cs.Bookkeeping}}
+}
+
 // String renders cs for the text of a plan: each named difference on a line
 // of its own, then the count of bookkeeping only; "" when there is
 // nothing to say.

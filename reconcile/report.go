@@ -1,6 +1,8 @@
 package reconcile
 
 import (
+	"bufio"
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -58,23 +60,18 @@ func (out Outcome) writeFullSwitches(w io.Writer) {
 	}
 }
 
-// report is the -o json document of plan and apply: lists are never null,
-// and every entry that names a Kubernetes object — a change, a notice of
-// the plan, a problem, a notice of Build — names it under "owner" as
-// "Kind/namespace/name", with snake_case keys throughout.
-type report struct {
-	Plan any `json:"plan"` // diff.Plan's JSONValue
-	// Costs are the plan's changes by what they cost a guest.
-	Costs    diff.Costs        `json:"costs"`
-	Problems []desired.Problem `json:"problems"`
-	Notices  []desired.Problem `json:"notices"`
-	Applied  *apply.Result     `json:"applied,omitempty"`
-	// Switches counts the ports on each switch that holds ports once the
-	// plan is applied (desired.Result.SwitchPorts), beside the most OVN
-	// binds on one.
-	Switches        map[string]int `json:"switch_ports"`
-	SwitchPortLimit int            `json:"switch_port_limit"`
-}
+// The -o json document of plan and apply, written by writeJSON, holds:
+//   - "plan": the plan (diff.Plan's JSON);
+//   - "costs": the plan's changes by what they cost a guest (diff.Costs);
+//   - "problems" and "notices": Build's;
+//   - "applied" (apply only): what was sent (apply.Result);
+//   - "switch_ports": the ports on each switch that holds ports once the
+//     plan is applied (desired.Result.SwitchPorts), beside
+//     "switch_port_limit", the most OVN binds on one.
+//
+// Lists are never null, and every entry that names a Kubernetes object —
+// a change, a notice of the plan, a problem, a notice of Build — names it
+// under "owner" as "Kind/namespace/name", with snake_case keys throughout.
 
 // WriteJSON writes the outcome of a plan as one JSON document: the plan,
 // the problems and notices.
@@ -91,18 +88,100 @@ func (out Outcome) WriteAppliedJSON(w io.Writer) error {
 }
 
 func (out Outcome) writeJSON(w io.Writer, applied *apply.Result) error {
-	r := report{Plan: out.Plan.JSONValue(), Costs: out.Plan.Costs(), Problems: out.Result.Problems, Notices: out.Result.Notices,
-		Switches: out.Result.SwitchPorts, SwitchPortLimit: desired.MaxSwitchPorts, Applied: applied}
-	if r.Switches == nil {
-		r.Switches = map[string]int{}
+	problems, notices, switches := out.Result.Problems, out.Result.Notices, out.Result.SwitchPorts
+	if switches == nil {
+		switches = map[string]int{}
 	}
-	if r.Problems == nil {
-		r.Problems = []desired.Problem{}
+	doc := []diff.JSONMember{
+		{Key: "plan", Object: out.Plan.JSONMembers()},
+		{Key: "costs", Object: out.Plan.Costs().JSONMembers()},
+		diff.JSONList("problems", problems),
+		diff.JSONList("notices", notices),
 	}
-	if r.Notices == nil {
-		r.Notices = []desired.Problem{}
+	if applied != nil {
+		doc = append(doc, diff.JSONMember{Key: "applied", Value: applied})
 	}
-	enc := json.NewEncoder(w)
-	enc.SetIndent("", "  ")
-	return enc.Encode(r)
+	doc = append(doc, diff.JSONMember{Key: "switch_ports", Value: switches},
+		diff.JSONMember{Key: "switch_port_limit", Value: desired.MaxSwitchPorts})
+	iw := indentWriter{w: bufio.NewWriterSize(w, 64<<10)}
+	iw.object("", doc)
+	iw.write([]byte("\n"))
+	if iw.err != nil {
+		return iw.err
+	}
+	return iw.w.Flush()
+}
+
+// indentWriter writes JSON as json.Encoder does with SetIndent("", "  "),
+// a member or element at a time.
+type indentWriter struct {
+	w   *bufio.Writer
+	err error
+	// encs encode a value into buf, one for each prefix: an Encoder
+	// reuses its room from one value to the next, where MarshalIndent
+	// allocates twice a value.
+	encs map[string]*json.Encoder
+	buf  bytes.Buffer
+}
+
+func (iw *indentWriter) write(b []byte) {
+	if iw.err == nil {
+		_, iw.err = iw.w.Write(b)
+	}
+}
+
+// value writes v as MarshalIndent does, its lines after the first
+// starting with prefix.
+func (iw *indentWriter) value(prefix string, v any) {
+	enc := iw.encs[prefix]
+	if enc == nil {
+		enc = json.NewEncoder(&iw.buf)
+		enc.SetIndent(prefix, jsonIndent)
+		if iw.encs == nil {
+			iw.encs = map[string]*json.Encoder{}
+		}
+		iw.encs[prefix] = enc
+	}
+	iw.buf.Reset()
+	if err := enc.Encode(v); err != nil && iw.err == nil {
+		iw.err = err
+	}
+	iw.write(bytes.TrimSuffix(iw.buf.Bytes(), []byte("\n"))) // Encode ends a value with a newline
+}
+
+const jsonIndent = "  "
+
+// object writes an object of members whose closing brace is at prefix.
+func (iw *indentWriter) object(prefix string, members []diff.JSONMember) {
+	inner := prefix + jsonIndent
+	iw.items(prefix, '{', '}', len(members), func(i int) {
+		m := &members[i]
+		iw.value(inner, m.Key)
+		iw.write([]byte(": "))
+		switch {
+		case m.Elem != nil:
+			iw.items(inner, '[', ']', m.Len, func(j int) { iw.value(inner+jsonIndent, m.Elem(j)) })
+		case m.Object != nil:
+			iw.object(inner, m.Object)
+		default:
+			iw.value(inner, m.Value)
+		}
+	})
+}
+
+// items writes n items between open and end, each on a line of its own
+// indented beyond prefix (end at prefix), or open and end alone for none.
+func (iw *indentWriter) items(prefix string, open, end byte, n int, item func(i int)) {
+	iw.write([]byte{open})
+	for i := range n {
+		if i > 0 {
+			iw.write([]byte{','})
+		}
+		iw.write([]byte("\n" + prefix + jsonIndent))
+		item(i)
+	}
+	if n > 0 {
+		iw.write([]byte("\n" + prefix))
+	}
+	iw.write([]byte{end})
 }

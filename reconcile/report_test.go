@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/ovn-sync/ovn-sync/apply"
 	"github.com/ovn-sync/ovn-sync/bench"
 	"github.com/ovn-sync/ovn-sync/desired"
 	"github.com/ovn-sync/ovn-sync/diff"
@@ -79,6 +80,84 @@ spec: {nodeName: node-1, containers: [{name: c, image: busybox}]}
 	}
 	if strings.Contains(b.String(), "null") {
 		t.Errorf("WriteJSON of an empty apply has null\n%s", b.String())
+	}
+}
+
+// The document is written a member and a change at a time, byte for byte
+// as encoding/json's indenting Encoder writes it whole: changes of each
+// action and kind, notices, problems, what was applied, and text
+// encoding/json escapes.
+func TestWriteJSONAsEncoder(t *testing.T) {
+	in := manifests(t, `apiVersion: v1
+kind: Pod
+metadata: {name: bad, namespace: default, annotations: {ovn.kubernetes.io/ip_address: "999.1.1.1"}}
+spec: {nodeName: node-1, containers: [{name: c, image: busybox}]}
+---
+apiVersion: v1
+kind: Pod
+metadata: {name: web, namespace: default}
+spec: {nodeName: node-1, containers: [{name: c, image: busybox}]}
+`)
+	out := Compute(embeddedNB(t), All(in), Options{Config: config(t)})
+	before := &state.Port{Name: "old<&>", UUID: "u1", Switch: "sw", Addresses: []string{"0a:58:0a:10:00:09 10.16.0.9"}}
+	after := &state.Port{Name: "old<&>", Switch: "sw", Addresses: []string{"0a:58:0a:10:00:0a 10.16.0.10"}}
+	out.Plan.Changes = append(out.Plan.Changes,
+		diff.Change{Action: diff.Update, Kind: diff.KindPort, Name: after.Name, Owner: "Pod/a/\u2028", Reason: "r", Fields: 1, Before: before, After: after},
+		diff.Change{Action: diff.Delete, Kind: diff.KindPort, Name: before.Name, Reason: "gone", Before: before},
+		diff.Change{Action: diff.Delete, Kind: diff.KindSwitch, Name: "sw", SwitchBefore: &state.Switch{Name: "sw", UUID: "s1"}})
+	out.Plan.Notices = []diff.Notice{{Kind: diff.KindPort, Name: "p", Owner: "Pod/a/p", Reason: "kept"}}
+	out.Plan.Withheld = 2
+	out.Applied = apply.Result{Created: 1, Ops: 3, Txns: []apply.Txn{{Ops: 3, Attempts: 1, Latency: 5}}, Refused: []string{"sw"}}
+	for name, o := range map[string]Outcome{"a plan": out, "nothing": {}} {
+		for _, applied := range []bool{false, true} {
+			var got, want bytes.Buffer
+			if applied {
+				if err := o.WriteAppliedJSON(&got); err != nil {
+					t.Fatal(err)
+				}
+			} else if err := o.WriteJSON(&got); err != nil {
+				t.Fatal(err)
+			}
+			encodeWhole(t, &want, o, applied)
+			if got.String() != want.String() {
+				t.Errorf("%s, applied %v: written\n%s\nencoding/json writes\n%s", name, applied, got.String(), want.String())
+			}
+		}
+	}
+}
+
+// encodeWhole writes out's document with encoding/json, whole.
+func encodeWhole(t *testing.T, w *bytes.Buffer, out Outcome, applied bool) {
+	t.Helper()
+	r := struct {
+		Plan     diff.Plan         `json:"plan"`
+		Costs    diff.Costs        `json:"costs"`
+		Problems []desired.Problem `json:"problems"`
+		Notices  []desired.Problem `json:"notices"`
+		Applied  *apply.Result     `json:"applied,omitempty"`
+		Switches map[string]int    `json:"switch_ports"`
+		Limit    int               `json:"switch_port_limit"`
+	}{Plan: out.Plan, Costs: out.Plan.Costs(), Problems: out.Result.Problems, Notices: out.Result.Notices,
+		Switches: out.Result.SwitchPorts, Limit: desired.MaxSwitchPorts}
+	if applied {
+		r.Applied = &out.Applied
+		if r.Applied.Txns == nil {
+			r.Applied.Txns = []apply.Txn{}
+		}
+	}
+	if r.Switches == nil {
+		r.Switches = map[string]int{}
+	}
+	if r.Problems == nil {
+		r.Problems = []desired.Problem{}
+	}
+	if r.Notices == nil {
+		r.Notices = []desired.Problem{}
+	}
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	if err := enc.Encode(r); err != nil {
+		t.Fatal(err)
 	}
 }
 
