@@ -102,6 +102,8 @@ type yamlLine struct {
 }
 
 type yamlLines struct {
+	// text is the document parsed: every string of the tree is part of it.
+	text  string
 	lines []yamlLine
 	i     int
 	// keys and items are stacks the mapping and sequence being parsed
@@ -142,7 +144,7 @@ func (p *yamlLines) split(doc []byte) bool {
 		}
 	}
 	s := string(doc)
-	p.lines = p.lines[:0]
+	p.text, p.lines = s, p.lines[:0]
 	for len(s) > 0 {
 		line, rest, _ := strings.Cut(s, "\n")
 		s = rest

@@ -109,7 +109,7 @@ var simpleCases = []string{
 	"apiVersion: v1\nkind: Pod\nmetadata:\n  name: p\n  Namespace: x\n",
 	"apiVersion: v1\nkind: Pod\nmetadata: []\n",
 	// Every field of the metadata read straight, and their edges.
-	"apiVersion: v1\nkind: Pod\nmetadata:\n  name: p\n  namespace: null\n  generateName: p-\n  selfLink: /x\n  uid: u1\n  resourceVersion: \"5\"\n" +
+	"apiVersion: v1\nkind: Pod\nmetadata:\n  name: p\n  namespace: null\n  generateName: p-\n  uid: u1\n  resourceVersion: \"5\"\n" +
 		"  generation: 3\n  creationTimestamp: \"2026-11-01T00:00:00Z\"\n  deletionTimestamp: \"2026-11-01T00:00:30+02:00\"\n" +
 		"  deletionGracePeriodSeconds: 30\n  finalizers:\n  - a/b\n  labels: {}\n  annotations:\n    a: \"1\"\n" +
 		"    kubectl.kubernetes.io/last-applied-configuration: x\n  ownerReferences:\n  - apiVersion: apps/v1\n    kind: ReplicaSet\n" +
@@ -125,6 +125,7 @@ var simpleCases = []string{
 	"apiVersion: v1\nkind: Pod\nmetadata:\n  name: p\n  ownerReferences:\n  - null\n",
 	"apiVersion: v1\nkind: Pod\nmetadata:\n  name: p\n  managedFields: []\n",
 	"apiVersion: v1\nkind: Pod\nmetadata:\n  name: p\n  UID: u\n",
+	"apiVersion: v1\nkind: Pod\nmetadata:\n  name: p\n  selfLink: /api/v1/namespaces/default/pods/p\n",
 	"apiVersion: v1\nkind: Pod\nmetadata:\n  name: p\n  deletionTimestamp: 5\n",
 	"apiVersion: v1\nkind: Pod\nMetadata:\n  name: p\n",
 	"apiVersion: v1\nkind: Pod\nmetadata:\n  name: p\nstatus:\n  phase: [Running]\n",

@@ -30,15 +30,17 @@ func leanPod(v *yamlValue, tm metav1.TypeMeta) (*corev1.Pod, bool) {
 	if !ok1 || !ok2 {
 		return nil, false
 	}
-	p := &corev1.Pod{TypeMeta: tm}
-	var ok3, ok4, ok5 bool
-	p.Spec.NodeName, ok3 = stringField(spec, "nodeName")
+	// The strings the pod keeps are copies: a string of the tree is part
+	// of the whole document's text.
+	p := &corev1.Pod{TypeMeta: metav1.TypeMeta{APIVersion: strings.Clone(tm.APIVersion), Kind: strings.Clone(tm.Kind)}}
+	node, ok3 := stringField(spec, "nodeName")
+	var ok4 bool
 	p.Spec.HostNetwork, ok4 = boolField(spec, "hostNetwork")
 	phase, ok5 := stringField(status, "phase")
 	if !ok3 || !ok4 || !ok5 {
 		return nil, false
 	}
-	p.Status.Phase = corev1.PodPhase(phase)
+	p.Spec.NodeName, p.Status.Phase = strings.Clone(node), corev1.PodPhase(strings.Clone(phase))
 	m, ok := objectMeta(meta)
 	if !ok {
 		return nil, false
@@ -51,7 +53,7 @@ func leanPod(v *yamlValue, tm metav1.TypeMeta) (*corev1.Pod, bool) {
 // every string kept a copy of its own (not of the document's text). ok is
 // false for what it leaves to encoding/json: a field of another type, a
 // key that matches a field only ignoring case, a null in a map or list,
-// and managed fields.
+// managed fields, and the selfLink no API server writes any more.
 func objectMeta(v *yamlValue) (m metav1.ObjectMeta, ok bool) {
 	for i := range v.keys {
 		e := &v.keys[i]
@@ -63,8 +65,6 @@ func objectMeta(v *yamlValue) (m metav1.ObjectMeta, ok bool) {
 			m.GenerateName, ok = metaString(val)
 		case "namespace":
 			m.Namespace, ok = metaString(val)
-		case "selfLink":
-			m.SelfLink, ok = metaString(val)
 		case "uid":
 			var uid string
 			uid, ok = metaString(val)

@@ -2,9 +2,11 @@ package sources
 
 import (
 	"bytes"
+	"fmt"
 	"reflect"
 	"strings"
 	"testing"
+	"unsafe"
 
 	"github.com/ovn-sync/ovn-sync/desired"
 	"pgregory.net/rapid"
@@ -88,4 +90,58 @@ func TestParserReuse(t *testing.T) {
 	if raw, _, ok := simpleYAML(second); !ok || string(v.appendJSON(nil)) != string(raw) {
 		t.Fatalf("the reused parser's tree of the second pod writes %s, a new parser's %s", v.appendJSON(nil), raw)
 	}
+}
+
+// A pod read straight keeps none of its document's text (a string of the
+// tree would keep the whole document, about a kilobyte a pod).
+func TestLeanPodKeepsNoText(t *testing.T) {
+	var p yamlLines
+	var in desired.Inputs
+	if _, _, _, done := decodePlainYAML(&p, []byte(kubectlPod(7)), &in); !done {
+		t.Fatal("the pod is not read straight")
+	}
+	text := unsafe.StringData(p.text)
+	inText := func(s string) bool {
+		d := uintptr(unsafe.Pointer(unsafe.StringData(s)))
+		return len(s) > 0 && d >= uintptr(unsafe.Pointer(text)) && d < uintptr(unsafe.Pointer(text))+uintptr(len(p.text))
+	}
+	n := 0
+	eachString(reflect.ValueOf(in.Pods[0]), func(path, s string) {
+		n++
+		if inText(s) {
+			t.Errorf("%s (%q) is part of the document's text", path, s)
+		}
+	})
+	if n < 10 {
+		t.Fatalf("%d strings read: the walk missed the pod", n)
+	}
+}
+
+// eachString calls f with every string v holds, and where.
+func eachString(v reflect.Value, f func(path, s string)) {
+	var walk func(v reflect.Value, path string)
+	walk = func(v reflect.Value, path string) {
+		switch v.Kind() {
+		case reflect.String:
+			f(path, v.String())
+		case reflect.Pointer, reflect.Interface:
+			if !v.IsNil() {
+				walk(v.Elem(), path)
+			}
+		case reflect.Struct:
+			for i := range v.NumField() {
+				walk(v.Field(i), path+"."+v.Type().Field(i).Name)
+			}
+		case reflect.Slice, reflect.Array:
+			for i := range v.Len() {
+				walk(v.Index(i), fmt.Sprint(path, "[", i, "]"))
+			}
+		case reflect.Map:
+			for it := v.MapRange(); it.Next(); {
+				walk(it.Key(), path+" key")
+				walk(it.Value(), fmt.Sprint(path, "[", it.Key(), "]"))
+			}
+		}
+	}
+	walk(v, "pod")
 }
