@@ -60,6 +60,12 @@ type PodStore interface {
 	// map made for the pod alone. Launchers yields those All yields that
 	// are virt-launcher pods (IsLauncher), and makes no other.
 	All() iter.Seq2[*corev1.Pod, Annotations]
+	// Read yields what All yields, but a pod that is not a virt-launcher
+	// pod may be made in the memory of the one yielded before it: it is
+	// good only until the next is yielded. Build reads pods so and keeps
+	// none but launchers, so a full pass leaves no pod's API object (about
+	// 1.2 KB) behind it as garbage.
+	Read() iter.Seq2[*corev1.Pod, Annotations]
 	Launchers() iter.Seq[*corev1.Pod]
 	// Pod looks up the pod ns/name, nil when none is listed.
 	Pod(ns, name string) *corev1.Pod
@@ -81,6 +87,23 @@ func (s podCopies) All() iter.Seq2[*corev1.Pod, Annotations] {
 	return func(yield func(*corev1.Pod, Annotations) bool) {
 		for _, p := range s {
 			c := p.DeepCopy()
+			if !yield(c, (*KeyLists)(nil).Of(c.Annotations, nil)) {
+				return
+			}
+		}
+	}
+}
+
+// Read makes every pod but a launcher in one pod's memory, so that a
+// reader that keeps one sees it change as the next is read.
+func (s podCopies) Read() iter.Seq2[*corev1.Pod, Annotations] {
+	return func(yield func(*corev1.Pod, Annotations) bool) {
+		reused := new(corev1.Pod)
+		for _, p := range s {
+			c := p.DeepCopy()
+			if !isLauncher(c) {
+				*reused, c = *c, reused
+			}
 			if !yield(c, (*KeyLists)(nil).Of(c.Annotations, nil)) {
 				return
 			}
@@ -120,7 +143,7 @@ func (s podCopies) Pod(ns, name string) *corev1.Pod {
 // AllPods yields in's pods: Pods, then StoredPods'.
 func (in Inputs) AllPods() iter.Seq[*corev1.Pod] {
 	return func(yield func(*corev1.Pod) bool) {
-		for p := range in.annotatedPods(nil) {
+		for p := range in.annotatedPods(nil, PodStore.All) {
 			if !yield(p) {
 				return
 			}
@@ -130,8 +153,9 @@ func (in Inputs) AllPods() iter.Seq[*corev1.Pod] {
 
 // annotatedPods is AllPods with each pod's annotations: as a PodStore
 // holds them, or those Build reads (PodAnnotationRead), made through keys,
-// for a pod of Pods (nil keys: none).
-func (in Inputs) annotatedPods(keys *KeyLists) iter.Seq2[*corev1.Pod, Annotations] {
+// for a pod of Pods (nil keys: none). list is how StoredPods are listed:
+// All, or Read for a reader that keeps no pod but launchers.
+func (in Inputs) annotatedPods(keys *KeyLists, list func(PodStore) iter.Seq2[*corev1.Pod, Annotations]) iter.Seq2[*corev1.Pod, Annotations] {
 	return func(yield func(*corev1.Pod, Annotations) bool) {
 		for _, p := range in.Pods {
 			var ann Annotations
@@ -143,7 +167,7 @@ func (in Inputs) annotatedPods(keys *KeyLists) iter.Seq2[*corev1.Pod, Annotation
 			}
 		}
 		if in.StoredPods != nil {
-			for p, ann := range in.StoredPods.All() {
+			for p, ann := range list(in.StoredPods) {
 				if !yield(p, ann) {
 					return
 				}

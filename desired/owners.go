@@ -18,7 +18,9 @@ import (
 // a result needs of it), so pods a PodStore makes at the read are garbage
 // once read.
 func (b *builder) addPods(in Inputs) {
-	for p, ann := range in.annotatedPods(&b.keys) {
+	// A pod read is good until the next (PodStore.Read): what is kept of
+	// it is copied, but for the launchers, which Read makes apart.
+	for p, ann := range in.annotatedPods(&b.keys, PodStore.Read) {
 		if p == nil {
 			continue
 		}

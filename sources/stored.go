@@ -173,21 +173,35 @@ func keepRead(m map[string]string, read func(key string) bool) map[string]string
 func (p *storedPod) object() runtime.Object { return p.pod() }
 
 func (p *storedPod) pod() *corev1.Pod {
-	pod := &corev1.Pod{
-		ObjectMeta: *p.meta(),
-		Spec:       corev1.PodSpec{NodeName: p.node, HostNetwork: p.hostNetwork},
-		Status:     corev1.PodStatus{Phase: p.phase},
-	}
-	if p.typ != nil {
-		pod.TypeMeta = *p.typ
-	}
+	pod := new(corev1.Pod)
+	p.fill(pod)
 	return pod
 }
 
+// fill makes *pod the pod's API object, whatever it held before.
+func (p *storedPod) fill(pod *corev1.Pod) {
+	*pod = corev1.Pod{
+		Spec:   corev1.PodSpec{NodeName: p.node, HostNetwork: p.hostNetwork},
+		Status: corev1.PodStatus{Phase: p.phase},
+	}
+	p.fillMeta(&pod.ObjectMeta)
+	if p.typ != nil {
+		pod.TypeMeta = *p.typ
+	}
+}
+
 func (p *storedPod) meta() *metav1.ObjectMeta {
-	return &metav1.ObjectMeta{Name: p.name, Namespace: p.namespace, ResourceVersion: p.version, UID: p.uid,
-		CreationTimestamp: p.created, DeletionTimestamp: p.deleted,
-		Labels: p.labels, Annotations: p.annotations.Map(), OwnerReferences: p.owners}
+	m := new(metav1.ObjectMeta)
+	p.fillMeta(m)
+	return m
+}
+
+// fillMeta sets the fields of *m the stored form keeps; the rest are left
+// as they were.
+func (p *storedPod) fillMeta(m *metav1.ObjectMeta) {
+	m.Name, m.Namespace, m.ResourceVersion, m.UID = p.name, p.namespace, p.version, p.uid
+	m.CreationTimestamp, m.DeletionTimestamp = p.created, p.deleted
+	m.Labels, m.Annotations, m.OwnerReferences = p.labels, p.annotations.Map(), p.owners
 }
 
 // GetObjectMeta returns the pod's metadata, made anew (meta.Accessor reads
@@ -356,6 +370,23 @@ func (s *storedPods) All() iter.Seq2[*corev1.Pod, desired.Annotations] {
 	return func(yield func(*corev1.Pod, desired.Annotations) bool) {
 		for _, p := range s.pods {
 			if !yield(p.pod(), p.annotations) {
+				return
+			}
+		}
+	}
+}
+
+// Read makes every pod but a launcher in one pod's memory.
+func (s *storedPods) Read() iter.Seq2[*corev1.Pod, desired.Annotations] {
+	return func(yield func(*corev1.Pod, desired.Annotations) bool) {
+		reused := new(corev1.Pod)
+		for _, p := range s.pods {
+			pod := reused
+			if desired.IsLauncher(p.labels, p.owners) {
+				pod = new(corev1.Pod)
+			}
+			p.fill(pod)
+			if !yield(pod, p.annotations) {
 				return
 			}
 		}

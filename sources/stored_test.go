@@ -365,3 +365,39 @@ func TestStoredPodsListed(t *testing.T) {
 		t.Error("ObjectsOf(in) does not find the stored pods")
 	}
 }
+
+// StoredPods.Read yields the pods All yields, every one but a launcher in
+// one pod's memory, each made whole over what the one before left there.
+func TestStoredPodsRead(t *testing.T) {
+	gone := metav1.Now()
+	mk := func(name string, labels map[string]string, deleted *metav1.Time) any {
+		p, _ := stripPod(&corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "tenant", UID: types.UID("uid-" + name),
+			Labels: labels, DeletionTimestamp: deleted,
+			Annotations: map[string]string{"ovn.kubernetes.io/ip_address": "10.16.0.5"}},
+			Spec: corev1.PodSpec{NodeName: "node-" + name}, Status: corev1.PodStatus{Phase: corev1.PodRunning}})
+		return compact(p)
+	}
+	var in desired.Inputs
+	listPods(&in, []any{
+		mk("leaving", map[string]string{"vm.kubevirt.io/name": "x"}, &gone),
+		mk("launcher", map[string]string{"kubevirt.io": "virt-launcher"}, nil),
+		mk("plain", nil, nil),
+		mk("last", nil, nil),
+	}, nil)
+	all := slices.Collect(maps.Keys(maps.Collect(in.StoredPods.All())))
+	slices.SortFunc(all, func(x, y *corev1.Pod) int { return strings.Compare(x.Name, y.Name) })
+	var read, seen []*corev1.Pod
+	for p := range in.StoredPods.Read() {
+		read, seen = append(read, p), append(seen, p.DeepCopy())
+	}
+	slices.SortFunc(seen, func(x, y *corev1.Pod) int { return strings.Compare(x.Name, y.Name) })
+	if !reflect.DeepEqual(seen, all) {
+		t.Fatalf("Read() yielded\n%+v\nAll()\n%+v", seen, all)
+	}
+	if read[0] != read[2] || read[2] != read[3] {
+		t.Errorf("Read() made the pods that are not launchers in memories of their own")
+	}
+	if read[1] == read[0] || read[1].Name != "launcher" {
+		t.Errorf("Read() made the launcher in the memory it reuses: it is %s now", read[1].Name)
+	}
+}
