@@ -45,6 +45,19 @@ func (a Annotations) Map() map[string]string {
 	return m
 }
 
+// MapInto is Map made in m, cleared first, rather than in a new map: m
+// itself unless a is the zero Annotations (nil) or m is nil (a new map).
+func (a Annotations) MapInto(m map[string]string) map[string]string {
+	if a.keys == nil || m == nil {
+		return a.Map()
+	}
+	clear(m)
+	for i, k := range *a.keys {
+		m[k] = a.vals[i]
+	}
+	return m
+}
+
 // KeyLists hand out Annotations whose lists of keys are shared: the
 // objects of a cluster keep a few sets of keys (a network's annotations,
 // with or without a Multus network's). Every list is forgotten once they

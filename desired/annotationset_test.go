@@ -23,6 +23,14 @@ func TestAnnotations(t *testing.T) {
 		if !reflect.DeepEqual(got, m) || (got == nil) != (m == nil) || a.Len() != len(m) {
 			t.Errorf("Of(%v).Map() = %v, Len %d", m, got, a.Len())
 		}
+		into := map[string]string{"left": "over"}
+		if got := a.MapInto(into); !reflect.DeepEqual(got, m) || (got == nil) != (m == nil) ||
+			(m != nil && reflect.ValueOf(got).UnsafePointer() != reflect.ValueOf(into).UnsafePointer()) {
+			t.Errorf("Of(%v).MapInto(a map) = %v, not made in that map", m, got)
+		}
+		if got := a.MapInto(nil); !reflect.DeepEqual(got, m) || (got == nil) != (m == nil) {
+			t.Errorf("Of(%v).MapInto(nil) = %v", m, got)
+		}
 		for k, v := range m {
 			if g, ok := a.Get(k); !ok || g != v {
 				t.Errorf("Of(%v).Get(%q) = %q, %v", m, k, g, ok)

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"iter"
+	"maps"
 	"net/netip"
 	"strings"
 
@@ -94,14 +95,20 @@ func (s podCopies) All() iter.Seq2[*corev1.Pod, Annotations] {
 	}
 }
 
-// Read makes every pod but a launcher in one pod's memory, so that a
-// reader that keeps one sees it change as the next is read.
+// Read makes every pod but a launcher in one pod's memory, its
+// annotations in one map, so that a reader that keeps one sees it change
+// as the next is read.
 func (s podCopies) Read() iter.Seq2[*corev1.Pod, Annotations] {
 	return func(yield func(*corev1.Pod, Annotations) bool) {
-		reused := new(corev1.Pod)
+		reused, ann := new(corev1.Pod), map[string]string{}
 		for _, p := range s {
 			c := p.DeepCopy()
 			if !isLauncher(c) {
+				if c.Annotations != nil {
+					clear(ann)
+					maps.Copy(ann, c.Annotations)
+					c.Annotations = ann
+				}
 				*reused, c = *c, reused
 			}
 			if !yield(c, (*KeyLists)(nil).Of(c.Annotations, nil)) {

@@ -174,17 +174,18 @@ func (p *storedPod) object() runtime.Object { return p.pod() }
 
 func (p *storedPod) pod() *corev1.Pod {
 	pod := new(corev1.Pod)
-	p.fill(pod)
+	p.fill(pod, nil)
 	return pod
 }
 
-// fill makes *pod the pod's API object, whatever it held before.
-func (p *storedPod) fill(pod *corev1.Pod) {
+// fill makes *pod the pod's API object, whatever it held before, its
+// annotations made in ann (Annotations.MapInto).
+func (p *storedPod) fill(pod *corev1.Pod, ann map[string]string) {
 	*pod = corev1.Pod{
 		Spec:   corev1.PodSpec{NodeName: p.node, HostNetwork: p.hostNetwork},
 		Status: corev1.PodStatus{Phase: p.phase},
 	}
-	p.fillMeta(&pod.ObjectMeta)
+	p.fillMeta(&pod.ObjectMeta, ann)
 	if p.typ != nil {
 		pod.TypeMeta = *p.typ
 	}
@@ -192,16 +193,16 @@ func (p *storedPod) fill(pod *corev1.Pod) {
 
 func (p *storedPod) meta() *metav1.ObjectMeta {
 	m := new(metav1.ObjectMeta)
-	p.fillMeta(m)
+	p.fillMeta(m, nil)
 	return m
 }
 
-// fillMeta sets the fields of *m the stored form keeps; the rest are left
-// as they were.
-func (p *storedPod) fillMeta(m *metav1.ObjectMeta) {
+// fillMeta sets the fields of *m the stored form keeps, the annotations
+// made in ann; the rest are left as they were.
+func (p *storedPod) fillMeta(m *metav1.ObjectMeta, ann map[string]string) {
 	m.Name, m.Namespace, m.ResourceVersion, m.UID = p.name, p.namespace, p.version, p.uid
 	m.CreationTimestamp, m.DeletionTimestamp = p.created, p.deleted
-	m.Labels, m.Annotations, m.OwnerReferences = p.labels, p.annotations.Map(), p.owners
+	m.Labels, m.Annotations, m.OwnerReferences = p.labels, p.annotations.MapInto(ann), p.owners
 }
 
 // GetObjectMeta returns the pod's metadata, made anew (meta.Accessor reads
@@ -376,17 +377,20 @@ func (s *storedPods) All() iter.Seq2[*corev1.Pod, desired.Annotations] {
 	}
 }
 
-// Read makes every pod but a launcher in one pod's memory.
+// Read makes every pod but a launcher in one pod's memory, its
+// annotations in one map.
 func (s *storedPods) Read() iter.Seq2[*corev1.Pod, desired.Annotations] {
 	return func(yield func(*corev1.Pod, desired.Annotations) bool) {
-		reused := new(corev1.Pod)
+		reused, ann := new(corev1.Pod), map[string]string{}
 		for _, p := range s.pods {
-			pod := reused
 			if desired.IsLauncher(p.labels, p.owners) {
-				pod = new(corev1.Pod)
+				if !yield(p.pod(), p.annotations) {
+					return
+				}
+				continue
 			}
-			p.fill(pod)
-			if !yield(pod, p.annotations) {
+			p.fill(reused, ann)
+			if !yield(reused, p.annotations) {
 				return
 			}
 		}

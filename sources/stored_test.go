@@ -400,4 +400,8 @@ func TestStoredPodsRead(t *testing.T) {
 	if read[1] == read[0] || read[1].Name != "launcher" {
 		t.Errorf("Read() made the launcher in the memory it reuses: it is %s now", read[1].Name)
 	}
+	if m := reflect.ValueOf(read[0].Annotations).UnsafePointer(); m != reflect.ValueOf(read[3].Annotations).UnsafePointer() ||
+		m == reflect.ValueOf(read[1].Annotations).UnsafePointer() {
+		t.Errorf("Read() made the annotations of the pods that are not launchers in maps of their own, or the launcher's in theirs")
+	}
 }
