@@ -102,14 +102,15 @@ type yamlLine struct {
 }
 
 type yamlLines struct {
-	// text is the document parsed: every string of the tree is part of it.
+	// text is the document parsed: the tree's strings are parts of it (but
+	// a single-quoted scalar holding a quote, made anew).
 	text  string
 	lines []yamlLine
 	i     int
 	// keys and items are stacks the mapping and sequence being parsed
 	// collect their entries on (a nested one collects above its parent's
 	// and is done before the parent adds its next); each then keeps a copy
-	// of its own, of the size it needs.
+	// of its entries, of the size it needs (keep).
 	keys  []yamlEntry
 	items []yamlValue
 	// keptKeys and keptItems are where those copies are made: one block
