@@ -13,12 +13,9 @@ import (
 	"github.com/ovn-sync/ovn-sync/state"
 )
 
-// TestWriteJSONShape: plan -o json has one shape for every entry that
-// names a Kubernetes object — changes, the plan's notices, problems and
-// Build's notices all name it under "owner", with lower-case keys — and
-// every list is [] when empty, never null.
-func TestWriteJSONShape(t *testing.T) {
-	in := manifests(t, `apiVersion: v1
+// badAndWeb are two pods: one asking for an address that is none, and one
+// to create a port for.
+const badAndWeb = `apiVersion: v1
 kind: Pod
 metadata: {name: bad, namespace: default, annotations: {ovn.kubernetes.io/ip_address: "999.1.1.1"}}
 spec: {nodeName: node-1, containers: [{name: c, image: busybox}]}
@@ -27,7 +24,14 @@ apiVersion: v1
 kind: Pod
 metadata: {name: web, namespace: default}
 spec: {nodeName: node-1, containers: [{name: c, image: busybox}]}
-`)
+`
+
+// TestWriteJSONShape: plan -o json has one shape for every entry that
+// names a Kubernetes object — changes, the plan's notices, problems and
+// Build's notices all name it under "owner", with lower-case keys — and
+// every list is [] when empty, never null.
+func TestWriteJSONShape(t *testing.T) {
+	in := manifests(t, badAndWeb)
 	r := desired.Build(in, config(t), state.New(0))
 	out := Outcome{Result: r}
 	out.Plan = Compute(embeddedNB(t), All(in), Options{Config: config(t)}).Plan
@@ -88,16 +92,7 @@ spec: {nodeName: node-1, containers: [{name: c, image: busybox}]}
 // action and kind, notices, problems, what was applied, and text
 // encoding/json escapes.
 func TestWriteJSONAsEncoder(t *testing.T) {
-	in := manifests(t, `apiVersion: v1
-kind: Pod
-metadata: {name: bad, namespace: default, annotations: {ovn.kubernetes.io/ip_address: "999.1.1.1"}}
-spec: {nodeName: node-1, containers: [{name: c, image: busybox}]}
----
-apiVersion: v1
-kind: Pod
-metadata: {name: web, namespace: default}
-spec: {nodeName: node-1, containers: [{name: c, image: busybox}]}
-`)
+	in := manifests(t, badAndWeb)
 	out := Compute(embeddedNB(t), All(in), Options{Config: config(t)})
 	before := &state.Port{Name: "old<&>", UUID: "u1", Switch: "sw", Addresses: []string{"0a:58:0a:10:00:09 10.16.0.9"}}
 	after := &state.Port{Name: "old<&>", Switch: "sw", Addresses: []string{"0a:58:0a:10:00:0a 10.16.0.10"}}
