@@ -35,21 +35,17 @@ func (a Annotations) Len() int { return len(a.vals) }
 // Map returns the annotations as a map: a new one at each call, nil for
 // the zero Annotations.
 func (a Annotations) Map() map[string]string {
-	if a.keys == nil {
-		return nil
-	}
-	m := make(map[string]string, len(a.vals))
-	for i, k := range *a.keys {
-		m[k] = a.vals[i]
-	}
-	return m
+	return a.MapInto(nil)
 }
 
 // MapInto is Map made in m, cleared first, rather than in a new map: m
 // itself unless a is the zero Annotations (nil) or m is nil (a new map).
 func (a Annotations) MapInto(m map[string]string) map[string]string {
-	if a.keys == nil || m == nil {
-		return a.Map()
+	if a.keys == nil {
+		return nil
+	}
+	if m == nil {
+		m = make(map[string]string, len(a.vals))
 	}
 	clear(m)
 	for i, k := range *a.keys {

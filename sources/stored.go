@@ -381,16 +381,14 @@ func (s *storedPods) All() iter.Seq2[*corev1.Pod, desired.Annotations] {
 // annotations in one map.
 func (s *storedPods) Read() iter.Seq2[*corev1.Pod, desired.Annotations] {
 	return func(yield func(*corev1.Pod, desired.Annotations) bool) {
-		reused, ann := new(corev1.Pod), map[string]string{}
+		reused, reusedAnn := new(corev1.Pod), map[string]string{}
 		for _, p := range s.pods {
+			pod, ann := reused, reusedAnn
 			if desired.IsLauncher(p.labels, p.owners) {
-				if !yield(p.pod(), p.annotations) {
-					return
-				}
-				continue
+				pod, ann = new(corev1.Pod), nil
 			}
-			p.fill(reused, ann)
-			if !yield(reused, p.annotations) {
+			p.fill(pod, ann)
+			if !yield(pod, p.annotations) {
 				return
 			}
 		}
