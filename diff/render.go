@@ -252,15 +252,11 @@ func JSONList[T any](key string, l []T) JSONMember {
 // a copy), which for 30,000 changes took most of the time `apply -o json`
 // spent writing.
 func (p Plan) JSONMembers() []JSONMember {
-	j := planJSON{Notices: p.Notices, Withheld: p.Withheld, Summary: p.Counts()}
-	if j.Notices == nil {
-		j.Notices = []Notice{}
-	}
 	return []JSONMember{
 		{Key: "changes", Len: len(p.Changes), Elem: func(i int) any { return p.Changes[i].jsonValue() }},
-		JSONList("notices", j.Notices),
-		{Key: "withheld", Value: j.Withheld},
-		{Key: "summary", Value: j.Summary},
+		JSONList("notices", p.Notices), // [] when there are none
+		{Key: "withheld", Value: p.Withheld},
+		{Key: "summary", Value: p.Counts()},
 	}
 }
 

@@ -105,7 +105,7 @@ func (out Outcome) writeJSON(w io.Writer, applied *apply.Result) error {
 		diff.JSONMember{Key: "switch_port_limit", Value: desired.MaxSwitchPorts})
 	iw := indentWriter{w: bufio.NewWriterSize(w, 64<<10)}
 	iw.object("", doc)
-	iw.write([]byte("\n"))
+	iw.write("\n")
 	if iw.err != nil {
 		return iw.err
 	}
@@ -124,9 +124,9 @@ type indentWriter struct {
 	buf  bytes.Buffer
 }
 
-func (iw *indentWriter) write(b []byte) {
+func (iw *indentWriter) write(s string) {
 	if iw.err == nil {
-		_, iw.err = iw.w.Write(b)
+		_, iw.err = iw.w.WriteString(s)
 	}
 }
 
@@ -146,7 +146,9 @@ func (iw *indentWriter) value(prefix string, v any) {
 	if err := enc.Encode(v); err != nil && iw.err == nil {
 		iw.err = err
 	}
-	iw.write(bytes.TrimSuffix(iw.buf.Bytes(), []byte("\n"))) // Encode ends a value with a newline
+	if iw.err == nil { // Encode ends a value with a newline
+		_, iw.err = iw.w.Write(bytes.TrimSuffix(iw.buf.Bytes(), []byte("\n")))
+	}
 }
 
 const jsonIndent = "  "
@@ -154,13 +156,14 @@ const jsonIndent = "  "
 // object writes an object of members whose closing brace is at prefix.
 func (iw *indentWriter) object(prefix string, members []diff.JSONMember) {
 	inner := prefix + jsonIndent
-	iw.items(prefix, '{', '}', len(members), func(i int) {
+	iw.items(prefix, "{", "}", len(members), func(i int) {
 		m := &members[i]
 		iw.value(inner, m.Key)
-		iw.write([]byte(": "))
+		iw.write(": ")
 		switch {
 		case m.Elem != nil:
-			iw.items(inner, '[', ']', m.Len, func(j int) { iw.value(inner+jsonIndent, m.Elem(j)) })
+			elem := inner + jsonIndent
+			iw.items(inner, "[", "]", m.Len, func(j int) { iw.value(elem, m.Elem(j)) })
 		case m.Object != nil:
 			iw.object(inner, m.Object)
 		default:
@@ -171,17 +174,18 @@ func (iw *indentWriter) object(prefix string, members []diff.JSONMember) {
 
 // items writes n items between open and end, each on a line of its own
 // indented beyond prefix (end at prefix), or open and end alone for none.
-func (iw *indentWriter) items(prefix string, open, end byte, n int, item func(i int)) {
-	iw.write([]byte{open})
+func (iw *indentWriter) items(prefix, open, end string, n int, item func(i int)) {
+	iw.write(open)
+	line := "\n" + prefix + jsonIndent // each item's line begins so
 	for i := range n {
 		if i > 0 {
-			iw.write([]byte{','})
+			iw.write(",")
 		}
-		iw.write([]byte("\n" + prefix + jsonIndent))
+		iw.write(line)
 		item(i)
 	}
 	if n > 0 {
-		iw.write([]byte("\n" + prefix))
+		iw.write(line[:len(line)-len(jsonIndent)])
 	}
-	iw.write([]byte{end})
+	iw.write(end)
 }
