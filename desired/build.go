@@ -122,15 +122,24 @@ type registry struct {
 	portVals arena[state.Port]
 	carriers arena[[1]Carrier]
 	specs    []*portSpec
-	// want.Ports doubles as the registry of names while specs are added: it
-	// points at each spec's port, filled in by finish. byName maps names to
-	// specs; it is built on the first need only (a clash, a conflict).
+	// want.Ports doubles as the registry of names while specs are added:
+	// each name points at registered until finish puts the spec's port
+	// there. byName maps names to specs; it is built on the first need
+	// only (a clash, a conflict).
 	byName map[string]*portSpec
+	// render is the port finish renders a spec into, copied to a port of
+	// its own only when the NB's row is not already that port (write).
+	render state.Port
 	// atts and vmiAtts are reused for each owner's attachments, names for
 	// the names of its ports.
 	atts, vmiAtts []attachment
 	names         []string
 }
+
+// registered is what want.Ports holds for a name from add to finish: a
+// Build reads only the names until then, and so makes a port only for a
+// spec the NB's row does not already hold.
+var registered state.Port
 
 // claimIndex is the IPAMClaims the Build reads, and who reads which.
 type claimIndex struct {

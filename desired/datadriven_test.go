@@ -255,7 +255,7 @@ func invariants(have state.State, r Result) []error {
 				errs = append(errs, fmt.Errorf("port %q refers to DHCP_Options %q, which is neither in want nor a row not ours it held", name, ref))
 			}
 		}
-		// A port that is have's row itself (shareRow) carries its UUID.
+		// A port that is have's row itself (write) carries its UUID.
 		if p.UUID != "" && p != have.Ports.Get(name) || p.DynamicAddresses != "" || p.Vendor != "" || p.VendorSwitch != "" {
 			errs = append(errs, fmt.Errorf("port %q carries observed-only fields", name))
 		}
@@ -564,7 +564,7 @@ func deleteObject(in *Inputs, kind, ns, name string) bool {
 }
 
 // withoutUUIDs is want as a result means it: a port that is the NB's row
-// itself (shareRow) carries the row's UUID, which no output shows.
+// itself (write) carries the row's UUID, which no output shows.
 func withoutUUIDs(s state.State) state.State {
 	return withoutField(s, func(p *state.Port) *string { return &p.UUID })
 }

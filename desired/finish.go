@@ -51,19 +51,18 @@ func (b *builder) finish() Result {
 		case s.kept():
 			// Kept as it is, but as a port of ours: one adopted in this
 			// pass says so, and no observed-only column goes into want.
-			*s.port = *s.have
-			s.port.UUID, s.port.DynamicAddresses = "", ""
-			s.port.Vendor, s.port.VendorSwitch, s.port.Adopt = "", "", s.adopt
-			b.needSwitch(s.port.Switch)
-			b.needDHCP(s.port.DHCPv4)
-			b.needDHCP(s.port.DHCPv6)
-			b.shareRow(s)
-			s.written = true
+			p := &b.render
+			*p = *s.have
+			p.UUID, p.DynamicAddresses = "", ""
+			p.Vendor, p.VendorSwitch, p.Adopt = "", "", s.adopt
+			b.needSwitch(p.Switch)
+			b.needDHCP(p.DHCPv4)
+			b.needDHCP(p.DHCPv6)
+			b.write(s)
 			continue
 		}
-		b.port(s, s.port)
-		b.shareRow(s)
-		s.written = true
+		b.port(s, &b.render)
+		b.write(s)
 		if s.tmpl != nil {
 			b.restartRequired(s)
 		}
@@ -139,21 +138,25 @@ func addrOrNone(a netip.Addr) string {
 	return a.String()
 }
 
-// shareRow makes s's port the NB's row s.have itself when the two hold the
-// same and the row holds nothing else but its UUID (no dynamic_addresses,
-// no vendor keys, not adopted in this pass). The port a result keeps from
-// pass to pass is then the row the NB snapshot holds anyway, not a copy of
-// it: the copy s.port was rendered into is left to the collector. So a
-// port of Want may carry the UUID of the row it is; diff and apply take
-// UUIDs from have alone. Neither side changes a port once made.
-func (b *builder) shareRow(s *portSpec) {
-	hp := s.have
-	if !shareRows || hp == nil || s.port.Adopt != "" || hp.DynamicAddresses != "" || hp.Vendor != "" || hp.VendorSwitch != "" ||
-		hp.Adopt != "" || !hp.Equal(s.port) {
-		return
+// write puts s's port, rendered into b.render, in want: the NB's row
+// s.have itself when the two hold the same and the row holds nothing else
+// but its UUID (no dynamic_addresses, no vendor keys, not adopted in this
+// pass), else a copy of the rendering. The port a result keeps from pass
+// to pass is then the row the NB snapshot holds anyway, and a pass makes
+// a port only for a spec whose row differs. So a port of Want may carry
+// the UUID of the row it is; diff and apply take UUIDs from have alone.
+// Neither side changes a port once made.
+func (b *builder) write(s *portSpec) {
+	p, hp := &b.render, s.have
+	if shareRows && hp != nil && p.Adopt == "" && hp.DynamicAddresses == "" && hp.Vendor == "" && hp.VendorSwitch == "" &&
+		hp.Adopt == "" && hp.Equal(p) {
+		s.port = hp
+	} else {
+		s.port = b.portVals.alloc()
+		*s.port = *p
 	}
-	s.port = hp
-	b.want.Ports.Set(s.name, hp)
+	b.want.Ports.Set(s.name, s.port)
+	s.written = true
 }
 
 // shareRows is unset by a test alone, to measure what sharing saves.

@@ -182,8 +182,11 @@ func (r *Result) Spliced() (s Spliced, ok bool) {
 	return *r.spliced, true
 }
 
-// Full builds every owner, as Build, and keeps the result for Update.
+// Full builds every owner, as Build, and keeps the result for Update. It
+// lets go of the last result first: it reads none of it, and a result
+// held through the Build would add its whole index to the pass's peak.
 func (x *Engine) Full(in Inputs, cfg Config, have state.State) Result {
+	x.b = nil
 	b := newBase(cfg)
 	b.relate(in)
 	r := b.rebuildAll(in, cfg, have)
@@ -655,7 +658,7 @@ func (sc *scope) outside(name string, hp *state.Port, o *owner) bool {
 }
 
 // wantEqual reports whether two ports of Want are the same: in every field
-// but the UUID a port that is the NB's row itself carries (shareRow).
+// but the UUID a port that is the NB's row itself carries (write).
 func wantEqual(a, b *state.Port) bool {
 	x, y := *a, *b
 	x.UUID, y.UUID = "", ""

@@ -963,7 +963,7 @@ func TestIncrementalKeepsWhatFullKeeps(t *testing.T) {
 	// All against the same NB, which stays. The ports the passes built
 	// are copies of its rows (nbOf copies), as the NB's are, and a full
 	// Build makes a port that is the same as its row that row itself
-	// (shareRow): the incremental state is held to a full Build's without
+	// (write): the incremental state is held to a full Build's without
 	// that, and a full Build's with it is measured beside both.
 	incremental := freedBy(func() { x.Reset(); last = Result{} })
 	fullOf := func(share bool) int64 {

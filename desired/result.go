@@ -232,7 +232,7 @@ func (r Result) Published() []PortFacts {
 func (r Result) wanted() iter.Seq[*portSpec] {
 	return func(yield func(*portSpec) bool) {
 		for _, s := range r.specs {
-			if r.Want.Ports.Get(s.name) == s.port && !yield(s) {
+			if s.port != nil && r.Want.Ports.Get(s.name) == s.port && !yield(s) {
 				return
 			}
 		}

@@ -64,7 +64,6 @@ func (b *builder) newOwner(kind, ns, name string, created time.Time) *owner {
 func (b *builder) newSpec(o *owner, name string) *portSpec {
 	s := b.ports.alloc()
 	s.o, s.name, s.req, s.rec = o, name, &noRequest, &noRequest
-	s.port = b.portVals.alloc()
 	return s
 }
 
@@ -169,7 +168,9 @@ type portSpec struct {
 	// ("" when none): have is then that port, made ours (adoptPort).
 	adopt string
 
-	// port is what finish writes; want.Ports points at it from add on.
+	// port is what finish writes: the NB's row itself when it is what
+	// the spec wants (write), else a port of its own; nil until then.
+	// From add to finish, want.Ports holds registered, not the port.
 	port *state.Port
 	// row is have's port of this name, whoever's, when add registered
 	// the spec.
@@ -228,7 +229,7 @@ func (b *builder) add(s *portSpec) {
 		return
 	}
 	n := b.want.Ports.Len()
-	b.want.Ports.Set(s.name, s.port)
+	b.want.Ports.Set(s.name, &registered)
 	if b.want.Ports.Len() > n {
 		b.specs = append(b.specs, s)
 		if b.byName != nil {
@@ -247,7 +248,6 @@ func (b *builder) add(s *portSpec) {
 			}
 		}
 	}
-	b.want.Ports.Set(s.name, winner.port)
 	if winner == s {
 		b.byName[s.name] = s
 		b.specs = append(b.specs, s)
