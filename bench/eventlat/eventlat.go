@@ -93,6 +93,13 @@ type Options struct {
 	// end of Start to Close; 0 is none. It needs a Subnet: Switches 2 or
 	// more.
 	Churn int
+	// PodChurn is the rate, in writes a second, of pods created and
+	// deleted on the default switch while events are timed, as Jobs and
+	// rollouts make them: each a new pod until PodChurn of them live
+	// (about two seconds' worth), then creations and deletions of the
+	// oldest in turn. Each changes the NB: ovn-sync inserts or deletes a
+	// port, on the switch the events' pods go on. 0 is none.
+	PodChurn int
 }
 
 // Sets is how many StatefulSets the cluster has (in namespace ns, three
@@ -130,6 +137,12 @@ type Cluster struct {
 	churnFailed   atomic.Int64
 	churnLastErr  atomic.Value
 	droppedBefore float64
+	// The pod writer (Options.PodChurn), and what it did.
+	stopPods   chan struct{}
+	podsDone   sync.WaitGroup
+	podWrites  atomic.Int64
+	podsFailed atomic.Int64
+	podLastErr atomic.Value
 }
 
 // portSeen is a port's name and requested-chassis as an NB client saw
@@ -209,7 +222,66 @@ func Start(ctx context.Context, o Options) (c *Cluster, err error) {
 			return c, err
 		}
 	}
+	if o.PodChurn > 0 {
+		c.stopPods = make(chan struct{})
+		started := make(chan struct{})
+		c.podsDone.Add(1)
+		go c.podChurn(ctx, o.PodChurn, started)
+		// Events start once the pods live are as many as they stay.
+		select {
+		case <-started:
+		case <-ctx.Done():
+			return c, ctx.Err()
+		}
+	}
 	return c, nil
+}
+
+// podChurn creates and deletes pods in namespace ns, rate writes a second
+// until StopChurn (see Options.PodChurn). It closes started once rate
+// pods live.
+func (c *Cluster) podChurn(ctx context.Context, rate int, started chan struct{}) {
+	defer c.podsDone.Done()
+	pods := c.r.Kube.CoreV1().Pods("ns")
+	t := time.NewTicker(time.Second / time.Duration(rate))
+	defer t.Stop()
+	var live []string
+	for i := 0; ; i++ {
+		select {
+		case <-c.stopPods:
+			return
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		var err error
+		if len(live) >= rate && i%2 == 1 {
+			err = pods.Delete(ctx, live[0], metav1.DeleteOptions{})
+			live = live[1:]
+		} else {
+			name := fmt.Sprintf("churn%d", i)
+			if _, err = pods.Create(ctx, looptest.Pod(name), metav1.CreateOptions{}); err == nil {
+				live = append(live, name)
+			}
+			if len(live) == rate && started != nil {
+				close(started)
+				started = nil
+			}
+		}
+		if err != nil {
+			c.podsFailed.Add(1)
+			c.podLastErr.Store(err.Error())
+			continue
+		}
+		c.podWrites.Add(1)
+	}
+}
+
+// PodChurned returns how many pods the pod writer created or deleted and
+// how many of those writes failed, with the last failure's error.
+func (c *Cluster) PodChurned() (writes, failed int64, lastErr string) {
+	s, _ := c.podLastErr.Load().(string)
+	return c.podWrites.Load(), c.podsFailed.Load(), s
 }
 
 // clusterObjects are the objects the fake API servers start with: o.Existing
@@ -441,12 +513,18 @@ func (c *Cluster) write(ctx context.Context, i, switches int) error {
 	}
 }
 
-// StopChurn stops the background writer, if it runs, and waits for it.
+// StopChurn stops the background writers, if they run, and waits for
+// them.
 func (c *Cluster) StopChurn() {
 	if c.stopChurn != nil {
 		close(c.stopChurn)
 		c.churnDone.Wait()
 		c.stopChurn = nil
+	}
+	if c.stopPods != nil {
+		close(c.stopPods)
+		c.podsDone.Wait()
+		c.stopPods = nil
 	}
 }
 

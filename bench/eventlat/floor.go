@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/ovn-org/libovsdb/client"
+	"github.com/ovn-org/libovsdb/model"
 	"github.com/ovn-org/libovsdb/ovsdb"
 
 	"github.com/ovn-sync/ovn-sync/nbdb"
@@ -24,6 +25,11 @@ type Floor struct {
 	// Update are a VM event's: one port's options:requested-chassis set
 	// or cleared.
 	Update []time.Duration `json:"update_ns"`
+	// Churn is the rate of the NB writes made meanwhile (NBFloor's churn);
+	// ChurnWrites how many were made, ChurnFailed how many failed.
+	Churn       int   `json:"churn,omitempty"`
+	ChurnWrites int64 `json:"churn_writes,omitempty"`
+	ChurnFailed int64 `json:"churn_failed,omitempty"`
 }
 
 // NBFloor times n writes of each kind events make ovn-sync write, sent
@@ -33,9 +39,11 @@ type Floor struct {
 // Measured over the same NB after a loop's events, with the loop stopped,
 // it is the part of an event's latency that is the NB's: no loop, no
 // informer, no cache. The ports stay (the caller's server is thrown away
-// after).
-func NBFloor(ctx context.Context, addr, sw string, n int, gap time.Duration) (Floor, error) {
-	var f Floor
+// after). With churn, another client meanwhile makes the NB writes
+// Options.PodChurn's pods make ovn-sync make, churn a second: ports
+// inserted on sw until churn of them are there, then deletions of the
+// oldest and insertions in turn.
+func NBFloor(ctx context.Context, addr, sw string, n int, gap time.Duration, churn int) (f Floor, err error) {
 	m, err := nbdb.FullDatabaseModel()
 	if err != nil {
 		return f, err
@@ -51,6 +59,14 @@ func NBFloor(ctx context.Context, addr, sw string, n int, gap time.Duration) (Fl
 	uuid, err := uuidOf(ctx, cl, "Logical_Switch", sw)
 	if err != nil {
 		return f, err
+	}
+	if churn > 0 {
+		stop, err := nbChurn(ctx, m, addr, uuid, churn)
+		if err != nil {
+			return f, err
+		}
+		f.Churn = churn
+		defer func() { f.ChurnWrites, f.ChurnFailed = stop() }()
 	}
 	timed := func(ops ...ovsdb.Operation) (time.Duration, error) {
 		time.Sleep(gap/2 + rand.N(gap+1))
@@ -94,6 +110,72 @@ func NBFloor(ctx context.Context, addr, sw string, n int, gap time.Duration) (Fl
 		f.Update = append(f.Update, d)
 	}
 	return f, nil
+}
+
+// nbChurn starts rate NB writes a second on switch sw by a client of its
+// own (see NBFloor), once rate ports are there, and returns a function
+// that stops them and says how many were made and how many failed.
+func nbChurn(ctx context.Context, m model.ClientDBModel, addr string, sw ovsdb.UUID, rate int) (stop func() (writes, failed int64), err error) {
+	cl, err := client.NewOVSDBClient(m, client.WithEndpoint(addr))
+	if err != nil {
+		return nil, err
+	}
+	if err := cl.Connect(ctx); err != nil {
+		return nil, err
+	}
+	ports := func(mutator ovsdb.Mutator, port ovsdb.UUID) ovsdb.Operation {
+		return ovsdb.Operation{Op: ovsdb.OperationMutate, Table: "Logical_Switch", Where: []ovsdb.Condition{{Column: "_uuid", Function: ovsdb.ConditionEqual, Value: sw}},
+			Mutations: []ovsdb.Mutation{{Column: "ports", Mutator: mutator, Value: ovsdb.OvsSet{GoSet: []any{port}}}}}
+	}
+	var live []ovsdb.UUID
+	write := func(i int) error {
+		if len(live) >= rate && i%2 == 1 {
+			// Taken out of the switch's ports, the row goes too.
+			_, err := cl.Transact(ctx, ports(ovsdb.MutateOperationDelete, live[0]))
+			live = live[1:]
+			return err
+		}
+		// An address of 10.30.0.0/16, apart from the loop's and the floor's.
+		e := fmt.Sprintf("0a:58:0a:1e:%02x:%02x 10.30.%d.%d", i>>8&0xff, i&0xff, i>>8&0xff, i&0xff)
+		r, err := cl.Transact(ctx,
+			ovsdb.Operation{Op: ovsdb.OperationInsert, Table: "Logical_Switch_Port", UUIDName: "p",
+				Row: ovsdb.Row{"name": fmt.Sprintf("nb-churn-%d", i), "addresses": ovsdb.OvsSet{GoSet: []any{e}}, "port_security": ovsdb.OvsSet{GoSet: []any{e}}}},
+			ports(ovsdb.MutateOperationInsert, ovsdb.UUID{GoUUID: "p"}))
+		if err == nil && len(r) > 0 {
+			live = append(live, r[0].UUID)
+		}
+		return err
+	}
+	for i := range rate { // the ports that are there, as Options.PodChurn's pods
+		if err := write(2 * i); err != nil {
+			cl.Close()
+			return nil, err
+		}
+	}
+	done, stopped := make(chan struct{}), make(chan struct{})
+	writes, failed := int64(rate), int64(0) // the ports already there count
+	go func() {
+		defer close(stopped)
+		t := time.NewTicker(time.Second / time.Duration(rate))
+		defer t.Stop()
+		for i := 2 * rate; ; i++ {
+			select {
+			case <-done:
+				return
+			case <-t.C:
+			}
+			if write(i) != nil {
+				failed++
+			}
+			writes++
+		}
+	}()
+	return func() (int64, int64) {
+		close(done)
+		<-stopped
+		cl.Close()
+		return writes, failed
+	}, nil
 }
 
 // uuidOf returns the UUID of the one row of table named name.

@@ -85,7 +85,7 @@ func TestRunColdStart(t *testing.T) {
 		m := measureColdStart(t, env, r.bin, r.gogc, want, idle, os.Getenv("OVN_SYNC_COLDSTART_CGROUP") != "")
 		var live string
 		if m.spans > 0 {
-			live = fmt.Sprintf("; after a collection, a live heap of %d MB in %d MB of spans", m.live>>20, m.spans>>20)
+			live = fmt.Sprintf("; after a collection, a live heap of %d MB in %d MB of spans, %.0f pod patches still queued", m.live>>20, m.spans>>20, m.queued)
 		}
 		t.Logf("cold start, %s (GOGC %s): %d ports in the NB %s after start; peak RSS %d MB, RSS idle %d MB%s (peak / idle %.2f), heap in use %d MB, released %d MB, CPU %s%s%s",
 			r.bin, cmp.Or(r.gogc, "default"), want, m.took.Round(time.Millisecond), m.peak>>20, m.idle>>20, m.idleRange, float64(m.peak)/float64(m.idle), m.heap>>20, m.released>>20,
@@ -160,7 +160,10 @@ type coldStart struct {
 	// live and spans are, right after a collection, the live heap and the
 	// heap's spans in use (the binary under test only).
 	live, spans uint64
-	cgroup      string // the cgroup's own account, when in one
+	// queued is ovn_sync_publications_queued then: the first start's
+	// patches that wait, which the live heap holds.
+	queued float64
+	cgroup string // the cgroup's own account, when in one
 	// cpu is the process's CPU time until then (user and system).
 	cpu time.Duration
 }
@@ -213,6 +216,7 @@ func measureColdStart(t *testing.T, e *runEnv, bin, gogc string, want int, idle 
 		// Right after that collection: the live heap, and the spans it
 		// takes (a span holding one live object is in use).
 		r.live, r.spans = uint64(p.metric("go_memstats_heap_alloc_bytes")), uint64(p.metric("go_memstats_heap_inuse_bytes"))
+		r.queued = p.metric("ovn_sync_publications_queued")
 		if dir := os.Getenv("OVN_SYNC_COLDSTART_PROFILE"); dir != "" {
 			if err := os.WriteFile(filepath.Join(dir, "coldstart.heap"), []byte(heap), 0o644); err != nil {
 				t.Fatal(err)

@@ -16,9 +16,9 @@ import (
 // TestHarness runs the whole harness at 200 ports, in process, with the
 // per-object pattern measured fully (names monitor) and extrapolated (the
 // full-monitor client, given no budget), the event latency (g) at 20 and
-// 200 pods (100 on a switch: two and two switches), quiet and under 20
-// background writes a second, and run mode's memory at 200 ports, so that
-// it cannot rot.
+// 200 pods (100 on a switch: two and two switches), quiet, under 20
+// background writes a second and under 20 pods created or deleted a
+// second, and run mode's memory at 200 ports, so that it cannot rot.
 func TestHarness(t *testing.T) {
 	nbtest.Require(t)
 	dir := t.TempDir()
@@ -29,7 +29,7 @@ func TestHarness(t *testing.T) {
 		perObjectBudget: time.Minute, sample: 50,
 		fullMonitor: true, fullMonitorBudget: time.Nanosecond, fullMonitorSample: 50,
 		noopPasses: 3, inProcess: true,
-		latencySizes: []int{20, 200}, latencyRounds: 3, latencyFullRounds: 3, latencyChurn: []int{0, 20}, latencySwitchPorts: 100, latencyGap: time.Millisecond, memorySize: 200,
+		latencySizes: []int{20, 200}, latencyRounds: 3, latencyFullRounds: 3, latencyChurn: []int{0, 20}, latencyPodChurn: 20, latencySwitchPorts: 100, latencyGap: time.Millisecond, memorySize: 200,
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
 	defer cancel()
@@ -72,8 +72,8 @@ func TestHarness(t *testing.T) {
 		if err != nil {
 			t.Fatalf("measureLatency(%d): %v", n, err)
 		}
-		if len(rs) != 3 {
-			t.Fatalf("measureLatency(%d): %d results, want incremental quiet and under writes, and full", n, len(rs))
+		if len(rs) != 4 {
+			t.Fatalf("measureLatency(%d): %d results, want incremental quiet, under writes and under pod churn, and full", n, len(rs))
 		}
 		for _, l := range rs {
 			for _, ev := range eventlat.Events {
@@ -84,11 +84,17 @@ func TestHarness(t *testing.T) {
 			if l.Switches != 2 {
 				t.Errorf("(g) %s: %d switches, want 2", l.label(), l.Switches)
 			}
-			// The NB alone is measured after the first run, quiet.
+			// The NB alone is measured after the first run, quiet, and
+			// after the run under pod churn, under the NB writes it makes.
 			floor := l.Passes == "incremental" && l.Churn == 0
 			switch f := l.NBFloor; {
 			case floor != (f != nil):
-				t.Errorf("(g) %s: NB floor %+v; want one after the quiet incremental run alone", l.label(), f)
+				t.Errorf("(g) %s: NB floor %+v; want one after the quiet incremental run and the one under pod churn alone", l.label(), f)
+			case floor && f.Churn != l.PodChurn:
+				t.Errorf("(g) %s: NB floor under %d writes a second, want %d", l.label(), f.Churn, l.PodChurn)
+			case l.PodChurn > 0 && (l.PodWrites < int64(l.PodChurn) || l.PodFailed != 0 || f.ChurnWrites < int64(l.PodChurn) || f.ChurnFailed != 0):
+				t.Errorf("(g) %s: %d pod writes (%d failed), the NB alone %d (%d failed); want %d or more, none failed",
+					l.label(), l.PodWrites, l.PodFailed, f.ChurnWrites, f.ChurnFailed, l.PodChurn)
 			case floor && (len(f.Insert) != opts.latencyRounds || len(f.Update) != opts.latencyRounds || slices.Min(f.Insert) <= 0 || slices.Min(f.Update) <= 0):
 				t.Errorf("(g) %s: NB floor %+v; want %d inserts and %d updates, each above 0", l.label(), f, opts.latencyRounds, opts.latencyRounds)
 			}
@@ -112,7 +118,8 @@ func TestHarness(t *testing.T) {
 	}
 	md, _ := os.ReadFile(opts.results)
 	for _, want := range []string{"| (a) ovn-sync cold start, wall |", "extrapolated", "## Targets", "(results.svg)",
-		"## (g) Run mode's event latency", "| migration |", "200, incremental, 20 writes/s", "(g) p99 at 200 ≤ 1.5× p99 at 20, 20 background writes/s", "(latency.svg)", "| the NB alone, loop stopped: pod-add's write", "| the NB alone, loop stopped: a VM event's write",
+		"## (g) Run mode's event latency", "| migration |", "200, incremental, 20 writes/s", "(g) p99 at 200 ≤ 1.5× p99 at 20, 20 background writes/s", "(latency.svg)",
+		"200, incremental, 20 pods created or deleted/s", "(g) p99 at 200 under 20 pods created or deleted a second ≤ 1.2× the NB alone's", "| the NB alone, loop stopped: pod-add's write", "| the NB alone, loop stopped: a VM event's write",
 		"client RSS ≤ 300 MB, run mode", "informer inputs (stores", "sum of the parts |"} {
 		if !strings.Contains(string(md), want) {
 			t.Errorf("RESULTS.md lacks %q:\n%s", want, md)

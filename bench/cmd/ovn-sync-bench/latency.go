@@ -30,8 +30,15 @@ type latencyResult struct {
 	// loop dropped unread (ovn_sync_changes_dropped_total) in that time.
 	// PassesRun counts the loop's passes while events ran, FullBuilds
 	// those of them that built every owner.
-	Churn      int     `json:"churn,omitempty"`
-	Writes     int64   `json:"writes,omitempty"`
+	Churn  int   `json:"churn,omitempty"`
+	Writes int64 `json:"writes,omitempty"`
+	// PodChurn is the rate of pod creations and deletions while events
+	// ran (eventlat.Options.PodChurn), PodWrites how many were made and
+	// PodFailed how many failed; NBFloor is then measured under the NB
+	// writes they make.
+	PodChurn   int     `json:"pod_churn,omitempty"`
+	PodWrites  int64   `json:"pod_writes,omitempty"`
+	PodFailed  int64   `json:"pod_failed,omitempty"`
 	Failed     int64   `json:"failed,omitempty"`
 	FailedErr  string  `json:"failed_err,omitempty"`
 	PassesRun  float64 `json:"passes_run"`
@@ -44,10 +51,10 @@ type latencyResult struct {
 	Samples map[eventlat.Event][]time.Duration `json:"samples_ns"`
 	// LoadBefore and LoadAfter are /proc/loadavg around the events.
 	LoadBefore, LoadAfter string
-	// NBFloor, for the first run at a size, are the latencies of the
-	// writes events make sent alone by a plain NB client to the same NB
-	// after the loop has stopped (eventlat.NBFloor): the NB's own part of
-	// an event's latency.
+	// NBFloor, for the first run at a size and the run under pod churn,
+	// are the latencies of the writes events make sent alone by a plain
+	// NB client to the same NB after the loop has stopped
+	// (eventlat.NBFloor): the NB's own part of an event's latency.
 	NBFloor *eventlat.Floor `json:"nb_floor,omitempty"`
 }
 
@@ -64,23 +71,27 @@ func latencySwitches(size, perSwitch int) int {
 }
 
 // latencyRuns are the measurements of (g) at one size, in the order made:
-// incremental passes under each rate of background writes, then full
-// passes under the first (quiet, by default).
+// incremental passes under each rate of background writes, then under pod
+// churn, then full passes under the first rate (quiet, by default).
 func latencyRuns(opts options) []latencyRun {
 	var runs []latencyRun
 	for i, churn := range opts.latencyChurn {
 		runs = append(runs, latencyRun{passes: "incremental", churn: churn, floor: i == 0})
 	}
+	if opts.latencyPodChurn > 0 {
+		runs = append(runs, latencyRun{passes: "incremental", podChurn: opts.latencyPodChurn, floor: true})
+	}
 	return append(runs, latencyRun{passes: "full", churn: opts.latencyChurn[0]})
 }
 
-// latencyRun is one measurement of (g) at a size: the kind of pass and
-// the rate of background writes; floor is set on the run after which the
-// NB floor is measured (the first).
+// latencyRun is one measurement of (g) at a size: the kind of pass, the
+// rate of background writes and of pod creations and deletions; floor is
+// set on the runs after which the NB floor is measured (the first, and
+// the one under pod churn, whose NB writes the floor's NB is given).
 type latencyRun struct {
-	passes string
-	churn  int
-	floor  bool
+	passes          string
+	churn, podChurn int
+	floor           bool
 }
 
 // measureLatency measures (g) with size existing pods, every run of
@@ -96,7 +107,8 @@ func measureLatency(ctx context.Context, opts options, size int) ([]latencyResul
 	}
 	err := inChild(ctx, []string{"-child-latency", strconv.Itoa(size), "-latency-rounds", strconv.Itoa(opts.latencyRounds),
 		"-latency-full-rounds", strconv.Itoa(opts.latencyFullRounds),
-		"-latency-churn", strings.Join(churn, ","), "-latency-switch-ports", strconv.Itoa(opts.latencySwitchPorts),
+		"-latency-churn", strings.Join(churn, ","), "-latency-pod-churn", strconv.Itoa(opts.latencyPodChurn),
+		"-latency-switch-ports", strconv.Itoa(opts.latencySwitchPorts),
 		"-latency-gap", opts.latencyGap.String()}, &rs)
 	return rs, err
 }
@@ -122,15 +134,17 @@ func latencyAtSize(ctx context.Context, opts options, size int) ([]latencyResult
 // apart, on one loop over size existing pods spread over switches
 // switches, building and written to as run says, on a fresh server.
 func latencyAt(ctx context.Context, size, switches int, run latencyRun, rounds int, gap time.Duration) (latencyResult, error) {
-	r := latencyResult{Existing: size, Passes: run.passes, Switches: switches, Churn: run.churn, Samples: map[eventlat.Event][]time.Duration{}}
+	r := latencyResult{Existing: size, Passes: run.passes, Switches: switches, Churn: run.churn, PodChurn: run.podChurn,
+		Samples: map[eventlat.Event][]time.Duration{}}
 	srv, err := nbtest.Serve()
 	if err != nil {
 		return r, err
 	}
 	defer srv.Close()
-	what := fmt.Sprintf("(g) %d existing over %d switches, %s passes, %d writes/s", size, switches, run.passes, run.churn)
+	what := fmt.Sprintf("(g) %d existing over %d switches, %s passes, %d writes/s, %d pod writes/s", size, switches, run.passes, run.churn, run.podChurn)
 	logf("%s: cold start", what)
-	c, err := eventlat.Start(ctx, eventlat.Options{Existing: size, Switches: switches, NBAddr: srv.Addr(), Passes: run.passes, Churn: run.churn})
+	c, err := eventlat.Start(ctx, eventlat.Options{Existing: size, Switches: switches, NBAddr: srv.Addr(), Passes: run.passes,
+		Churn: run.churn, PodChurn: run.podChurn})
 	if err != nil {
 		return r, fmt.Errorf("%s: %w", what, err)
 	}
@@ -138,7 +152,7 @@ func latencyAt(ctx context.Context, size, switches int, run latencyRun, rounds i
 	logf("%s: ports committed after %s; %d rounds of %v", what, seconds(c.Ready), rounds, eventlat.Events)
 	r.LoadBefore = loadAverage()
 	passes0, full0 := c.Metric("ovn_sync_passes_total"), c.Metric("ovn_sync_builds_total", "kind", "full")
-	bar := newProgress(fmt.Sprintf("(g) %d %s %d/s", size, run.passes, run.churn), rounds)
+	bar := newProgress(fmt.Sprintf("(g) %d %s %d/s %d pods/s", size, run.passes, run.churn, run.podChurn), rounds)
 	for i := range rounds {
 		for _, ev := range eventlat.Events {
 			// A pause drawn at random, so that background writes fall
@@ -164,6 +178,7 @@ func latencyAt(ctx context.Context, size, switches int, run latencyRun, rounds i
 	// The writer stops; its last writes reach the loop's handlers within
 	// moments.
 	c.StopChurn()
+	r.PodWrites, r.PodFailed, _ = c.PodChurned()
 	for deadline := time.Now().Add(2 * time.Second); ; {
 		r.Writes, r.Failed, r.FailedErr, r.Dropped = c.Churned()
 		if r.Dropped >= float64(r.Writes) || time.Now().After(deadline) {
@@ -175,7 +190,7 @@ func latencyAt(ctx context.Context, size, switches int, run latencyRun, rounds i
 		return r, err
 	}
 	logf("%s: the NB alone, %d writes of each kind", what, rounds)
-	f, err := eventlat.NBFloor(ctx, srv.Addr(), eventlat.DefaultSwitch, rounds, gap)
+	f, err := eventlat.NBFloor(ctx, srv.Addr(), eventlat.DefaultSwitch, rounds, gap, run.podChurn)
 	r.NBFloor = &f
 	return r, err
 }

@@ -104,13 +104,16 @@ type options struct {
 	// latencyRounds the events of each kind per size with incremental
 	// passes, latencyFullRounds with full ones;
 	// latencyChurn the rates of background writes incremental passes are
-	// measured under (0: quiet); latencySwitchPorts the most existing pods
+	// measured under (0: quiet), latencyPodChurn the rate of pod
+	// creations and deletions they are also measured under (0: not);
+	// latencySwitchPorts the most existing pods
 	// on one switch. latencyOnly measures (g) alone.
 	latencySizes       []int
 	latencyRounds      int
 	latencyFullRounds  int
 	latencyGap         time.Duration
 	latencyChurn       []int
+	latencyPodChurn    int
 	latencySwitchPorts int
 	latencyOnly        bool
 	latencyChart       string
@@ -154,6 +157,7 @@ func parseFlags(args []string) (options, error) {
 	fs.IntVar(&o.latencyFullRounds, "latency-full-rounds", 20, "events of each kind (g) times per size with full passes (each a second or more at 100k)")
 	fs.DurationVar(&o.latencyGap, "latency-gap", 50*time.Millisecond, "mean pause between two events of (g), drawn evenly from 0.5 to 1.5 times it, so that background writes fall between and during events")
 	latencyChurn := fs.String("latency-churn", "0,10,100", "comma-separated rates (writes a second) of background writes that change nothing read, under which (g) measures incremental passes; 0 is quiet")
+	fs.IntVar(&o.latencyPodChurn, "latency-pod-churn", 50, "pod creations and deletions a second under which (g) also measures incremental passes, and the NB alone under the writes they make; 0 skips it")
 	fs.IntVar(&o.latencySwitchPorts, "latency-switch-ports", 25000, "the most existing pods (g) puts on one switch: they spread over the default switch and kube-ovn Subnets, two switches at least")
 	fs.BoolVar(&o.latencyOnly, "latency-only", false, "measure (g) alone and replace its section of -results")
 	fs.StringVar(&o.latencyChart, "latency-chart", filepath.Join("bench", "latency.svg"), "chart `file` of (g) (.svg or .png); empty: none")
