@@ -133,16 +133,12 @@ type Cluster struct {
 	ips           []string
 	stopChurn     chan struct{}
 	churnDone     sync.WaitGroup
-	churnWrites   atomic.Int64
-	churnFailed   atomic.Int64
-	churnLastErr  atomic.Value
+	churned       writer
 	droppedBefore float64
 	// The pod writer (Options.PodChurn), and what it did.
-	stopPods   chan struct{}
-	podsDone   sync.WaitGroup
-	podWrites  atomic.Int64
-	podsFailed atomic.Int64
-	podLastErr atomic.Value
+	stopPods    chan struct{}
+	podsDone    sync.WaitGroup
+	podsChurned writer
 }
 
 // portSeen is a port's name and requested-chassis as an NB client saw
@@ -243,45 +239,65 @@ func Start(ctx context.Context, o Options) (c *Cluster, err error) {
 func (c *Cluster) podChurn(ctx context.Context, rate int, started chan struct{}) {
 	defer c.podsDone.Done()
 	pods := c.r.Kube.CoreV1().Pods("ns")
-	t := time.NewTicker(time.Second / time.Duration(rate))
-	defer t.Stop()
 	var live []string
-	for i := 0; ; i++ {
-		select {
-		case <-c.stopPods:
-			return
-		case <-ctx.Done():
-			return
-		case <-t.C:
-		}
-		var err error
+	c.podsChurned.run(ctx, c.stopPods, rate, func(i int) error {
 		if len(live) >= rate && i%2 == 1 {
-			err = pods.Delete(ctx, live[0], metav1.DeleteOptions{})
+			name := live[0]
 			live = live[1:]
-		} else {
-			name := fmt.Sprintf("churn%d", i)
-			if _, err = pods.Create(ctx, looptest.Pod(name), metav1.CreateOptions{}); err == nil {
-				live = append(live, name)
-			}
-			if len(live) == rate && started != nil {
-				close(started)
-				started = nil
-			}
+			return pods.Delete(ctx, name, metav1.DeleteOptions{})
 		}
-		if err != nil {
-			c.podsFailed.Add(1)
-			c.podLastErr.Store(err.Error())
-			continue
+		name := fmt.Sprintf("churn%d", i)
+		if _, err := pods.Create(ctx, looptest.Pod(name), metav1.CreateOptions{}); err != nil {
+			return err
 		}
-		c.podWrites.Add(1)
-	}
+		if live = append(live, name); len(live) == rate && started != nil {
+			close(started)
+			started = nil
+		}
+		return nil
+	})
 }
 
 // PodChurned returns how many pods the pod writer created or deleted and
 // how many of those writes failed, with the last failure's error.
 func (c *Cluster) PodChurned() (writes, failed int64, lastErr string) {
-	s, _ := c.podLastErr.Load().(string)
-	return c.podWrites.Load(), c.podsFailed.Load(), s
+	return c.podsChurned.counts()
+}
+
+// writer makes writes at a steady rate, and counts those made and those
+// that failed.
+type writer struct {
+	writes, failed atomic.Int64
+	lastErr        atomic.Value
+}
+
+// run calls write(i), i from 0, rate times a second until stop is closed
+// or ctx done.
+func (w *writer) run(ctx context.Context, stop <-chan struct{}, rate int, write func(i int) error) {
+	t := time.NewTicker(time.Second / time.Duration(rate))
+	defer t.Stop()
+	for i := 0; ; i++ {
+		select {
+		case <-stop:
+			return
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		if err := write(i); err != nil {
+			w.failed.Add(1)
+			w.lastErr.Store(err.Error())
+			continue
+		}
+		w.writes.Add(1)
+	}
+}
+
+// counts returns the writes made and failed, with the last failure's
+// error.
+func (w *writer) counts() (writes, failed int64, lastErr string) {
+	s, _ := w.lastErr.Load().(string)
+	return w.writes.Load(), w.failed.Load(), s
 }
 
 // clusterObjects are the objects the fake API servers start with: o.Existing
@@ -439,26 +455,12 @@ func (c *Cluster) createIPObjects(ctx context.Context, existing, switches int) e
 // Once it has made one write of each kind, it closes started.
 func (c *Cluster) churn(ctx context.Context, rate, switches int, started chan struct{}) {
 	defer c.churnDone.Done()
-	t := time.NewTicker(time.Second / time.Duration(rate))
-	defer t.Stop()
-	for i := 0; ; i++ {
-		select {
-		case <-c.stopChurn:
-			return
-		case <-ctx.Done():
-			return
-		case <-t.C:
-		}
+	c.churned.run(ctx, c.stopChurn, rate, func(i int) error {
 		if i == 4 {
 			close(started)
 		}
-		if err := c.write(ctx, i, switches); err != nil {
-			c.churnFailed.Add(1)
-			c.churnLastErr.Store(err.Error())
-			continue
-		}
-		c.churnWrites.Add(1)
-	}
+		return c.write(ctx, i, switches)
+	})
 }
 
 // write makes background write i (see churn).
@@ -532,8 +534,8 @@ func (c *Cluster) StopChurn() {
 // failed, with the last failure's error, and how many changes the loop
 // dropped unread since the writer started (ovn_sync_changes_dropped_total).
 func (c *Cluster) Churned() (writes, failed int64, lastErr string, dropped float64) {
-	s, _ := c.churnLastErr.Load().(string)
-	return c.churnWrites.Load(), c.churnFailed.Load(), s, c.r.Metric("ovn_sync_changes_dropped_total") - c.droppedBefore
+	writes, failed, lastErr = c.churned.counts()
+	return writes, failed, lastErr, c.r.Metric("ovn_sync_changes_dropped_total") - c.droppedBefore
 }
 
 // Metric sums the loop's samples of the named metric whose labels include

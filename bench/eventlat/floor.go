@@ -131,8 +131,9 @@ func nbChurn(ctx context.Context, m model.ClientDBModel, addr string, sw ovsdb.U
 	write := func(i int) error {
 		if len(live) >= rate && i%2 == 1 {
 			// Taken out of the switch's ports, the row goes too.
-			_, err := cl.Transact(ctx, ports(ovsdb.MutateOperationDelete, live[0]))
+			port := live[0]
 			live = live[1:]
+			_, err := cl.Transact(ctx, ports(ovsdb.MutateOperationDelete, port))
 			return err
 		}
 		// An address of 10.30.0.0/16, apart from the loop's and the floor's.
@@ -152,28 +153,18 @@ func nbChurn(ctx context.Context, m model.ClientDBModel, addr string, sw ovsdb.U
 			return nil, err
 		}
 	}
+	var w writer
+	w.writes.Add(int64(rate))
 	done, stopped := make(chan struct{}), make(chan struct{})
-	writes, failed := int64(rate), int64(0) // the ports already there count
 	go func() {
 		defer close(stopped)
-		t := time.NewTicker(time.Second / time.Duration(rate))
-		defer t.Stop()
-		for i := 2 * rate; ; i++ {
-			select {
-			case <-done:
-				return
-			case <-t.C:
-			}
-			if write(i) != nil {
-				failed++
-			}
-			writes++
-		}
+		w.run(ctx, done, rate, func(i int) error { return write(2*rate + i) })
 	}()
 	return func() (int64, int64) {
 		close(done)
 		<-stopped
 		cl.Close()
+		writes, failed, _ := w.counts()
 		return writes, failed
 	}, nil
 }
