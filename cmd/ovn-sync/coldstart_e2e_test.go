@@ -52,7 +52,11 @@ const coldStartSwitchPods = 25000
 // that objects kept among freed ones hold. With
 // OVN_SYNC_COLDSTART_GOGC set to a list of GOGC values ("100,50"), the
 // binary is measured once with each, the first on the NB the cluster was
-// made with. OVN_SYNC_COLDSTART_FLAGS adds flags to every run's (say
+// made with. With OVN_SYNC_COLDSTART_DRAIN set, each run waits until
+// every annotation patch its start queued is sent before its idle time,
+// which then reads the steady state of a cluster whose pods are annotated,
+// as a restart or a cluster from kube-ovn has it.
+// OVN_SYNC_COLDSTART_FLAGS adds flags to every run's (say
 // "--resync=1m", with an idle time past it, to see the first full pass
 // after the start).
 // Run it at scale as
@@ -86,6 +90,9 @@ func TestRunColdStart(t *testing.T) {
 		var live string
 		if m.spans > 0 {
 			live = fmt.Sprintf("; after a collection, a live heap of %d MB in %d MB of spans, %.0f pod patches still queued", m.live>>20, m.spans>>20, m.queued)
+		}
+		if m.drained > 0 {
+			live += fmt.Sprintf("; every patch sent %s after that, before the idle time", m.drained.Round(time.Second))
 		}
 		t.Logf("cold start, %s (GOGC %s): %d ports in the NB %s after start; peak RSS %d MB, RSS idle %d MB%s (peak / idle %.2f), heap in use %d MB, released %d MB, CPU %s%s%s",
 			r.bin, cmp.Or(r.gogc, "default"), want, m.took.Round(time.Millisecond), m.peak>>20, m.idle>>20, m.idleRange, float64(m.peak)/float64(m.idle), m.heap>>20, m.released>>20,
@@ -133,6 +140,25 @@ func TestRunAnnotatesNewPodsFirst(t *testing.T) {
 	}
 }
 
+// drainPatches waits until p has sent every annotation patch its start
+// queued (ovn_sync_publications_queued is 0), so that the idle time that
+// follows is the steady state of a cluster whose pods are annotated, and
+// the next run starts on one. It returns how long that took.
+func drainPatches(t *testing.T, p *runProc) time.Duration {
+	t.Helper()
+	start := time.Now()
+	for p.metric("ovn_sync_publications_queued") > 0 {
+		if p.exited() {
+			t.Fatalf("ovn-sync exited (code %d) sending its patches: %s", p.exit, p.logTail(3000))
+		}
+		if time.Since(start) > 30*time.Minute {
+			t.Fatalf("%.0f patches still queued after %s", p.metric("ovn_sync_publications_queued"), time.Since(start).Round(time.Second))
+		}
+		time.Sleep(5 * time.Second)
+	}
+	return time.Since(start)
+}
+
 // idleRSS reads the RSS of process pid every second for d, and says how
 // it went: least, median and most. A full pass now and then (--resync)
 // moves it; one reading says where the last one left it.
@@ -161,9 +187,12 @@ type coldStart struct {
 	// heap's spans in use (the binary under test only).
 	live, spans uint64
 	// queued is ovn_sync_publications_queued then: the first start's
-	// patches that wait, which the live heap holds.
-	queued float64
-	cgroup string // the cgroup's own account, when in one
+	// patches that wait, which the live heap holds. drained is how long
+	// the process took to send them all before the idle time, with
+	// OVN_SYNC_COLDSTART_DRAIN set.
+	queued  float64
+	drained time.Duration
+	cgroup  string // the cgroup's own account, when in one
 	// cpu is the process's CPU time until then (user and system).
 	cpu time.Duration
 }
@@ -203,6 +232,9 @@ func measureColdStart(t *testing.T, e *runEnv, bin, gogc string, want int, idle 
 		time.Sleep(250 * time.Millisecond)
 	}
 	r := coldStart{took: time.Since(start)}
+	if os.Getenv("OVN_SYNC_COLDSTART_DRAIN") != "" {
+		r.drained = drainPatches(t, p)
+	}
 	r.idleRange = idleRSS(t, p.cmd.Process.Pid, idle)
 	r.peak, r.idle = procStatus(t, p.cmd.Process.Pid, "VmHWM"), procStatus(t, p.cmd.Process.Pid, "VmRSS")
 	r.cpu = time.Duration(p.metric("process_cpu_seconds_total") * float64(time.Second))
