@@ -229,7 +229,10 @@ func (l *Loop) failed(ctx context.Context, t trigger, err error, dur time.Durati
 func (l *Loop) succeeded(t trigger, out *Outcome, applied diff.Plan, inUse bool) {
 	res := out.Applied
 	l.m.driftRepairs.Add(float64(min(repairs(l.lastWant, l.left, out.Result.Want, applied), res.Created+res.Updated+res.Deleted)))
-	l.lastWant = &out.Result.Want
+	// A copy: a pointer into out would keep the whole outcome, with its
+	// result's facts (after a full pass, every port's spec and owner).
+	want := out.Result.Want
+	l.lastWant = &want
 	switch {
 	case out.Plan.Withheld > 0 || inUse:
 		l.left = true

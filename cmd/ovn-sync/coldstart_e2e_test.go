@@ -46,8 +46,10 @@ const coldStartSwitchPods = 25000
 // start is measured with it beside, on a fresh NB, for a ratio. It asserts
 // nothing about the figures: targets live in the benchmarks, and machines
 // are noisy. With OVN_SYNC_COLDSTART_PROFILE set to a directory, the
-// process's heap profile once idle is written there (coldstart.heap). The
-// binary under test is also collected once idle, and its live heap and
+// process's heap profile once idle is written there (coldstart.heap),
+// taken right after a full pass ends (at most 70 s later), when nothing
+// a pass builds is in flight. The binary under test is also collected
+// once idle (then), and its live heap and
 // the heap's spans in use are printed: their difference is the memory
 // that objects kept among freed ones hold. With
 // OVN_SYNC_COLDSTART_GOGC set to a list of GOGC values ("100,50"), the
@@ -165,6 +167,16 @@ func drainPatches(t *testing.T, p *runProc) time.Duration {
 	return time.Since(start)
 }
 
+// afterFullPass waits, at most d, until p has ended a full pass (one
+// comes every --resync), so that what is read next is what p keeps
+// between passes.
+func afterFullPass(p *runProc, d time.Duration) {
+	n := p.metric("ovn_sync_builds_total", `kind="full"`)
+	for end := time.Now().Add(d); time.Now().Before(end) && p.metric("ovn_sync_builds_total", `kind="full"`) == n; {
+		time.Sleep(200 * time.Millisecond)
+	}
+}
+
 // idleRSS reads the RSS of process pid every second for d, and says how
 // it went: least, median and most. A full pass now and then (--resync)
 // moves it; one reading says where the last one left it.
@@ -247,6 +259,10 @@ func measureColdStart(t *testing.T, e *runEnv, bin, gogc string, want int, idle 
 	r.heap = uint64(p.metric("go_memstats_heap_inuse_bytes"))
 	r.released = uint64(p.metric("go_memstats_heap_released_bytes"))
 	if bin == binary {
+		if os.Getenv("OVN_SYNC_COLDSTART_PROFILE") != "" {
+			// Between passes: a full pass in flight holds what it builds.
+			afterFullPass(p, time.Minute+10*time.Second)
+		}
 		heap, err := p.get("/debug/pprof/heap?gc=1") // what is live, not what the last collection saw
 		if err != nil {
 			t.Fatal(err)
