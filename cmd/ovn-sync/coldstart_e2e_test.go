@@ -169,11 +169,15 @@ func drainPatches(t *testing.T, p *runProc) time.Duration {
 
 // afterFullPass waits, at most d, until p has ended a full pass (one
 // comes every --resync), so that what is read next is what p keeps
-// between passes.
+// between passes: until a full build is counted (when it is built), then
+// until a pass is counted (when it has applied).
 func afterFullPass(p *runProc, d time.Duration) {
-	n := p.metric("ovn_sync_builds_total", `kind="full"`)
-	for end := time.Now().Add(d); time.Now().Before(end) && p.metric("ovn_sync_builds_total", `kind="full"`) == n; {
-		time.Sleep(200 * time.Millisecond)
+	end := time.Now().Add(d)
+	for _, m := range []string{"ovn_sync_builds_total", "ovn_sync_passes_total"} {
+		n := p.metric(m, `kind="full"`)
+		for time.Now().Before(end) && p.metric(m, `kind="full"`) == n {
+			time.Sleep(200 * time.Millisecond)
+		}
 	}
 }
 
