@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -92,6 +93,9 @@ func TestRunColdStart(t *testing.T) {
 		var live string
 		if m.spans > 0 {
 			live = fmt.Sprintf("; after a collection, a live heap of %d MB in %d MB of spans, %.0f pod patches still queued", m.live>>20, m.spans>>20, m.queued)
+		}
+		if m.peakHeap > 0 {
+			live += fmt.Sprintf("; until idle, heap in use at most %d MB, the largest heap a collection marked live %s", m.peakHeap>>20, m.peakLive)
 		}
 		if m.drained > 0 {
 			live += fmt.Sprintf("; every patch sent %s after that, before the idle time", m.drained.Round(time.Second))
@@ -181,6 +185,71 @@ func afterFullPass(p *runProc, d time.Duration) {
 	}
 }
 
+// peakWatch reads a process's heap in use once a second until stopped,
+// and takes its heap profile whenever that is a tenth above the most seen:
+// the profile kept says what the heap held near its peak.
+type peakWatch struct {
+	done    chan struct{}
+	stopped chan struct{}
+	most    uint64
+	profile string
+}
+
+func watchPeak(p *runProc) *peakWatch {
+	w := &peakWatch{done: make(chan struct{}), stopped: make(chan struct{})}
+	go func() {
+		defer close(w.stopped)
+		for taken := uint64(0); ; {
+			select {
+			case <-w.done:
+				return
+			case <-time.After(time.Second):
+			}
+			body, err := p.get("/metrics") // not p.metric: no t.Fatal off the test's goroutine
+			if err != nil {
+				continue
+			}
+			inuse := uint64(sample(body, "go_memstats_heap_inuse_bytes"))
+			w.most = max(w.most, inuse)
+			if inuse > taken+taken/10 {
+				if prof, err := p.get("/debug/pprof/heap"); err == nil {
+					w.profile, taken = prof, inuse
+				}
+			}
+		}
+	}()
+	return w
+}
+
+// stop ends the watch, writes the profile kept to path, and returns the
+// most heap in use read.
+func (w *peakWatch) stop(t *testing.T, path string) uint64 {
+	t.Helper()
+	close(w.done)
+	<-w.stopped
+	if err := os.WriteFile(path, []byte(w.profile), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return w.most
+}
+
+// gcTraceLine matches a collection's line of GODEBUG=gctrace=1: when it
+// started, and the heap at its start, at its end, and marked live.
+var gcTraceLine = regexp.MustCompile(`gc \d+ @([\d.]+)s .* (\d+)->(\d+)->(\d+) MB`)
+
+// gcTracePeak reads a gctrace log and says the largest heap a collection
+// marked live, and when.
+func gcTracePeak(log string) string {
+	var most int
+	var at string
+	for _, m := range gcTraceLine.FindAllStringSubmatch(log, -1) {
+		if n, _ := strconv.Atoi(m[4]); n > most {
+			most, at = n, m[1]
+		}
+	}
+	return fmt.Sprintf("%d MB (%s s after start)", most, at)
+}
+
 // idleRSS reads the RSS of process pid every second for d, and says how
 // it went: least, median and most. A full pass now and then (--resync)
 // moves it; one reading says where the last one left it.
@@ -215,6 +284,11 @@ type coldStart struct {
 	queued  float64
 	drained time.Duration
 	cgroup  string // the cgroup's own account, when in one
+	// With a profile asked for, until the idle time: the most heap in use
+	// read (once a second), and the largest heap a collection marked
+	// live (its gctrace, with when).
+	peakHeap uint64
+	peakLive string
 	// cpu is the process's CPU time until then (user and system).
 	cpu time.Duration
 }
@@ -240,8 +314,16 @@ func measureColdStart(t *testing.T, e *runEnv, bin, gogc string, want int, idle 
 		o.Cgroup = cg.dir
 		o.Env = append(o.Env, fmt.Sprintf("GOMEMLIMIT=%d", limit*90/100))
 	}
+	profile := os.Getenv("OVN_SYNC_COLDSTART_PROFILE")
+	if profile != "" && bin == binary {
+		o.Env = append(o.Env, "GODEBUG=gctrace=1")
+	}
 	start := time.Now()
 	p := e.runWith(o)
+	var peak *peakWatch
+	if profile != "" && bin == binary {
+		peak = watchPeak(p)
+	}
 	// Polled four times a second: a State of 100,000 ports is not free,
 	// and this process shares the CPU with the one measured.
 	for n := 0; n < want; n = e.nb.State().OwnedPorts() {
@@ -256,6 +338,10 @@ func measureColdStart(t *testing.T, e *runEnv, bin, gogc string, want int, idle 
 	r := coldStart{took: time.Since(start)}
 	if os.Getenv("OVN_SYNC_COLDSTART_DRAIN") != "" {
 		r.drained = drainPatches(t, p)
+	}
+	if peak != nil {
+		r.peakHeap = peak.stop(t, filepath.Join(profile, "coldstart-peak.heap"))
+		r.peakLive = gcTracePeak(p.logTail(1 << 30))
 	}
 	r.idleRange = idleRSS(t, p.cmd.Process.Pid, idle)
 	r.peak, r.idle = procStatus(t, p.cmd.Process.Pid, "VmHWM"), procStatus(t, p.cmd.Process.Pid, "VmRSS")
