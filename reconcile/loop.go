@@ -71,9 +71,12 @@ type LoopOptions struct {
 	// full beside every incremental pass and counts where they differ
 	// (ovn_sync_incremental_mismatches_total), for tests.
 	FullPasses, VerifyIncremental bool
-	// AfterFullPass, when set, runs after every pass that built every
-	// owner (run mode returns the memory the pass used: returnMemory).
-	AfterFullPass func()
+	// FullPass, when set, is called as a pass lists every object to build
+	// every owner through the engine (not with FullPasses or DryRun), and
+	// the function it returns when that pass ends: run mode collects more
+	// often meanwhile and returns the memory the pass used afterwards
+	// (fullPassMemory).
+	FullPass func() (end func())
 	// DryRun makes every pass compute its plan and write nothing: no
 	// transaction, and Publish is not called. Every pass builds every
 	// owner (the engine's incremental passes rest on the NB showing their
@@ -324,6 +327,18 @@ type reading struct {
 	all bool
 	// builder builds the pass's desired state (see read).
 	builder Builder
+	// end, when set, is what LoopOptions.FullPass returned as the pass
+	// listed every object: the pass calls it as it ends.
+	end func()
+}
+
+// fullPass calls LoopOptions.FullPass, when set, as a pass lists every
+// object, and returns what it gave.
+func (l *Loop) fullPass() func() {
+	if l.opts.FullPass == nil {
+		return nil
+	}
+	return l.opts.FullPass()
 }
 
 // read takes what changed and says how a pass of trigger t builds. With
@@ -361,9 +376,10 @@ func (l *Loop) read(t trigger) *reading {
 	if changeOnly && !l.opts.VerifyIncremental {
 		return l.readChanges()
 	}
+	end := l.fullPass()
 	snap := l.src.Take()
 	l.noteRead(snap.Changed, snap.AllChanged)
-	r := &reading{snap: &snap, unreadable: snap.Unreadable, listed: true, all: snap.AllChanged}
+	r := &reading{snap: &snap, unreadable: snap.Unreadable, listed: true, all: snap.AllChanged, end: end}
 	full := Engine{X: &l.inc, List: Listed(snap.Inputs)}
 	ch := Changes{Engine: full, Changed: snap.Changed, Objects: desired.ObjectsOf(snap.Inputs)}
 	switch {
@@ -383,8 +399,9 @@ func (l *Loop) readChanges() *reading {
 	ch := l.src.TakeChanges()
 	l.noteRead(ch.Changed, ch.AllChanged)
 	if ch.AllChanged {
+		end := l.fullPass()
 		snap := l.src.Inputs() // taken already
-		return &reading{snap: &snap, unreadable: snap.Unreadable, listed: true, all: true,
+		return &reading{snap: &snap, unreadable: snap.Unreadable, listed: true, all: true, end: end,
 			builder: Engine{X: &l.inc, List: Listed(snap.Inputs)}}
 	}
 	r := &reading{snap: &sources.Snapshot{Version: ch.Version, Changed: ch.Changed}, unreadable: ch.Unreadable, objs: ch.Objects}
@@ -392,6 +409,7 @@ func (l *Loop) readChanges() *reading {
 	// the same pass reads the same listing.
 	list := func() (desired.Inputs, bool) {
 		if !r.listed {
+			r.end = l.fullPass()
 			all := l.src.Inputs()
 			r.snap.Inputs, r.snap.Unreadable, r.listed = all.Inputs, all.Unreadable, true
 			l.logUnreadable(all.Unreadable)

@@ -347,18 +347,24 @@ func TestLoopStartsAtOnceWhenQuiet(t *testing.T) {
 	}
 }
 
-// TestLoopAfterFullPass: AfterFullPass runs after a pass that built in
-// full (the startup pass), and not after one that rebuilt what changed.
-func TestLoopAfterFullPass(t *testing.T) {
-	var calls atomic.Int32
+// TestLoopFullPass: FullPass is called as a pass that builds in full
+// (the startup pass) lists every object, what it returns as that pass
+// ends, and neither for a pass that rebuilt what changed.
+func TestLoopFullPass(t *testing.T) {
+	var calls, ends atomic.Int32
 	f := startFakeLoopWith(t, func(o *reconcile.LoopOptions) {
-		o.AfterFullPass = func() { calls.Add(1) }
+		o.FullPass = func() func() {
+			if calls.Add(1) != ends.Load()+1 {
+				t.Error("FullPass called again before the last full pass ended")
+			}
+			return func() { ends.Add(1) }
+		}
 	}, func(pods map[string]*corev1.Pod) { addPods(pods, 0, 1) })
 	var full float64
-	looptest.WaitFor(t, 30*time.Second, "AfterFullPass after the startup pass", func() error {
+	looptest.WaitFor(t, 30*time.Second, "FullPass for the startup pass, and its end", func() error {
 		full = f.metric("ovn_sync_builds_total", "kind", "full")
-		if n := calls.Load(); full < 1 || float64(n) != full {
-			return fmt.Errorf("%d calls after %v full builds", n, full)
+		if n, e := calls.Load(), ends.Load(); full < 1 || float64(n) != full || e != n {
+			return fmt.Errorf("%d calls and %d ends after %v full builds", n, e, full)
 		}
 		return nil
 	})
@@ -371,8 +377,8 @@ func TestLoopAfterFullPass(t *testing.T) {
 	if inc := f.metric("ovn_sync_builds_total", "kind", "incremental"); inc < 1 {
 		t.Fatalf("%v incremental builds, want the pods' passes incremental", inc)
 	}
-	if n, now := calls.Load(), f.metric("ovn_sync_builds_total", "kind", "full"); now != full || float64(n) != full {
-		t.Errorf("AfterFullPass ran %d times, after %v full builds (%v before the pods' passes)", n, now, full)
+	if n, e, now := calls.Load(), ends.Load(), f.metric("ovn_sync_builds_total", "kind", "full"); now != full || float64(n) != full || e != n {
+		t.Errorf("FullPass called %d times and ended %d, after %v full builds (%v before the pods' passes)", n, e, now, full)
 	}
 }
 

@@ -91,6 +91,9 @@ func named(problems []desired.Problem, objs desired.Objects) desired.Inputs {
 func (l *Loop) pass(ctx context.Context, t trigger) error {
 	start := time.Now()
 	rd, out, err := l.run(ctx, t)
+	if rd.end != nil {
+		defer rd.end() // after Publish: it too allocates
+	}
 	build := l.countBuild(t, rd, &out)
 	l.notePending(&out, err)
 	var applied diff.Plan
@@ -141,9 +144,6 @@ func (l *Loop) pass(ctx context.Context, t trigger) error {
 	}
 	if l.opts.Publish != nil && !l.opts.DryRun {
 		l.opts.Publish(ctx, out, *rd.snap)
-	}
-	if !out.Incremental && l.opts.AfterFullPass != nil {
-		l.opts.AfterFullPass()
 	}
 	return nil
 }

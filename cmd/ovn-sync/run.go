@@ -10,6 +10,7 @@ import (
 	"io"
 	"os"
 	"runtime/debug"
+	"runtime/metrics"
 	"slices"
 	"strings"
 	"sync"
@@ -363,7 +364,7 @@ func wireRun(rf *runFlags, log logr.Logger) (*runWiring, error) {
 	}
 	if !rf.dryRun && !rf.fullPasses {
 		// Every pass of these builds in full: the runtime paces them.
-		w.opts.AfterFullPass = returnMemory()
+		w.opts.FullPass = fullPassMemory(returnMemory())
 	}
 	if rf.publish {
 		pub := publish.NewPublisher(kube, dyn, log.WithName("publish"), w.m)
@@ -399,6 +400,40 @@ func returnMemory() func() {
 			debug.FreeOSMemory()
 		}()
 	}
+}
+
+// fullPassGC divides GOGC for the length of a full pass (fullPassMemory).
+const fullPassGC = 4
+
+// fullPassMemory returns run mode's LoopOptions.FullPass. A full pass
+// holds for a moment what no other pass does (at 100k ports, every owner's
+// new result being built and what it is built from), above a live heap
+// that is most of the process's memory; at the runtime's usual pace
+// (GOGC, 100 unless set) the heap grows to twice what the last collection
+// found live before the next, so such a pass would double the peak of
+// what it holds. For its length the collector runs at GOGC/fullPassGC
+// (the heap grows by a quarter of what is live), and afterwards at GOGC
+// again, with the memory the pass used given back to the OS (free). The
+// price is the extra collections of one pass every --resync.
+func fullPassMemory(free func()) func() func() {
+	return func() func() {
+		gogc := gcPercent()
+		if gogc < 0 { // GOGC=off: the memory limit alone paces
+			return free
+		}
+		debug.SetGCPercent(max(gogc/fullPassGC, 1))
+		return func() {
+			debug.SetGCPercent(gogc)
+			free()
+		}
+	}
+}
+
+// gcPercent is GOGC as the runtime has it now: negative when off.
+func gcPercent() int {
+	s := []metrics.Sample{{Name: "/gc/gogc:percent"}}
+	metrics.Read(s)
+	return int(s[0].Value.Uint64())
 }
 
 // maxQueued is the publisher's bound: the writes --kube-api-qps sends in

@@ -3,6 +3,7 @@ package main
 import (
 	"net"
 	"net/http"
+	"runtime/debug"
 	"sync/atomic"
 	"testing"
 
@@ -34,5 +35,26 @@ func TestPprofOnlyWhenAsked(t *testing.T) {
 		if want := map[bool]int{false: http.StatusNotFound, true: http.StatusOK}[on]; resp.StatusCode != want {
 			t.Errorf("--pprof=%v: /debug/pprof/heap answers %d, want %d", on, resp.StatusCode, want)
 		}
+	}
+}
+
+// A full pass runs the collector at GOGC/4, and GOGC again once it ends,
+// with its memory returned; with GOGC off, it stays off.
+func TestFullPassMemory(t *testing.T) {
+	defer debug.SetGCPercent(debug.SetGCPercent(100))
+	freed := 0
+	begin := fullPassMemory(func() { freed++ })
+	end := begin()
+	if g := gcPercent(); g != 25 {
+		t.Errorf("GOGC %d during a full pass, want 25", g)
+	}
+	end()
+	if g := gcPercent(); g != 100 || freed != 1 {
+		t.Errorf("after a full pass: GOGC %d, memory returned %d times; want 100 and once", g, freed)
+	}
+	debug.SetGCPercent(-1)
+	begin()()
+	if g := gcPercent(); g >= 0 || freed != 2 {
+		t.Errorf("GOGC off: %d after a full pass, memory returned %d times; want off and twice", g, freed)
 	}
 }
