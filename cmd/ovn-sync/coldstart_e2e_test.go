@@ -100,9 +100,9 @@ func TestRunColdStart(t *testing.T) {
 		if m.drained > 0 {
 			live += fmt.Sprintf("; every patch sent %s after that, before the idle time", m.drained.Round(time.Second))
 		}
-		t.Logf("cold start, %s (GOGC %s): %d ports in the NB %s after start; peak RSS %d MB, RSS idle %d MB%s (peak / idle %.2f), heap in use %d MB, released %d MB, CPU %s%s%s",
+		t.Logf("cold start, %s (GOGC %s): %d ports in the NB %s after start; peak RSS %d MB, RSS idle %d MB%s (peak / idle %.2f), heap in use %d MB, released %d MB, CPU %s, %.0f full passes of %s on average%s%s",
 			r.bin, cmp.Or(r.gogc, "default"), want, m.took.Round(time.Millisecond), m.peak>>20, m.idle>>20, m.idleRange, float64(m.peak)/float64(m.idle), m.heap>>20, m.released>>20,
-			m.cpu.Round(10*time.Millisecond), live, m.cgroup)
+			m.cpu.Round(10*time.Millisecond), m.fullPasses, m.fullMean.Round(time.Millisecond), live, m.cgroup)
 	}
 }
 
@@ -289,8 +289,12 @@ type coldStart struct {
 	// live (its gctrace, with when).
 	peakHeap uint64
 	peakLive string
-	// cpu is the process's CPU time until then (user and system).
-	cpu time.Duration
+	// cpu is the process's CPU time until then (user and system);
+	// fullPasses the full passes it made (the start's, a resync's), and
+	// fullMean how long one took on average.
+	cpu        time.Duration
+	fullPasses float64
+	fullMean   time.Duration
 }
 
 // measureColdStart starts binary bin in run mode against e, waits until
@@ -346,6 +350,10 @@ func measureColdStart(t *testing.T, e *runEnv, bin, gogc string, want int, idle 
 	r.idleRange = idleRSS(t, p.cmd.Process.Pid, idle)
 	r.peak, r.idle = procStatus(t, p.cmd.Process.Pid, "VmHWM"), procStatus(t, p.cmd.Process.Pid, "VmRSS")
 	r.cpu = time.Duration(p.metric("process_cpu_seconds_total") * float64(time.Second))
+	r.fullPasses = p.metric("ovn_sync_pass_duration_seconds_count", `kind="full"`)
+	if r.fullPasses > 0 {
+		r.fullMean = time.Duration(p.metric("ovn_sync_pass_duration_seconds_sum", `kind="full"`) / r.fullPasses * float64(time.Second))
+	}
 	r.heap = uint64(p.metric("go_memstats_heap_inuse_bytes"))
 	r.released = uint64(p.metric("go_memstats_heap_released_bytes"))
 	if bin == binary {
