@@ -154,7 +154,7 @@ func nbChurn(ctx context.Context, m model.ClientDBModel, addr string, sw ovsdb.U
 		}
 	}
 	var w writer
-	w.writes.Add(int64(rate))
+	w.writes.Add(int64(rate)) // the ports already there count
 	done, stopped := make(chan struct{}), make(chan struct{})
 	go func() {
 		defer close(stopped)

@@ -318,14 +318,17 @@ func measureColdStart(t *testing.T, e *runEnv, bin, gogc string, want int, idle 
 		o.Cgroup = cg.dir
 		o.Env = append(o.Env, fmt.Sprintf("GOMEMLIMIT=%d", limit*90/100))
 	}
-	profile := os.Getenv("OVN_SYNC_COLDSTART_PROFILE")
-	if profile != "" && bin == binary {
+	var profile string // the directory profiles go to: the binary under test's only
+	if bin == binary {
+		profile = os.Getenv("OVN_SYNC_COLDSTART_PROFILE")
+	}
+	if profile != "" {
 		o.Env = append(o.Env, "GODEBUG=gctrace=1")
 	}
 	start := time.Now()
 	p := e.runWith(o)
 	var peak *peakWatch
-	if profile != "" && bin == binary {
+	if profile != "" {
 		peak = watchPeak(p)
 	}
 	// Polled four times a second: a State of 100,000 ports is not free,
@@ -357,7 +360,7 @@ func measureColdStart(t *testing.T, e *runEnv, bin, gogc string, want int, idle 
 	r.heap = uint64(p.metric("go_memstats_heap_inuse_bytes"))
 	r.released = uint64(p.metric("go_memstats_heap_released_bytes"))
 	if bin == binary {
-		if os.Getenv("OVN_SYNC_COLDSTART_PROFILE") != "" {
+		if profile != "" {
 			// Between passes: a full pass in flight holds what it builds.
 			afterFullPass(p, time.Minute+10*time.Second)
 		}
@@ -369,8 +372,8 @@ func measureColdStart(t *testing.T, e *runEnv, bin, gogc string, want int, idle 
 		// takes (a span holding one live object is in use).
 		r.live, r.spans = uint64(p.metric("go_memstats_heap_alloc_bytes")), uint64(p.metric("go_memstats_heap_inuse_bytes"))
 		r.queued = p.metric("ovn_sync_publications_queued")
-		if dir := os.Getenv("OVN_SYNC_COLDSTART_PROFILE"); dir != "" {
-			if err := os.WriteFile(filepath.Join(dir, "coldstart.heap"), []byte(heap), 0o644); err != nil {
+		if profile != "" {
+			if err := os.WriteFile(filepath.Join(profile, "coldstart.heap"), []byte(heap), 0o644); err != nil {
 				t.Fatal(err)
 			}
 		}
