@@ -17,39 +17,43 @@ import (
 // our rows. Changes that leave a row as want has it (our own transactions)
 // and changes to rows that are not ours are not drift.
 //
-// want returns what the last pass applied and, when set, what the one
-// before it applied: the cache's events of a transaction (Logical_Switch,
-// DHCP_Options) reach this handler after Transact returned, so those of
-// one pass may come once the next pass has applied a new want; a row left
-// as either has it is not drift. want
-// returns nil while nobody reconciles; then nothing is drift. The
-// callbacks run in libovsdb's cache event loop and the port view's reading
-// goroutine: they must be quick (notify a channel).
+// want returns what the last pass applied and, when set, the switches and
+// DHCP_Options rows the one before it applied: the cache's events of a
+// transaction (Logical_Switch, DHCP_Options) reach this handler after
+// Transact returned, so those of one pass may come once the next pass has
+// applied a new want; a row left as either has it is not drift. Ports are
+// judged by the last want alone: Transact returns once the port view
+// shows the transaction (its barrier), and the view calls this handler as
+// it applies a change, so a pass's port events all come before the next
+// pass applies its want. want returns nil while nobody reconciles; then
+// nothing is drift. The callbacks run in libovsdb's cache event loop and
+// the port view's reading goroutine: they must be quick (notify a
+// channel).
 func (nb *NB) WatchDrift(want func() (cur, prev *state.State), onDrift func(table string)) {
-	judge := func(table string, drift func(state.State) bool) {
+	judge := func(table string, withPrev bool, drift func(state.State) bool) {
 		w, prev := want()
 		if w == nil {
 			return
 		}
-		if drift(*w) && (prev == nil || drift(*prev)) {
-			// Left other than both wants have it.
+		if drift(*w) && (!withPrev || prev == nil || drift(*prev)) {
+			// Left other than the wants that may have it.
 			onDrift(table)
 		}
 	}
 	nb.WatchPorts(func(old, cur *state.Port) {
 		o, c := namePort(old, nb.dhcpName), namePort(cur, nb.dhcpName)
-		judge(nbdb.LogicalSwitchPortTable, func(s state.State) bool { return portDrift(s, o, c) })
+		judge(nbdb.LogicalSwitchPortTable, false, func(s state.State) bool { return portDrift(s, o, c) })
 	})
 	event := func(table string, old, cur model.Model) {
 		switch table {
 		case nbdb.DHCPOptionsTable:
 			o, _ := old.(*nbdb.DHCPOptions)
 			c, _ := cur.(*nbdb.DHCPOptions)
-			judge(table, func(s state.State) bool { return DHCPDrift(s, o, c) })
+			judge(table, true, func(s state.State) bool { return DHCPDrift(s, o, c) })
 		case nbdb.LogicalSwitchTable:
 			o, _ := old.(*nbdb.LogicalSwitch)
 			c, _ := cur.(*nbdb.LogicalSwitch)
-			judge(table, func(s state.State) bool { return SwitchDrift(s, o, c) })
+			judge(table, true, func(s state.State) bool { return SwitchDrift(s, o, c) })
 		}
 	}
 	nb.client.Cache().AddEventHandler(&cache.EventHandlerFuncs{

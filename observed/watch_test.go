@@ -6,6 +6,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ovn-org/libovsdb/ovsdb"
+
 	"github.com/ovn-sync/ovn-sync/nbdb"
 	"github.com/ovn-sync/ovn-sync/state"
 )
@@ -109,10 +111,13 @@ func TestDHCPDrift(t *testing.T) {
 	}
 }
 
-// TestWatchDriftPreviousWant: the events of one pass's transaction reach
-// the handler after Transact returned, and may come once the next pass
-// has stored a new want. A row left as the previous want has it is not
-// drift (it is that pass's own write); left as neither has it, it is.
+// TestWatchDriftPreviousWant: the cache's events of one pass's
+// transaction (a Logical_Switch row) reach the handler after Transact
+// returned, and may come once the next pass has stored a new want. A
+// switch left as the previous want has it is not drift (it is that pass's
+// own write); left as neither has it, it is. A port is judged by the last
+// want alone: Transact returns once the port view showed it, so a port
+// left as only the previous want has it is someone else's write.
 func TestWatchDriftPreviousWant(t *testing.T) {
 	e, err := StartEmbedded()
 	if err != nil {
@@ -125,9 +130,11 @@ func TestWatchDriftPreviousWant(t *testing.T) {
 		return &state.Port{Name: "a.ns", Owner: "Pod/ns/a", Network: "default", Switch: "ovn-default",
 			Addresses: a, PortSecurity: a, RequestedChassis: chassis}
 	}
-	wantWith := func(chassis string) *state.State {
+	wantWith := func(chassis, exclude string) *state.State {
 		s := state.New(1)
 		s.Ports.Set("a.ns", port(chassis))
+		s.Switches["ovn-default"] = &state.Switch{Name: "ovn-default", Owner: "ovn-sync", Network: "default",
+			Subnet: "10.16.0.0/16", ExcludeIPs: exclude}
 		return &s
 	}
 	var mu sync.Mutex
@@ -147,26 +154,37 @@ func TestWatchDriftPreviousWant(t *testing.T) {
 		ExternalIDs: map[string]string{state.KeyOwner: "Pod/ns/a", state.KeyNetwork: "default", state.KeySwitch: "ovn-default"},
 		Options:     map[string]string{state.OptRequestedChassis: "n1"}}
 	// A port is not a root row: the switch that holds it is created with it.
-	ops, err := nb.Client().Create(row, &nbdb.LogicalSwitch{UUID: "ls", Name: "ovn-default", Ports: []string{"lsp"}})
+	ops, err := nb.Client().Create(row, &nbdb.LogicalSwitch{UUID: "ls", Name: "ovn-default", Ports: []string{"lsp"},
+		ExternalIDs: map[string]string{state.KeyOwner: "ovn-sync", state.KeyNetwork: "default"},
+		OtherConfig: map[string]string{state.SwitchSubnet: "10.16.0.0/16", state.SwitchExcludeIPs: "10.16.0.1"}})
 	if err != nil {
 		t.Fatal(err)
 	}
 	mu.Lock()
-	cur = wantWith("n1")
+	cur = wantWith("n1", "10.16.0.1")
 	mu.Unlock()
 	if _, err := nb.Transact(ctx, ops...); err != nil {
 		t.Fatal(err)
 	}
-	set := func(chassis string) {
+	transact := func(ops []ovsdb.Operation, err error) {
 		t.Helper()
-		r := &nbdb.LogicalSwitchPort{Name: "a.ns", Options: map[string]string{state.OptRequestedChassis: chassis}}
-		ops, err := nb.Client().Where(r).Update(r, &r.Options)
 		if err != nil {
 			t.Fatal(err)
 		}
 		if _, err := nb.Transact(ctx, ops...); err != nil {
 			t.Fatal(err)
 		}
+	}
+	setChassis := func(chassis string) {
+		t.Helper()
+		r := &nbdb.LogicalSwitchPort{Name: "a.ns", Options: map[string]string{state.OptRequestedChassis: chassis}}
+		transact(nb.Client().Where(r).Update(r, &r.Options))
+	}
+	setExclude := func(exclude string) {
+		t.Helper()
+		r := &nbdb.LogicalSwitch{OtherConfig: map[string]string{state.SwitchSubnet: "10.16.0.0/16", state.SwitchExcludeIPs: exclude}}
+		named := func(ls *nbdb.LogicalSwitch) bool { return ls.Name == "ovn-default" }
+		transact(nb.Client().WhereCache(named).Update(r, &r.OtherConfig))
 	}
 	wait := func(what string, wantDrifts int) {
 		t.Helper()
@@ -185,20 +203,25 @@ func TestWatchDriftPreviousWant(t *testing.T) {
 		}
 	}
 	wait("our insert", 0)
-	// The pass that moves the port to n2 has stored its want (n3 next)
-	// when the event of its n2 write comes: the previous want has n2.
+	// The pass that writes 10.16.0.2 has stored its want (10.16.0.3 next)
+	// when the cache's event of its write comes: the previous want has it.
 	mu.Lock()
-	cur, prev = wantWith("n3"), wantWith("n2")
+	cur, prev = wantWith("n1", "10.16.0.3"), wantWith("n2", "10.16.0.2")
 	mu.Unlock()
-	set("n2")
-	wait("a write of the previous want", 0)
-	// Someone sets n9: neither want has it.
-	set("n9")
-	wait("an outside edit", 1)
-	// Without a previous want, a row left other than want has it is drift.
+	setExclude("10.16.0.2")
+	wait("a switch as the previous want has it", 0)
+	// Someone sets 10.16.0.9: neither want has it.
+	setExclude("10.16.0.9")
+	wait("an outside edit of a switch", 1)
+	// A port left as the previous want has it and not as the last: the
+	// view showed that pass's writes before its Transact returned.
+	setChassis("n2")
+	wait("a port as only the previous want has it", 2)
+	// Without a previous want, a switch left other than want has it is
+	// drift.
 	mu.Lock()
 	prev = nil
 	mu.Unlock()
-	set("n2")
-	wait("a write of an older want, none kept", 2)
+	setExclude("10.16.0.2")
+	wait("a switch as an older want has it, none kept", 3)
 }

@@ -105,10 +105,11 @@ type Loop struct {
 	asked atomic.Uint32
 	wake  chan struct{}
 	// want is what the last pass sent to the NB, nil while not leading;
-	// prevWant what the one before sent. NB events that leave our rows as
-	// either has them are our own: libovsdb's cache tells of a
-	// Logical_Switch or DHCP_Options row after Transact returned, so one
-	// pass's events may come once the next pass applied its want.
+	// prevWant the switches and DHCP_Options rows the one before sent. NB
+	// events that leave our rows as either has them are our own:
+	// libovsdb's cache tells of a Logical_Switch or DHCP_Options row after
+	// Transact returned, so one pass's events may come once the next pass
+	// applied its want (observed.NB.WatchDrift).
 	wantMu         sync.Mutex
 	want, prevWant *state.State
 	// lastRead is how many changed objects the last pass read (noteRead).
@@ -161,7 +162,11 @@ func NewLoop(src Sources, nb WatchedNB, opts LoopOptions) *Loop {
 }
 
 // setWant records w as what the pass sends to the NB (nil: nobody
-// reconciles), and what the last pass sent as the one before.
+// reconciles), and the switches and DHCP_Options rows the last pass sent
+// as the ones before. The last pass's ports are not kept: the port view
+// showed their events before its Transact returned, and after a full pass
+// they are a port map and an index of their own, which would stay alive
+// beside this pass's until the next.
 func (l *Loop) setWant(w *state.State) {
 	l.wantMu.Lock()
 	defer l.wantMu.Unlock()
@@ -169,7 +174,10 @@ func (l *Loop) setWant(w *state.State) {
 		l.want, l.prevWant = nil, nil
 		return
 	}
-	l.want, l.prevWant = w, l.want
+	if prev := l.want; prev != nil {
+		l.prevWant = &state.State{Switches: prev.Switches, DHCP: prev.DHCP}
+	}
+	l.want = w
 }
 
 // Watch follows the NB connection and keeps the sync metrics until ctx is
