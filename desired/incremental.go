@@ -61,7 +61,7 @@ type base struct {
 	indexed bool
 	lookups []lookup
 	// byOwner lists each owner's ports in want, by name.
-	byOwner map[string][]string
+	byOwner ownerPorts
 	// switchRefs and dhcpRefs count the ports of want on each switch and
 	// referring to each DHCP_Options row.
 	switchRefs, dhcpRefs map[string]int
@@ -128,6 +128,48 @@ func (r relations) take(k nsName) []string {
 	gs := r[k]
 	delete(r, k)
 	return gs
+}
+
+// ownerPorts lists each owner's ports by name. Most owners have one port:
+// it is held as a string in a map of its own, so that such an owner costs
+// a map entry and no slice.
+type ownerPorts struct {
+	first map[string]string   // each owner's first port
+	more  map[string][]string // the others, of owners of several
+}
+
+func newOwnerPorts() ownerPorts {
+	return ownerPorts{first: map[string]string{}, more: map[string][]string{}}
+}
+
+// add lists name among the ports of owner id.
+func (o ownerPorts) add(id, name string) {
+	if _, ok := o.first[id]; !ok {
+		o.first[id] = name
+		return
+	}
+	o.more[id] = append(o.more[id], name)
+}
+
+// appendNames appends to names those of the ports of owner id, in the
+// order they were added.
+func (o ownerPorts) appendNames(names []string, id string) []string {
+	if first, ok := o.first[id]; ok {
+		names = append(append(names, first), o.more[id]...)
+	}
+	return names
+}
+
+// has reports whether owner id has a port.
+func (o ownerPorts) has(id string) bool {
+	_, ok := o.first[id]
+	return ok
+}
+
+// delete forgets the ports of owner id.
+func (o ownerPorts) delete(id string) {
+	delete(o.first, id)
+	delete(o.more, id)
 }
 
 // Valid reports whether there is a result to update.
@@ -203,7 +245,7 @@ func newBase(cfg Config) *base {
 		launchers: relations{}, vmiVM: relations{}, migVMI: relations{}, ipNamed: relations{},
 		readers: map[string]relations{state.KindIPAMClaim: {}, kindNAD: {}},
 		bySet:   map[nsName]map[string]bool{}, nsSwitch: map[string]string{},
-		byOwner:    map[string][]string{},
+		byOwner:    newOwnerPorts(),
 		switchRefs: map[string]int{}, dhcpRefs: map[string]int{}, northd: map[string]map[netip.Addr]int{}}
 }
 
@@ -468,7 +510,7 @@ func (b *base) index() {
 
 // indexPort adds the port called name, p, to the owners' indexes.
 func (b *base) indexPort(name string, p *state.Port) {
-	b.byOwner[p.Owner] = append(b.byOwner[p.Owner], name)
+	b.byOwner.add(p.Owner, name)
 	b.indexOwner(p.Owner)
 }
 
@@ -547,14 +589,15 @@ func (b *base) splice(r Result, owners map[string]bool) Result {
 // ports of owners, and returns their names and index entries.
 func (b *base) takeOut(ports state.Ports, owners map[string]bool) (names []string, removed []state.Entry) {
 	for id := range owners {
-		names = append(names, b.byOwner[id]...)
-		for _, name := range b.byOwner[id] {
+		start := len(names)
+		names = b.byOwner.appendNames(names, id)
+		for _, name := range names[start:] {
 			p := ports.Get(name)
 			removed = append(removed, state.EntryOf(p))
 			b.count(p, -1)
 			ports.Delete(name)
 		}
-		delete(b.byOwner, id)
+		b.byOwner.delete(id)
 		b.unindexOwner(id)
 	}
 	return names, removed

@@ -202,7 +202,7 @@ func (b *base) namespaceScope(objs Objects, c state.ObjectRef, sel *touched) Why
 	}
 	// A Namespace's switch changes seldom: its owners are found among all
 	// of them, not kept in an index of an entry an owner.
-	for id := range b.byOwner {
+	for id := range b.byOwner.first {
 		if ownerNamespace(id) == c.Name {
 			sel.owner(id)
 		}
@@ -312,7 +312,7 @@ func (b *base) rebuildOf(objs Objects, changed []state.ObjectRef) (rebuild, Why)
 		r.owners[kindVirtualMachine+"/"+k.ns+"/"+k.name] = true
 		r.owners[kindVirtualMachineInst+"/"+k.ns+"/"+k.name] = true
 	}
-	if len(r.owners) > max(64, len(b.byOwner)/4) {
+	if len(r.owners) > max(64, len(b.byOwner.first)/4) {
 		return rebuild{}, Why{ReasonTooMany, "a quarter of the owners changed"}
 	}
 	r.in = b.lookUp(objs, sel, looked)
@@ -554,7 +554,7 @@ func (b *base) checkClaimReaders(r Result, owners map[string]bool) Why {
 			continue
 		}
 		for _, id := range b.readers[state.KindIPAMClaim][l.obj] {
-			if id != l.owner && !owners[id] && len(b.byOwner[id]) > 0 {
+			if id != l.owner && !owners[id] && b.byOwner.has(id) {
 				return Why{ReasonClaimRead, "IPAMClaim " + l.obj.ns + "/" + l.obj.name + " is read by " + l.owner + " and by " + id + ", which was not rebuilt"}
 			}
 		}
