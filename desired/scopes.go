@@ -251,6 +251,48 @@ func (b *base) ipScope(objs Objects, c state.ObjectRef, sel *touched) Why {
 	return Why{}
 }
 
+// ownerPorts lists each owner's ports by name. Most owners have one port:
+// it is held as a string in a map of its own, so that such an owner costs
+// a map entry and no slice.
+type ownerPorts struct {
+	first map[string]string   // each owner's first port
+	more  map[string][]string // the others, of owners of several
+}
+
+func newOwnerPorts() ownerPorts {
+	return ownerPorts{first: map[string]string{}, more: map[string][]string{}}
+}
+
+// add lists name among the ports of owner id.
+func (o ownerPorts) add(id, name string) {
+	if _, ok := o.first[id]; !ok {
+		o.first[id] = name
+		return
+	}
+	o.more[id] = append(o.more[id], name)
+}
+
+// appendNames appends to names those of the ports of owner id, in the
+// order they were added.
+func (o ownerPorts) appendNames(names []string, id string) []string {
+	if first, ok := o.first[id]; ok {
+		names = append(append(names, first), o.more[id]...)
+	}
+	return names
+}
+
+// has reports whether owner id has a port.
+func (o ownerPorts) has(id string) bool {
+	_, ok := o.first[id]
+	return ok
+}
+
+// delete forgets the ports of owner id.
+func (o ownerPorts) delete(id string) {
+	delete(o.first, id)
+	delete(o.more, id)
+}
+
 // indexOwner adds id, an owner of a port of want, to the owners by
 // StatefulSet; unindexOwner takes it out.
 func (b *base) indexOwner(id string) {
