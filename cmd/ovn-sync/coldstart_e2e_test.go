@@ -46,13 +46,14 @@ const coldStartSwitchPods = 25000
 // another ovn-sync binary (built from an older commit, say), the same
 // start is measured with it beside, on a fresh NB, for a ratio. It asserts
 // nothing about the figures: targets live in the benchmarks, and machines
-// are noisy. With OVN_SYNC_COLDSTART_PROFILE set to a directory, the
-// process's heap profile once idle is written there (coldstart.heap),
-// taken right after a full pass ends (at most 70 s later), when nothing
-// a pass builds is in flight. The binary under test is also collected
-// once idle (then), and its live heap and
-// the heap's spans in use are printed: their difference is the memory
-// that objects kept among freed ones hold. With
+// are noisy. The binary under test is collected once idle, and its live
+// heap and the heap's spans in use are printed: their difference is the
+// memory that objects kept among freed ones hold. With
+// OVN_SYNC_COLDSTART_PROFILE set to a directory, the process's heap
+// profile once idle is written there (coldstart.heap; the baseline's,
+// which is then measured the same way, coldstart-baseline.heap), taken
+// right after a full pass ends (at most 70 s later), when nothing a pass
+// builds is in flight. With
 // OVN_SYNC_COLDSTART_GOGC set to a list of GOGC values ("100,50"), the
 // binary is measured once with each, the first on the NB the cluster was
 // made with. With OVN_SYNC_COLDSTART_DRAIN set, each run waits until
@@ -308,7 +309,14 @@ func measureColdStart(t *testing.T, e *runEnv, bin, gogc string, want int, idle 
 	if gogc != "" {
 		o.Env = append(o.Env, "GOGC="+gogc)
 	}
-	if bin == binary {
+	// The profiles and the live heap: the binary under test's, and with a
+	// profile directory the baseline's too (a build with --pprof).
+	profile, name := os.Getenv("OVN_SYNC_COLDSTART_PROFILE"), "coldstart"
+	if bin != binary {
+		name += "-baseline"
+	}
+	measured := bin == binary || profile != ""
+	if measured {
 		o.Flags = append(o.Flags, "--pprof")
 	}
 	var cg *memCgroup
@@ -317,10 +325,6 @@ func measureColdStart(t *testing.T, e *runEnv, bin, gogc string, want int, idle 
 		cg = newMemCgroup(t, limit)
 		o.Cgroup = cg.dir
 		o.Env = append(o.Env, fmt.Sprintf("GOMEMLIMIT=%d", limit*90/100))
-	}
-	var profile string // the directory profiles go to: the binary under test's only
-	if bin == binary {
-		profile = os.Getenv("OVN_SYNC_COLDSTART_PROFILE")
 	}
 	if profile != "" {
 		o.Env = append(o.Env, "GODEBUG=gctrace=1")
@@ -347,7 +351,7 @@ func measureColdStart(t *testing.T, e *runEnv, bin, gogc string, want int, idle 
 		r.drained = drainPatches(t, p)
 	}
 	if peak != nil {
-		r.peakHeap = peak.stop(t, filepath.Join(profile, "coldstart-peak.heap"))
+		r.peakHeap = peak.stop(t, filepath.Join(profile, name+"-peak.heap"))
 		r.peakLive = gcTracePeak(p.logTail(1 << 30))
 	}
 	r.idleRange = idleRSS(t, p.cmd.Process.Pid, idle)
@@ -359,7 +363,7 @@ func measureColdStart(t *testing.T, e *runEnv, bin, gogc string, want int, idle 
 	}
 	r.heap = uint64(p.metric("go_memstats_heap_inuse_bytes"))
 	r.released = uint64(p.metric("go_memstats_heap_released_bytes"))
-	if bin == binary {
+	if measured {
 		if profile != "" {
 			// Between passes: a full pass in flight holds what it builds.
 			afterFullPass(p, time.Minute+10*time.Second)
@@ -373,7 +377,7 @@ func measureColdStart(t *testing.T, e *runEnv, bin, gogc string, want int, idle 
 		r.live, r.spans = uint64(p.metric("go_memstats_heap_alloc_bytes")), uint64(p.metric("go_memstats_heap_inuse_bytes"))
 		r.queued = p.metric("ovn_sync_publications_queued")
 		if profile != "" {
-			if err := os.WriteFile(filepath.Join(profile, "coldstart.heap"), []byte(heap), 0o644); err != nil {
+			if err := os.WriteFile(filepath.Join(profile, name+".heap"), []byte(heap), 0o644); err != nil {
 				t.Fatal(err)
 			}
 		}
