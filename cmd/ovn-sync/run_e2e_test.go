@@ -203,6 +203,14 @@ spec: {vmiName: db}`)
 		t.Errorf("addresses after stop %q %q, want unchanged %q %q", p1.Addresses, b1.Addresses, p0.Addresses, b0.Addresses)
 	}
 
+	// Every write so far was ovn-sync's own, each phase changing the ports
+	// the phase before wrote: none is drift. A pass's port writes reach the
+	// drift watcher before its Transact returns (the port view's barrier),
+	// so it judges them against that pass's want alone.
+	if n := run.metric("ovn_sync_drift_events_total"); n != 0 {
+		t.Errorf("ovn_sync_drift_events_total = %v after the VM's own start, migration and stop, want 0", n)
+	}
+
 	// Someone deletes one of our ports: it is back, in a new row. The watch
 	// may not have seen the deletion yet, and may never see the port
 	// absent: ovn-sync may recreate it before the watch looks.
