@@ -155,7 +155,10 @@ func (b *builder) write(s *portSpec) {
 		s.port = b.portVals.alloc()
 		*s.port = *p
 	}
-	b.want.Ports.Set(s.name, s.port)
+	// Keyed by the port's own name: a row's is the NB snapshot's string,
+	// so that what the result keeps does not keep the spec's (which shares
+	// its memory with the owner's id, newOwner) from pass to pass.
+	b.want.Ports.Set(s.port.Name, s.port)
 	s.written = true
 }
 
