@@ -136,7 +136,7 @@ func testApply(t *testing.T, c client.Client) {
 
 	t.Run("update columns and keys, keeping others' keys", func(t *testing.T) {
 		a2 := port("a.default", "ovn-default", "VirtualMachine/default/a", "0a:58:0a:10:00:09 10.16.0.9", "n1,n2")
-		a2.ActivationStrategy = "rarp"
+		a2.EditRare(func(r *state.Rare) { r.ActivationStrategy = "rarp" })
 		sw2 := *defaultSw
 		sw2.IPv6Prefix = "fd00:10:16::/64"
 		want := st([]*state.Switch{&sw2, net1, admin}, a2, b, cp, d)
@@ -162,7 +162,8 @@ func testApply(t *testing.T, c client.Client) {
 
 		// The migration ends: activation-strategy goes, our keys only.
 		a3 := *a2
-		a3.RequestedChassis, a3.ActivationStrategy = "n2", ""
+		a3.RequestedChassis = "n2"
+		a3.SetRare(nil)
 		want.Ports.Set(a3.Name, &a3)
 		if _, _, err := converge(t, c, want, Options{}); err != nil {
 			t.Fatal(err)

@@ -64,7 +64,7 @@ func (r refs) check(c *diff.Change) error {
 			if p == nil {
 				continue
 			}
-			if v := *f.PortKey(p); v != "" {
+			if v := f.PortKey(p); v != "" {
 				if _, ok := r.uuid(v); !ok {
 					return fmt.Errorf("port %q: %s %q: no such row observed or created", c.Name, f.Column, v)
 				}

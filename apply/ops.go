@@ -179,11 +179,11 @@ func portInsert(p *state.Port, name string, refs refs) ovsdb.Operation {
 	for i := range state.Fields {
 		switch f := &state.Fields[i]; {
 		case f.Ref != "":
-			row[f.Column] = refs.set(*f.PortKey(p))
+			row[f.Column] = refs.set(f.PortKey(p))
 		case f.PortSet != nil:
 			row[f.Column] = stringSet(*f.PortSet(p))
 		case f.PortKey != nil:
-			setKey(row, f, *f.PortKey(p))
+			setKey(row, f, f.PortKey(p))
 		}
 	}
 	return ovsdb.Operation{Op: ovsdb.OperationInsert, Table: nbdb.LogicalSwitchPortTable, Row: row, UUIDName: name}
@@ -209,8 +209,8 @@ func portUpdate(c *diff.Change, refs refs) []ovsdb.Operation {
 				ops = append(ops, ovsdb.Operation{Op: ovsdb.OperationUpdate, Table: nbdb.LogicalSwitchPortTable,
 					Where: []ovsdb.Condition{uuidCond(c.Before.UUID)}, Row: ovsdb.Row{}})
 			}
-			ops[0].Where = append(ops[0].Where, ovsdb.NewCondition(f.Column, ovsdb.ConditionEqual, refs.set(*f.PortKey(c.Before))))
-			ops[0].Row[f.Column] = refs.set(*f.PortKey(c.After))
+			ops[0].Where = append(ops[0].Where, ovsdb.NewCondition(f.Column, ovsdb.ConditionEqual, refs.set(f.PortKey(c.Before))))
+			ops[0].Row[f.Column] = refs.set(f.PortKey(c.After))
 			continue
 		}
 		if f == nil || f.PortSet == nil {
@@ -229,7 +229,7 @@ func portUpdate(c *diff.Change, refs refs) []ovsdb.Operation {
 		if f.PortKey == nil || f.Ref != "" {
 			return ""
 		}
-		return *f.PortKey(c.After)
+		return f.PortKey(c.After)
 	})
 	if len(muts) > 0 {
 		ops = append(ops, ovsdb.Operation{Op: ovsdb.OperationMutate, Table: nbdb.LogicalSwitchPortTable, Where: where, Mutations: muts})

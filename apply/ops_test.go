@@ -57,7 +57,7 @@ func TestOps(t *testing.T) {
 	c := port("c.ns.net1.ns.ovn", "net1.ns", "Pod/ns/c", "0a:58:0a:01:00:02 10.1.0.2", "")
 	d := port("d.default", "admin", "Pod/default/d", "", "n2")
 	vm := port("vm.default", "ovn-default", "VirtualMachine/default/vm", "0a:58:0a:10:00:04 10.16.0.4", "n1,n2")
-	vm.ActivationStrategy = "rarp"
+	vm.EditRare(func(r *state.Rare) { r.ActivationStrategy = "rarp" })
 	vmBefore := withUUID(port("vm.default", "ovn-default", "VirtualMachineInstance/default/vm", "0a:58:0a:10:00:05 10.16.0.5", "n1"), "LSP-vm")
 
 	for _, tt := range []struct {
@@ -108,7 +108,7 @@ txn 1
 		want: st([]*state.Switch{sw}, port("vm.default", "ovn-default", "VirtualMachine/default/vm", "x", "")),
 		have: st([]*state.Switch{sw}, func() *state.Port {
 			p := withUUID(port("vm.default", "ovn-default", "VirtualMachine/default/vm", "x", "n1,n2"), "LSP-vm")
-			p.ActivationStrategy = "rarp"
+			p.EditRare(func(r *state.Rare) { r.ActivationStrategy = "rarp" })
 			return p
 		}()),
 		max: 1000,
@@ -154,8 +154,8 @@ txn 2
 	}, {
 		name: "DHCP: rows created in phase 1, ports refer to them by UUID; a row updated key by key; a row gone after its ports",
 		want: func() state.State {
-			s := st([]*state.Switch{sw}, func() *state.Port { p := *a; p.DHCPv4 = "ovn-default/ipv4"; return &p }(),
-				func() *state.Port { p := *b; p.DHCPv6 = "ovn-default/ipv6"; return &p }())
+			s := st([]*state.Switch{sw}, func() *state.Port { p := *a; return p.EditRare(func(r *state.Rare) { r.DHCPv4 = "ovn-default/ipv4" }) }(),
+				func() *state.Port { p := *b; return p.EditRare(func(r *state.Rare) { r.DHCPv6 = "ovn-default/ipv6" }) }())
 			s.DHCP["ovn-default/ipv4"] = &state.DHCPOptions{Name: "ovn-default/ipv4", Owner: "ovn-sync", Network: "default", CIDR: "10.16.0.0/16",
 				Options: map[string]string{"lease_time": "3600", "router": "10.16.0.1", "server_id": "10.16.0.1", "server_mac": "02:00:00:00:00:01"}}
 			s.DHCP["ovn-default/ipv6"] = &state.DHCPOptions{Name: "ovn-default/ipv6", Owner: "ovn-sync", Network: "default", CIDR: "fd00::/64",
@@ -163,7 +163,9 @@ txn 2
 			return s
 		}(),
 		have: func() state.State {
-			s := st([]*state.Switch{sw}, withUUID(a, "LSP-a"), func() *state.Port { p := withUUID(b, "LSP-b"); p.DHCPv6 = "dhcp-foreign"; return p }())
+			s := st([]*state.Switch{sw}, withUUID(a, "LSP-a"), func() *state.Port {
+				return withUUID(b, "LSP-b").EditRare(func(r *state.Rare) { r.DHCPv6 = "dhcp-foreign" })
+			}())
 			s.DHCP["ovn-default/ipv6"] = &state.DHCPOptions{Name: "ovn-default/ipv6", UUID: "DH6", Owner: "ovn-sync", Network: "default", CIDR: "fd00::/64",
 				Options: map[string]string{"server_id": "02:00:00:00:00:02", "dns_server": "fd00::53"}}
 			s.DHCP["gone/ipv4"] = &state.DHCPOptions{Name: "gone/ipv4", UUID: "DH-gone", Owner: "ovn-sync", Network: "ns/gone", CIDR: "10.9.0.0/24"}

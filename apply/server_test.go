@@ -123,7 +123,8 @@ func (r nbRows) state() state.State {
 		p := &state.Port{Name: name, UUID: lsp.UUID, Addresses: lsp.Addresses, PortSecurity: lsp.PortSecurity}
 		if owner := lsp.ExternalIDs[state.KeyOwner]; owner != "" {
 			p.Owner, p.Network, p.Switch = owner, lsp.ExternalIDs[state.KeyNetwork], lsp.ExternalIDs[state.KeySwitch]
-			p.RequestedChassis, p.ActivationStrategy = lsp.Options[state.OptRequestedChassis], lsp.Options[state.OptActivationStrategy]
+			p.RequestedChassis = lsp.Options[state.OptRequestedChassis]
+			p.SetRare(&state.Rare{ActivationStrategy: lsp.Options[state.OptActivationStrategy]})
 		}
 		s.Ports.Set(name, p)
 	}

@@ -25,19 +25,19 @@ const ReasonNotAdopted = "NotAdopted"
 // port_security beyond them (kube-ovn's virtual IPs).
 func (b *builder) adoptable(s *portSpec, hp *state.Port) bool {
 	notAdopted := func(format string, args ...any) bool {
-		b.ownerProblem(s.o, ReasonNotAdopted, fmt.Sprintf("port %q is %s's: ", s.name, hp.Vendor)+fmt.Sprintf(format, args...))
+		b.ownerProblem(s.o, ReasonNotAdopted, fmt.Sprintf("port %q is %s's: ", s.name, hp.Vendor())+fmt.Sprintf(format, args...))
 		return false
 	}
 	n := s.net
 	switch {
-	case hp.Vendor != state.VendorKubeOVN:
+	case hp.Vendor() != state.VendorKubeOVN:
 		b.ownerProblem(s.o, "PortNameConflict", "port \""+s.name+"\" exists and is not ovn-sync's")
 		return false
-	case b.adopt != hp.Vendor:
-		return notAdopted("not adopted without --adopt %s; the owner has no port of ovn-sync's until it is", hp.Vendor)
-	case hp.VendorSwitch != n.sw:
+	case b.adopt != hp.Vendor():
+		return notAdopted("not adopted without --adopt %s; the owner has no port of ovn-sync's until it is", hp.Vendor())
+	case hp.VendorSwitch() != n.sw:
 		return notAdopted("it is on switch %q (external_ids:%s), ovn-sync would place it on %q; left alone",
-			hp.VendorSwitch, state.KeyVendorSwitch, n.sw)
+			hp.VendorSwitch(), state.KeyVendorSwitch, n.sw)
 	case b.have.Switches[n.sw] == nil:
 		return notAdopted("its switch %q is not in the NB; left alone", n.sw)
 	case len(hp.Addresses) != 1:
@@ -80,6 +80,6 @@ func (b *builder) adoptPort(s *portSpec, hp *state.Port) *state.Port {
 	p.Owner, p.Network, p.Switch = s.o.id, s.net.key, s.net.sw
 	b.have.Ports.Set(s.name, &p)
 	b.rowName, b.row = "", nil
-	s.adopt = hp.Vendor
+	s.adopt = hp.Vendor()
 	return &p
 }

@@ -130,6 +130,9 @@ type registry struct {
 	// render is the port finish renders a spec into, copied to a port of
 	// its own only when the NB's row is not already that port (write).
 	render state.Port
+	// rares hands out the rare fields of the ports rendered: a network's
+	// ports refer to the same DHCP_Options rows, and share one Rare.
+	rares state.Rares
 	// atts and vmiAtts are reused for each owner's attachments, names for
 	// the names of its ports.
 	atts, vmiAtts []attachment

@@ -259,7 +259,7 @@ func (b *builder) claimShared(s, other *portSpec, c *ipamclaimsv1alpha1.IPAMClai
 // holdsClaim reports whether s's row in the NB holds one of c's addresses.
 func (b *builder) holdsClaim(s *portSpec, c *ipamclaimsv1alpha1.IPAMClaim) bool {
 	hp := b.haveRow(s.name)
-	if hp == nil || hp.Owner != s.o.id && !(hp.Vendor != "" && b.adopt == hp.Vendor) {
+	if hp == nil || hp.Owner != s.o.id && !(hp.Vendor() != "" && b.adopt == hp.Vendor()) {
 		return false
 	}
 	held := addr.ParseLSP(hp.Addresses)

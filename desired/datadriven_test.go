@@ -248,15 +248,15 @@ func invariants(have state.State, r Result) []error {
 		if !slices.Equal(p.Addresses, p.PortSecurity) {
 			errs = append(errs, fmt.Errorf("port %q: addresses %q but port_security %q", name, p.Addresses, p.PortSecurity))
 		}
-		for _, ref := range []string{p.DHCPv4, p.DHCPv6} {
+		for _, ref := range []string{p.DHCPv4(), p.DHCPv6()} {
 			hp := have.Ports.Get(name)
-			foreign := hp != nil && (hp.DHCPv4 == ref || hp.DHCPv6 == ref) && have.DHCP[ref] == nil
+			foreign := hp != nil && (hp.DHCPv4() == ref || hp.DHCPv6() == ref) && have.DHCP[ref] == nil
 			if ref != "" && want.DHCP[ref] == nil && !foreign {
 				errs = append(errs, fmt.Errorf("port %q refers to DHCP_Options %q, which is neither in want nor a row not ours it held", name, ref))
 			}
 		}
 		// A port that is have's row itself (write) carries its UUID.
-		if p.UUID != "" && p != have.Ports.Get(name) || p.DynamicAddresses != "" || p.Vendor != "" || p.VendorSwitch != "" {
+		if p.UUID != "" && p != have.Ports.Get(name) || p.DynamicAddresses() != "" || p.Vendor() != "" || p.VendorSwitch() != "" {
 			errs = append(errs, fmt.Errorf("port %q carries observed-only fields", name))
 		}
 		for _, e := range p.Addresses {
@@ -271,10 +271,10 @@ func invariants(have state.State, r Result) []error {
 	}
 	for _, name := range slices.Sorted(have.Ports.Names()) {
 		hp := have.Ports.Get(name)
-		if hp.Owned() || want.Ports.Get(name) != nil && want.Ports.Get(name).Adopt == hp.Vendor {
+		if hp.Owned() || want.Ports.Get(name) != nil && want.Ports.Get(name).Adopt() == hp.Vendor() {
 			continue // ours, or adopted: its addresses are its own
 		}
-		for _, e := range append(slices.Clone(hp.Addresses), hp.DynamicAddresses) {
+		for _, e := range append(slices.Clone(hp.Addresses), hp.DynamicAddresses()) {
 			for _, w := range strings.Fields(e) {
 				if _, err := netip.ParseAddr(w); err != nil {
 					continue
@@ -315,9 +315,9 @@ func applied(have, want state.State) state.State {
 		s.DHCP[k] = v
 	}
 	for k, v := range want.Ports.All() {
-		if hp := have.Ports.Get(k); hp != nil && (v.Adopt != "" || hp.Vendor != "") {
+		if hp := have.Ports.Get(k); hp != nil && (v.Adopt() != "" || hp.Vendor() != "") {
 			p := *v
-			p.Adopt, p.Vendor, p.VendorSwitch = "", hp.Vendor, hp.VendorSwitch
+			p.EditRare(func(r *state.Rare) { r.Adopt, r.Vendor, r.VendorSwitch = "", hp.Vendor(), hp.VendorSwitch() })
 			v = &p
 		}
 		s.Ports.Set(k, v)
@@ -570,7 +570,15 @@ func withoutUUIDs(s state.State) state.State {
 }
 
 func withoutAdopt(s state.State) state.State {
-	return withoutField(s, func(p *state.Port) *string { return &p.Adopt })
+	c := s.Clone()
+	for k, p := range c.Ports.All() {
+		if p.Adopt() != "" {
+			q := *p
+			q.EditRare(func(r *state.Rare) { r.Adopt = "" })
+			c.Ports.Set(k, &q)
+		}
+	}
+	return c
 }
 
 // withoutField is s with the field f names emptied on every port, each

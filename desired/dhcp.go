@@ -103,13 +103,13 @@ func (b *builder) needDHCP(name string) {
 	}
 }
 
-// dhcpRef is where p holds its reference to the DHCP_Options row of
+// dhcpRef is where r holds a port's reference to the DHCP_Options row of
 // family f.
-func dhcpRef(p *state.Port, f int) *string {
+func dhcpRef(r *state.Rare, f int) *string {
 	if f == ipv4 {
-		return &p.DHCPv4
+		return &r.DHCPv4
 	}
-	return &p.DHCPv6
+	return &r.DHCPv6
 }
 
 // keepForeignDHCP keeps the port's reference of family f to a DHCP_Options
@@ -117,11 +117,15 @@ func dhcpRef(p *state.Port, f int) *string {
 // one set by hand) when its network has no DHCP of that family: the row is
 // not ours, and neither is the guest's lease to take away. A network with
 // DHCP refers to its own row instead.
-func (b *builder) keepForeignDHCP(s *portSpec, p *state.Port, f int) {
-	if s.have == nil || *dhcpRef(p, f) != "" {
+func (b *builder) keepForeignDHCP(s *portSpec, r *state.Rare, f int) {
+	if s.have == nil || *dhcpRef(r, f) != "" {
 		return
 	}
-	if v := *dhcpRef(s.have, f); v != "" && b.have.DHCP[v] == nil {
-		*dhcpRef(p, f) = v
+	v := s.have.DHCPv4()
+	if f != ipv4 {
+		v = s.have.DHCPv6()
+	}
+	if v != "" && b.have.DHCP[v] == nil {
+		*dhcpRef(r, f) = v
 	}
 }

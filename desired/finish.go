@@ -53,11 +53,13 @@ func (b *builder) finish() Result {
 			// pass says so, and no observed-only column goes into want.
 			p := &b.render
 			*p = *s.have
-			p.UUID, p.DynamicAddresses = "", ""
-			p.Vendor, p.VendorSwitch, p.Adopt = "", "", s.adopt
+			r := p.Rare()
+			p.UUID, r.DynamicAddresses = "", ""
+			r.Vendor, r.VendorSwitch, r.Adopt = "", "", s.adopt
+			p.SetRare(b.rares.Of(r))
 			b.needSwitch(p.Switch)
-			b.needDHCP(p.DHCPv4)
-			b.needDHCP(p.DHCPv6)
+			b.needDHCP(r.DHCPv4)
+			b.needDHCP(r.DHCPv6)
 			b.write(s)
 			continue
 		}
@@ -148,8 +150,8 @@ func addrOrNone(a netip.Addr) string {
 // Neither side changes a port once made.
 func (b *builder) write(s *portSpec) {
 	p, hp := &b.render, s.have
-	if shareRows && hp != nil && p.Adopt == "" && hp.DynamicAddresses == "" && hp.Vendor == "" && hp.VendorSwitch == "" &&
-		hp.Adopt == "" && hp.Equal(p) {
+	if shareRows && hp != nil && p.Adopt() == "" && hp.DynamicAddresses() == "" && hp.Vendor() == "" &&
+		hp.VendorSwitch() == "" && hp.Adopt() == "" && hp.Equal(p) {
 		s.port = hp
 	} else {
 		s.port = b.portVals.alloc()
@@ -195,22 +197,22 @@ func (b *builder) port(s *portSpec, p *state.Port) {
 		ps = addrs
 	}
 	*p = state.Port{
-		Name:               s.name,
-		Switch:             s.net.sw,
-		Addresses:          addrs,
-		PortSecurity:       ps,
-		Owner:              s.o.id,
-		Network:            s.net.key,
-		RequestedChassis:   s.o.chassis,
-		ActivationStrategy: s.o.activationStrategy,
-		Adopt:              s.adopt,
+		Name:             s.name,
+		Switch:           s.net.sw,
+		Addresses:        addrs,
+		PortSecurity:     ps,
+		Owner:            s.o.id,
+		Network:          s.net.key,
+		RequestedChassis: s.o.chassis,
 	}
+	r := state.Rare{ActivationStrategy: s.o.activationStrategy, Adopt: s.adopt}
 	for f, a := range s.ip {
 		if a.IsValid() {
-			*dhcpRef(p, f) = s.net.dhcpName(f)
+			*dhcpRef(&r, f) = s.net.dhcpName(f)
 		}
-		b.keepForeignDHCP(s, p, f)
+		b.keepForeignDHCP(s, &r, f)
 	}
+	p.SetRare(b.rares.Of(r))
 }
 
 func (b *builder) emitSwitch(n *network) {

@@ -238,8 +238,8 @@ func countPorts(have state.State) (ours, foreign map[string]int) {
 		case p == nil:
 		case p.Owned():
 			ours[p.Switch]++
-		case p.VendorSwitch != "":
-			foreign[p.VendorSwitch]++
+		case p.VendorSwitch() != "":
+			foreign[p.VendorSwitch()]++
 		}
 	}
 	return ours, foreign
@@ -323,11 +323,11 @@ func (b *base) countWith(p *state.Port, a netip.Addr, d int) {
 			delete(m, a)
 		}
 	}
-	if p.DHCPv4 != "" {
-		b.dhcpRefs[p.DHCPv4] += d
+	if p.DHCPv4() != "" {
+		b.dhcpRefs[p.DHCPv4()] += d
 	}
-	if p.DHCPv6 != "" {
-		b.dhcpRefs[p.DHCPv6] += d
+	if p.DHCPv6() != "" {
+		b.dhcpRefs[p.DHCPv6()] += d
 	}
 }
 
@@ -735,13 +735,19 @@ func fieldDiff(a, b *state.Port) string {
 	if a == nil || b == nil {
 		return ""
 	}
-	va, vb := reflect.ValueOf(*a), reflect.ValueOf(*b)
 	var d []string
-	for i := range va.NumField() {
-		if x, y := va.Field(i).Interface(), vb.Field(i).Interface(); !reflect.DeepEqual(x, y) {
-			d = append(d, fmt.Sprintf("%s %q, %q", va.Type().Field(i).Name, x, y))
+	diff := func(va, vb reflect.Value) {
+		for i := range va.NumField() {
+			if !va.Type().Field(i).IsExported() {
+				continue
+			}
+			if x, y := va.Field(i).Interface(), vb.Field(i).Interface(); !reflect.DeepEqual(x, y) {
+				d = append(d, fmt.Sprintf("%s %q, %q", va.Type().Field(i).Name, x, y))
+			}
 		}
 	}
+	diff(reflect.ValueOf(*a), reflect.ValueOf(*b))
+	diff(reflect.ValueOf(a.Rare()), reflect.ValueOf(b.Rare()))
 	return ": " + strings.Join(d, ", ")
 }
 

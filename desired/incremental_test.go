@@ -99,8 +99,8 @@ func (c *cluster) kubeOVNPort(t *rapid.T) *state.Port {
 	}
 	i := rapid.IntRange(1, 15).Draw(t, "kube-ovn ip")
 	e := fmt.Sprintf("00:00:00:6b:0e:%02x 10.16.0.%d", i, i)
-	return &state.Port{Name: o.name + "." + o.ns, Vendor: state.VendorKubeOVN, VendorSwitch: c.cfg.DefaultSwitch,
-		Addresses: []string{e}, PortSecurity: []string{e}}
+	return (&state.Port{Name: o.name + "." + o.ns, Addresses: []string{e}, PortSecurity: []string{e}}).
+		SetRare(&state.Rare{Vendor: state.VendorKubeOVN, VendorSwitch: c.cfg.DefaultSwitch})
 }
 
 // awaitedName returns, at times, the name of an object of kind whose port
@@ -596,7 +596,7 @@ func TestIncrementalMatchesBuild(t *testing.T) {
 				} else {
 					updates++
 					for _, p := range r.Want.Ports.All() {
-						if p.Adopt != "" {
+						if p.Adopt() != "" {
 							adoptions++
 						}
 					}
@@ -1136,8 +1136,9 @@ func TestIncrementalAdoptsInPlace(t *testing.T) {
 	r := x.Full(in, cfg, state.New(0))
 	have := applied(state.New(0), r.Want)
 	have.Switches["ovn-default"] = &state.Switch{Name: "ovn-default", UUID: "s1", Owner: "ovn-sync", Network: "default", Subnet: "10.16.0.0/16"}
-	have.Ports.Set("web.default", &state.Port{Name: "web.default", UUID: "k1", Vendor: state.VendorKubeOVN, VendorSwitch: "ovn-default",
-		Addresses: []string{"0a:58:0a:10:00:63 10.16.0.99"}, PortSecurity: []string{"0a:58:0a:10:00:63 10.16.0.99"}})
+	have.Ports.Set("web.default", (&state.Port{Name: "web.default", UUID: "k1",
+		Addresses: []string{"0a:58:0a:10:00:63 10.16.0.99"}, PortSecurity: []string{"0a:58:0a:10:00:63 10.16.0.99"}}).
+		SetRare(&state.Rare{Vendor: state.VendorKubeOVN, VendorSwitch: "ovn-default"}))
 	r = x.Full(in, cfg, have)
 	in.Pods = append(in.Pods, pod("default", "web", nil))
 	r, why := x.Update(ObjectsOf(in), []state.ObjectRef{{Kind: kindPod, Namespace: "default", Name: "web"}}, cfg, have)
@@ -1146,7 +1147,7 @@ func TestIncrementalAdoptsInPlace(t *testing.T) {
 	}
 	full := Build(in, cfg, have)
 	p := r.Want.Ports.Get("web.default")
-	if p == nil || p.Adopt != state.VendorKubeOVN || !slices.Equal(p.Addresses, []string{"0a:58:0a:10:00:63 10.16.0.99"}) {
+	if p == nil || p.Adopt() != state.VendorKubeOVN || !slices.Equal(p.Addresses, []string{"0a:58:0a:10:00:63 10.16.0.99"}) {
 		t.Errorf("web.default after the update: %+v; want kube-ovn's adopted with its addresses (full Build: %+v)", p, full.Want.Ports.Get("web.default"))
 	}
 	if d := Mismatch(r, full); d != "" {

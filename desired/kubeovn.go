@@ -71,7 +71,7 @@ func (b *builder) kubeOVNHeldTwice(d heldTwice, foreigns []*state.Port, ps []*st
 	}
 	var theirs []string
 	for _, f := range foreigns {
-		if f.Vendor == state.VendorKubeOVN {
+		if f.Vendor() == state.VendorKubeOVN {
 			theirs = append(theirs, fmt.Sprintf("%q", f.Name))
 		}
 	}

@@ -150,7 +150,8 @@ func genWorld(t *rapid.T) world {
 		l := fmt.Sprintf("foreign%d", i)
 		ip := fmt.Sprintf("10.16.0.%d", rapid.IntRange(0, 40).Draw(t, l))
 		if rapid.Bool().Draw(t, l+"dyn") {
-			w.have.Ports.Set(l, &state.Port{Name: l, Addresses: []string{"dynamic"}, DynamicAddresses: "0a:00:00:00:00:0" + fmt.Sprint(i) + " " + ip})
+			w.have.Ports.Set(l, (&state.Port{Name: l, Addresses: []string{"dynamic"}}).
+				SetRare(&state.Rare{DynamicAddresses: "0a:00:00:00:00:0" + fmt.Sprint(i) + " " + ip}))
 		} else {
 			w.have.Ports.Set(l, &state.Port{Name: l, Addresses: []string{"02:00:00:00:00:0" + fmt.Sprint(i) + " " + ip}})
 		}
@@ -283,7 +284,7 @@ func TestBuildGarbage(t *testing.T) {
 		in.NetworkAttachmentDefinitions = []*nadv1.NetworkAttachmentDefinition{nil, {Spec: nadv1.NetworkAttachmentDefinitionSpec{Config: str.Draw(t, "nadcfg")}}}
 		have := state.State{Ports: state.PortsOf(map[string]*state.Port{
 			"x": {Name: "x", Addresses: []string{str.Draw(t, "ha")}, Owner: str.Draw(t, "ho"), Switch: str.Draw(t, "hs")},
-			"y": {Name: "y", Addresses: nil, DynamicAddresses: str.Draw(t, "hd")},
+			"y": (&state.Port{Name: "y", Addresses: nil}).SetRare(&state.Rare{DynamicAddresses: str.Draw(t, "hd")}),
 		})}
 		cfg := Config{DefaultSwitch: str.Draw(t, "sw"), DefaultSubnets: rapid.SampledFrom([][]netip.Prefix{nil, {{}}, {netip.MustParsePrefix("10.16.0.0/30")}}).Draw(t, "subnets")}
 		Build(in, cfg, have)

@@ -53,8 +53,8 @@ func switchFull(r Result) []Problem {
 func TestSwitchFullRefusesNewPorts(t *testing.T) {
 	cfg := limited(t, 4)
 	have := state.New(1)
-	have.Ports.Set("kovn.ns", &state.Port{Name: "kovn.ns", UUID: "k1", Vendor: state.VendorKubeOVN, VendorSwitch: "ovn-default",
-		Addresses: []string{"00:00:00:00:00:01 10.16.0.200"}})
+	have.Ports.Set("kovn.ns", (&state.Port{Name: "kovn.ns", UUID: "k1", Addresses: []string{"00:00:00:00:00:01 10.16.0.200"}}).
+		SetRare(&state.Rare{Vendor: state.VendorKubeOVN, VendorSwitch: "ovn-default"}))
 	r := Build(Inputs{Pods: olderPods("ns", 5)}, cfg, have)
 	for i := range 5 {
 		name := fmt.Sprintf("p%d.ns", i)
@@ -116,7 +116,7 @@ func TestSwitchFullKeepsMovedPort(t *testing.T) {
 		Addresses: []string{"0a:58:0a:10:00:05 10.16.0.5"}, PortSecurity: []string{"0a:58:0a:10:00:05 10.16.0.5"}}
 	have.Ports.Set(old.Name, old)
 	for _, n := range []string{"x", "y"} {
-		have.Ports.Set(n, &state.Port{Name: n, Vendor: state.VendorKubeOVN, VendorSwitch: "ovn-default"})
+		have.Ports.Set(n, (&state.Port{Name: n}).SetRare(&state.Rare{Vendor: state.VendorKubeOVN, VendorSwitch: "ovn-default"}))
 	}
 	r := Build(Inputs{Pods: olderPods("ns", 1)}, cfg, have)
 	if p := r.Want.Ports.Get("p0.ns"); p == nil || p.Switch != "old-switch" {

@@ -59,7 +59,7 @@ func setPortField(p, from *state.Port, f Fields) {
 	switch d := f.Field(); {
 	case d == nil:
 	case d.PortKey != nil:
-		*d.PortKey(p) = *d.PortKey(from)
+		d.SetPortKey(p, d.PortKey(from))
 	case d.PortSet != nil:
 		*d.PortSet(p) = *d.PortSet(from)
 	}

@@ -134,7 +134,7 @@ func portFields(w, h *state.Port) Fields {
 		switch d := &state.Fields[i]; {
 		case d.Placement:
 		case d.PortKey != nil:
-			if *d.PortKey(w) != *d.PortKey(h) {
+			if d.PortKey(w) != d.PortKey(h) {
 				f |= 1 << i
 			}
 		case d.PortSet != nil:
@@ -234,10 +234,10 @@ func (c *computer) fromWant(w *state.Port) {
 	switch {
 	case !ok:
 		c.create(w, reasonNewPort)
-	case !h.Owned() && w.Adopt != "" && w.Adopt == h.Vendor && c.have.Switches[w.Switch] != nil:
+	case !h.Owned() && w.Adopt() != "" && w.Adopt() == h.Vendor() && c.have.Switches[w.Switch] != nil:
 		c.portUpdates = append(c.portUpdates, Change{
 			Action: Update, Kind: KindPort, Name: w.Name, Owner: w.Owner,
-			Reason: reasonAdopt(w.Adopt), Fields: portFields(w, h) | FieldSwitch, Before: h, After: w,
+			Reason: reasonAdopt(w.Adopt()), Fields: portFields(w, h) | FieldSwitch, Before: h, After: w,
 			SwitchUUID: c.have.Switches[w.Switch].UUID,
 		})
 	case !h.Owned():

@@ -94,8 +94,8 @@ func CostOf(c *Change) (Cost, string) {
 	if b.RequestedChassis != "" {
 		note(CostBinding, FieldRequestedChassis, b.RequestedChassis, a.RequestedChassis)
 	}
-	if b.ActivationStrategy != "" {
-		note(CostBinding, FieldActivationStrategy, b.ActivationStrategy, a.ActivationStrategy)
+	if b.ActivationStrategy() != "" {
+		note(CostBinding, FieldActivationStrategy, b.ActivationStrategy(), a.ActivationStrategy())
 	}
 	return cost, strings.Join(what, ", ")
 }

@@ -8,7 +8,8 @@ import (
 )
 
 func TestCostOf(t *testing.T) {
-	kubeOVN := &state.Port{Name: "web.default", UUID: "u1", Addresses: []string{"00:00:00:53:6b:b6 10.16.0.15"}, Vendor: state.VendorKubeOVN}
+	kubeOVN := (&state.Port{Name: "web.default", UUID: "u1", Addresses: []string{"00:00:00:53:6b:b6 10.16.0.15"}}).
+		SetRare(&state.Rare{Vendor: state.VendorKubeOVN})
 	ours := &state.Port{Name: "web.default", UUID: "u1", Addresses: []string{"00:00:00:53:6b:b6 10.16.0.15"},
 		PortSecurity: []string{"00:00:00:53:6b:b6 10.16.0.15"}, Owner: "Pod/default/web", Network: "default", Switch: "ovn-default",
 		RequestedChassis: "node-1"}

@@ -263,9 +263,9 @@ func (d *draws) state(observed bool) (state.State, map[string]extra) {
 			p.Network = d.pick("default", "", "ns/n")
 			p.Switch = d.pick(append([]string{""}, fuzzSwitches...)...)
 			p.RequestedChassis = d.pick("", "n1", "n1,n2")
-			p.ActivationStrategy = d.pick("", "rarp")
+			p.EditRare(func(r *state.Rare) { r.ActivationStrategy = d.pick("", "rarp") })
 		} else if observed {
-			p.DynamicAddresses = d.pick("", "0a:58:0a:10:00:04 10.16.0.4")
+			p.EditRare(func(r *state.Rare) { r.DynamicAddresses = d.pick("", "0a:58:0a:10:00:04 10.16.0.4") })
 		}
 		if observed {
 			p.UUID = fmt.Sprintf("lsp-%d", i)

@@ -180,7 +180,7 @@ func (f Fields) names() []string {
 // FieldPortSecurity) are p's slices.
 func PortKey(p *state.Port, f Fields) string {
 	if d := f.Field(); d != nil && d.PortKey != nil {
-		return *d.PortKey(p)
+		return d.PortKey(p)
 	}
 	return ""
 }

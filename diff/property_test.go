@@ -110,8 +110,8 @@ func genPort(t *rapid.T, label string, i int, observed bool) *state.Port {
 		p.Network = genValue(t, label+" "+name+" network", "", "default", "ns/n")
 		p.Switch = genValue(t, label+" "+name+" switch", append([]string{""}, genSwitches...)...)
 		p.RequestedChassis = genValue(t, label+" "+name+" chassis", "", "n1", "n1,n2")
-		p.ActivationStrategy = genValue(t, label+" "+name+" activation", "", "rarp")
-		p.DHCPv4 = genValue(t, label+" "+name+" dhcpv4", append([]string{""}, genDHCP...)...)
+		p.SetRare(&state.Rare{ActivationStrategy: genValue(t, label+" "+name+" activation", "", "rarp"),
+			DHCPv4: genValue(t, label+" "+name+" dhcpv4", append([]string{""}, genDHCP...)...)})
 	}
 	if observed {
 		p.UUID = fmt.Sprintf("lsp-%d", i)
@@ -377,7 +377,7 @@ func TestFields(t *testing.T) {
 // adopts reports whether desired port w takes over h, a port that is not
 // ours, in place.
 func adopts(w, h *state.Port) bool {
-	return w != nil && h != nil && !h.Owned() && w.Owned() && w.Adopt != "" && w.Adopt == h.Vendor
+	return w != nil && h != nil && !h.Owned() && w.Owned() && w.Adopt() != "" && w.Adopt() == h.Vendor()
 }
 
 // onlyStamps reports whether q, the plan after one that withheld deletes,

@@ -293,8 +293,8 @@ func (c Change) jsonValue() changeJSON {
 func portToJSON(p *state.Port) portJSON {
 	return portJSON{
 		Name: p.Name, UUID: p.UUID, Switch: p.Switch, Addresses: p.Addresses, PortSecurity: p.PortSecurity,
-		Owner: p.Owner, Network: p.Network, RequestedChassis: p.RequestedChassis, ActivationStrategy: p.ActivationStrategy,
-		DHCPv4Options: p.DHCPv4, DHCPv6Options: p.DHCPv6,
+		Owner: p.Owner, Network: p.Network, RequestedChassis: p.RequestedChassis, ActivationStrategy: p.ActivationStrategy(),
+		DHCPv4Options: p.DHCPv4(), DHCPv6Options: p.DHCPv6(),
 	}
 }
 

@@ -80,18 +80,19 @@ func TestDHCPRows(t *testing.T) {
 		t.Fatalf("DHCP = %v, want the second row as sw/ipv4#%s", have.DHCP, second)
 	}
 	a, b := have.Ports.Get("a.ns"), have.Ports.Get("b.ns")
-	if a.DHCPv4 != uuids["theirs"] {
-		t.Errorf("a.ns's reference to a row that is not ours reads %q, want its UUID %s", a.DHCPv4, uuids["theirs"])
+	if a.DHCPv4() != uuids["theirs"] {
+		t.Errorf("a.ns's reference to a row that is not ours reads %q, want its UUID %s", a.DHCPv4(), uuids["theirs"])
 	}
 	// b.ns refers to the row inserted first, whichever name it reads under.
-	if wantB := "sw/ipv4"; uuids["first"] != first && b.DHCPv4 != "sw/ipv4#"+second || uuids["first"] == first && b.DHCPv4 != wantB {
-		t.Errorf("b.ns's reference to our row reads %q (rows %v)", b.DHCPv4, have.DHCP)
+	if wantB := "sw/ipv4"; uuids["first"] != first && b.DHCPv4() != "sw/ipv4#"+second || uuids["first"] == first && b.DHCPv4() != wantB {
+		t.Errorf("b.ns's reference to our row reads %q (rows %v)", b.DHCPv4(), have.DHCP)
 	}
 
 	want.DHCP["sw/ipv4"] = &state.DHCPOptions{Name: "sw/ipv4", Owner: "ovn-sync", CIDR: "10.0.0.0/24", Options: map[string]string{"lease_time": "3600"}}
 	for _, p := range []*state.Port{a, b} {
 		w := *p
-		w.UUID, w.DHCPv4 = "", "sw/ipv4"
+		w.UUID = ""
+		w.EditRare(func(r *state.Rare) { r.DHCPv4 = "sw/ipv4" })
 		want.Ports.Set(w.Name, &w)
 	}
 	plan := diff.Compute(want, have, diff.Policy{})
@@ -99,7 +100,7 @@ func TestDHCPRows(t *testing.T) {
 		t.Fatalf("Apply(%s): %v", plan, err)
 	}
 	got := waitFor(t, nb, "the plan applied", func(s state.State) bool {
-		return len(s.DHCP) == 1 && s.Ports.Get("a.ns").DHCPv4 == "sw/ipv4" && s.Ports.Get("b.ns").DHCPv4 == "sw/ipv4"
+		return len(s.DHCP) == 1 && s.Ports.Get("a.ns").DHCPv4() == "sw/ipv4" && s.Ports.Get("b.ns").DHCPv4() == "sw/ipv4"
 	})
 	if got.DHCP["sw/ipv4"].UUID != first {
 		t.Errorf("the row kept is %s, want %s", got.DHCP["sw/ipv4"].UUID, first)

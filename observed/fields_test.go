@@ -74,7 +74,7 @@ func fieldValue(i int, gen string) string {
 func setField(f *state.Field, p *state.Port, s *state.Switch, v string) {
 	switch {
 	case p != nil && f.PortKey != nil:
-		*f.PortKey(p) = v
+		f.SetPortKey(p, v)
 	case p != nil && f.PortSet != nil:
 		*f.PortSet(p) = []string{v}
 	case s != nil && f.SwitchKey != nil:

@@ -118,6 +118,9 @@ type NB struct {
 	// that a port referring to a DHCP_Options row is converted again then.
 	dhcpNames map[string]string
 	dhcpGen   uint64
+	// rares hands out the rare fields of the ports whose references the
+	// snapshot names: a subnet's ports share one.
+	rares state.Rares
 }
 
 // Dial connects to the NB, monitors the tables ovn-sync reads, and returns

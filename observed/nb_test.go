@@ -79,10 +79,10 @@ func TestStateFromRealNB(t *testing.T) {
 
 	nb := dial(t, srv.Addr(), true)
 	s := waitFor(t, nb, "three ports", func(s state.State) bool { return s.Ports.Len() == 3 })
-	if k := s.Ports.Get("k.default"); k == nil || k.Owned() || k.Vendor != "kube-ovn" || k.VendorSwitch != "ovn-default" {
+	if k := s.Ports.Get("k.default"); k == nil || k.Owned() || k.Vendor() != "kube-ovn" || k.VendorSwitch() != "ovn-default" {
 		t.Fatalf("State().Ports[k.default] = %+v, want kube-ovn's port on ovn-default, not ours", k)
 	}
-	if a := s.Ports.Get("a.default"); a == nil || a.Vendor != "" || a.VendorSwitch != "" {
+	if a := s.Ports.Get("a.default"); a == nil || a.Vendor() != "" || a.VendorSwitch() != "" {
 		t.Fatalf("State().Ports[a.default] = %+v, want no vendor", a)
 	}
 
@@ -102,7 +102,7 @@ func TestStateFromRealNB(t *testing.T) {
 		t.Fatalf("State().Ports[a.default] = %+v, want %+v with a UUID", a, want)
 	}
 	f := s.Ports.Get("foreign")
-	if f == nil || f.Owned() || f.DynamicAddresses != "0a:00:00:00:00:09 10.16.0.9" {
+	if f == nil || f.Owned() || f.DynamicAddresses() != "0a:00:00:00:00:09 10.16.0.9" {
 		t.Fatalf("State().Ports[foreign] = %+v, want a foreign port with OVN's dynamic_addresses", f)
 	}
 	sw := s.Switches["ovn-default"]

@@ -8,23 +8,24 @@ import (
 )
 
 // namePort returns the view's row r with its references named by name:
-// r itself when it has none or none is named, a copy otherwise.
-func namePort(r *state.Port, name func(uuid string) string) *state.Port {
-	if r == nil || r.DHCPv4 == "" && r.DHCPv6 == "" {
+// r itself when it has none or none is named, a copy otherwise, whose rare
+// fields rares hands out.
+func namePort(r *state.Port, name func(uuid string) string, rares *state.Rares) *state.Port {
+	if r == nil || r.DHCPv4() == "" && r.DHCPv6() == "" {
 		return r
 	}
-	v4, v6 := r.DHCPv4, r.DHCPv6
-	if v4 != "" {
-		v4 = cmp.Or(name(v4), v4)
+	rr := r.Rare()
+	if rr.DHCPv4 != "" {
+		rr.DHCPv4 = cmp.Or(name(rr.DHCPv4), rr.DHCPv4)
 	}
-	if v6 != "" {
-		v6 = cmp.Or(name(v6), v6)
+	if rr.DHCPv6 != "" {
+		rr.DHCPv6 = cmp.Or(name(rr.DHCPv6), rr.DHCPv6)
 	}
-	if v4 == r.DHCPv4 && v6 == r.DHCPv6 {
+	if rr.DHCPv4 == r.DHCPv4() && rr.DHCPv6 == r.DHCPv6() {
 		return r
 	}
 	p := *r
-	p.DHCPv4, p.DHCPv6 = v4, v6
+	p.SetRare(rares.Of(rr))
 	return &p
 }
 

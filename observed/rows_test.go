@@ -24,7 +24,7 @@ func portFromRowNamed(r *nbdb.LogicalSwitchPort, name func(uuid string) string) 
 		switch f := &state.Fields[i]; {
 		case f.Ref != "":
 			if c := portRef(r, f.Column); c != nil && *c != nil {
-				*f.PortKey(p) = cmp.Or(name(**c), **c)
+				f.SetPortKey(p, cmp.Or(name(**c), **c))
 			}
 		case f.PortSet != nil:
 			if c := portSet(r, f.Column); c != nil {
@@ -32,19 +32,20 @@ func portFromRowNamed(r *nbdb.LogicalSwitchPort, name func(uuid string) string) 
 			}
 		case f.PortKey != nil:
 			if c := portMap(r, f.Column); c != nil {
-				*f.PortKey(p) = (*c)[f.Key]
+				f.SetPortKey(p, (*c)[f.Key])
 			}
 		}
 	}
-	if r.DynamicAddresses != nil {
-		p.DynamicAddresses = *r.DynamicAddresses
-	}
-	// external_ids is monitored for our keys; kube-ovn's two are read from it
-	// too, for adoption.
-	if v := r.ExternalIDs[state.KeyVendor]; v != "" {
-		p.Vendor, p.VendorSwitch = v, r.ExternalIDs[state.KeyVendorSwitch]
-	}
-	return p
+	return p.EditRare(func(rare *state.Rare) {
+		if r.DynamicAddresses != nil {
+			rare.DynamicAddresses = *r.DynamicAddresses
+		}
+		// external_ids is monitored for our keys; kube-ovn's two are read
+		// from it too, for adoption.
+		if v := r.ExternalIDs[state.KeyVendor]; v != "" {
+			rare.Vendor, rare.VendorSwitch = v, r.ExternalIDs[state.KeyVendorSwitch]
+		}
+	})
 }
 
 // portSet, portRef and portMap return where a row model keeps the column

@@ -213,7 +213,7 @@ func (nb *NB) update(t tables, ch changes) ([]string, bool) {
 func (nb *NB) updateDHCP(table *cache.RowCache, ports map[string]struct{}) (map[string]*state.DHCPOptions, map[string]struct{}) {
 	byName, renamed := nb.readDHCP(table)
 	for uuid, src := range nb.refs {
-		if r := src.row; r.DHCPv4 != "" && renamed[r.DHCPv4] || r.DHCPv6 != "" && renamed[r.DHCPv6] {
+		if r := src.row; r.DHCPv4() != "" && renamed[r.DHCPv4()] || r.DHCPv6() != "" && renamed[r.DHCPv6()] {
 			ports = addUUID(ports, uuid)
 		} else {
 			src.gen = nb.dhcpGen
@@ -294,10 +294,10 @@ func (nb *NB) updateSwitches(table *cache.RowCache, uuids map[string]struct{}) m
 // converted from when r refers to a DHCP_Options row. A row without
 // references is the snapshot's port as it is: it is not copied.
 func (nb *NB) convertPort(refs map[string]refSource, uuid string, r *state.Port) state.Entry {
-	if r.DHCPv4 != "" || r.DHCPv6 != "" {
+	if r.DHCPv4() != "" || r.DHCPv6() != "" {
 		refs[uuid] = refSource{row: r, gen: nb.dhcpGen}
 	}
-	return state.EntryOf(namePort(r, func(uuid string) string { return nb.dhcpNames[uuid] }))
+	return state.EntryOf(namePort(r, func(uuid string) string { return nb.dhcpNames[uuid] }, &nb.rares))
 }
 
 // current reports whether e, the conversion nb holds of the port row

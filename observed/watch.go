@@ -41,7 +41,7 @@ func (nb *NB) WatchDrift(want func() (cur, prev *state.State), onDrift func(tabl
 		}
 	}
 	nb.WatchPorts(func(old, cur *state.Port) {
-		o, c := namePort(old, nb.dhcpName), namePort(cur, nb.dhcpName)
+		o, c := namePort(old, nb.dhcpName, nil), namePort(cur, nb.dhcpName, nil)
 		judge(nbdb.LogicalSwitchPortTable, false, func(s state.State) bool { return portDrift(s, o, c) })
 	})
 	event := func(table string, old, cur model.Model) {

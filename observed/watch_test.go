@@ -69,7 +69,7 @@ func TestPortDrift(t *testing.T) {
 // our rows drift when edited or deleted, and rows that are not ours never.
 func TestDHCPDrift(t *testing.T) {
 	want := state.New(1)
-	want.Ports.Set("vm.ns", &state.Port{Name: "vm.ns", Owner: "VirtualMachine/ns/vm", DHCPv4: "ovn-default/ipv4"})
+	want.Ports.Set("vm.ns", (&state.Port{Name: "vm.ns", Owner: "VirtualMachine/ns/vm"}).SetRare(&state.Rare{DHCPv4: "ovn-default/ipv4"}))
 	want.DHCP["ovn-default/ipv4"] = &state.DHCPOptions{Name: "ovn-default/ipv4", Owner: "ovn-sync", CIDR: "10.16.0.0/16",
 		Options: map[string]string{"lease_time": "3600"}}
 	names := map[string]string{"d-1": "ovn-default/ipv4"}

@@ -156,7 +156,7 @@ func kindOf(s string) (string, error) {
 // dhcpOf explains the DHCP_Options rows port p refers to, as wanted.
 func dhcpOf(out Outcome, p *state.Port) []DHCPExplanation {
 	ds := []DHCPExplanation{}
-	for _, name := range []string{p.DHCPv4, p.DHCPv6} {
+	for _, name := range []string{p.DHCPv4(), p.DHCPv6()} {
 		d := out.Result.Want.DHCP[name]
 		if name == "" || d == nil {
 			continue

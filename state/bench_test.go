@@ -8,8 +8,9 @@ import (
 // benchPort is a VM's port during a live migration: every managed field set.
 func benchPort() *Port {
 	addr := []string{"0a:58:0a:10:00:04 10.16.0.4 fd00:10:16::4"}
-	return &Port{Name: "vm-1.ns-1", UUID: "u", Switch: "ovn-default", Addresses: addr, PortSecurity: addr,
-		Owner: "VirtualMachine/ns-1/vm-1", Network: DefaultNetwork, RequestedChassis: "node-1,node-2", ActivationStrategy: "rarp"}
+	return (&Port{Name: "vm-1.ns-1", UUID: "u", Switch: "ovn-default", Addresses: addr, PortSecurity: addr,
+		Owner: "VirtualMachine/ns-1/vm-1", Network: DefaultNetwork, RequestedChassis: "node-1,node-2"}).
+		SetRare(&Rare{ActivationStrategy: "rarp"})
 }
 
 // BenchmarkPortSum is the fingerprint every indexed port costs, once per

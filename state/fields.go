@@ -8,14 +8,14 @@ package state
 // managed field walks Fields: Port.Equal, Port.Sum and Switch.Equal here;
 // diff's Fields (one bit per index), Compute, Plan.ApplyTo and Plan.String;
 // apply's inserts and updates; observed's monitor and its conversion of
-// rows. So a new managed key or column is a field of Port or Switch and its
-// entry here, plus its name in diff's JSON form (portJSON, switchJSON, whose
+// rows. So a new managed key or column is a field of Port (or of its Rare,
+// for one most ports leave empty) or of Switch and its entry here, plus its name in diff's JSON form (portJSON, switchJSON, whose
 // names and order are stable output) and, for a column no entry names yet,
 // where it is read: the port view's decoder for a port's column
 // (observed/portview's portSetField and the like), observed's switchMap for a
 // switch's.
-// state's TestFieldsCoverPortAndSwitch fails for a field of Port or Switch
-// without an entry, and observed's TestFieldsRoundTrip for an entry that
+// state's TestFieldsCoverPortAndSwitch fails for a field of Port, Rare or
+// Switch without an entry, and observed's TestFieldsRoundTrip for an entry that
 // any of these places leaves out.
 //
 // DHCP_Options rows are not described here: ovn-sync creates them whole
@@ -39,12 +39,15 @@ type Field struct {
 	// the UUID into the name.
 	Ref string
 
-	// PortKey returns where a Port holds the field when it is a key (or a
-	// reference), and
-	// PortSet where a Port holds it when it is a set column ("" and nil
-	// are unset). Both are nil when ports do not have the field.
-	PortKey func(*Port) *string
-	PortSet func(*Port) *[]string
+	// PortKey returns a Port's value of the field when it is a key (or a
+	// reference), and SetPortKey sets it; RareKey is where the port's Rare
+	// holds it, when it is one of those. PortSet returns where a Port
+	// holds it when it is a set column ("" and nil are unset). They are nil
+	// when ports do not have the field.
+	PortKey    func(*Port) string
+	SetPortKey func(*Port, string)
+	RareKey    func(*Rare) *string
+	PortSet    func(*Port) *[]string
 	// SwitchKey returns where a Switch holds the field, a key; nil when
 	// switches do not have it. No managed column of a switch is a set.
 	SwitchKey func(*Switch) *string
@@ -93,28 +96,43 @@ var Fields = [NumFields]Field{
 		PortSet: func(p *Port) *[]string { return &p.Addresses }},
 	FieldPortSecurity: {Column: "port_security",
 		PortSet: func(p *Port) *[]string { return &p.PortSecurity }},
-	FieldRequestedChassis: {Column: "options", Key: OptRequestedChassis,
-		PortKey: func(p *Port) *string { return &p.RequestedChassis }},
-	FieldActivationStrategy: {Column: "options", Key: OptActivationStrategy,
-		PortKey: func(p *Port) *string { return &p.ActivationStrategy }},
-	FieldOwner: {Column: "external_ids", Key: KeyOwner,
-		PortKey:   func(p *Port) *string { return &p.Owner },
+	FieldRequestedChassis: portKey(Field{Column: "options", Key: OptRequestedChassis},
+		func(p *Port) *string { return &p.RequestedChassis }),
+	FieldActivationStrategy: rareKey(Field{Column: "options", Key: OptActivationStrategy},
+		func(r *Rare) *string { return &r.ActivationStrategy }),
+	FieldOwner: portKey(Field{Column: "external_ids", Key: KeyOwner,
 		SwitchKey: func(s *Switch) *string { return &s.Owner }},
-	FieldNetwork: {Column: "external_ids", Key: KeyNetwork,
-		PortKey:   func(p *Port) *string { return &p.Network },
+		func(p *Port) *string { return &p.Owner }),
+	FieldNetwork: portKey(Field{Column: "external_ids", Key: KeyNetwork,
 		SwitchKey: func(s *Switch) *string { return &s.Network }},
-	FieldSwitch: {Column: "external_ids", Key: KeySwitch, Placement: true,
-		PortKey: func(p *Port) *string { return &p.Switch }},
+		func(p *Port) *string { return &p.Network }),
+	FieldSwitch: portKey(Field{Column: "external_ids", Key: KeySwitch, Placement: true},
+		func(p *Port) *string { return &p.Switch }),
 	FieldSubnet: {Column: "other_config", Key: SwitchSubnet,
 		SwitchKey: func(s *Switch) *string { return &s.Subnet }},
 	FieldIPv6Prefix: {Column: "other_config", Key: SwitchIPv6Prefix,
 		SwitchKey: func(s *Switch) *string { return &s.IPv6Prefix }},
 	FieldExcludeIPs: {Column: "other_config", Key: SwitchExcludeIPs,
 		SwitchKey: func(s *Switch) *string { return &s.ExcludeIPs }},
-	FieldDHCPv4: {Column: "dhcpv4_options", Ref: TableDHCPOptions,
-		PortKey: func(p *Port) *string { return &p.DHCPv4 }},
-	FieldDHCPv6: {Column: "dhcpv6_options", Ref: TableDHCPOptions,
-		PortKey: func(p *Port) *string { return &p.DHCPv6 }},
+	FieldDHCPv4: rareKey(Field{Column: "dhcpv4_options", Ref: TableDHCPOptions},
+		func(r *Rare) *string { return &r.DHCPv4 }),
+	FieldDHCPv6: rareKey(Field{Column: "dhcpv6_options", Ref: TableDHCPOptions},
+		func(r *Rare) *string { return &r.DHCPv6 }),
+}
+
+// portKey is f, a key (or reference) a Port holds where at says.
+func portKey(f Field, at func(*Port) *string) Field {
+	f.PortKey = func(p *Port) string { return *at(p) }
+	f.SetPortKey = func(p *Port, v string) { *at(p) = v }
+	return f
+}
+
+// rareKey is f, a key (or reference) a Port's Rare holds where at says.
+func rareKey(f Field, at func(*Rare) *string) Field {
+	f.RareKey = at
+	f.PortKey = func(p *Port) string { return *at(p.rareOrNone()) }
+	f.SetPortKey = func(p *Port, v string) { p.setRare(at, v) }
+	return f
 }
 
 // TableDHCPOptions is the table the dhcpv4_options and dhcpv6_options

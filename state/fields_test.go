@@ -5,67 +5,97 @@ import (
 	"testing"
 )
 
-// checkCover fails t unless every exported field of T but those in
-// unmanaged is reached by exactly one entry of Fields, and those in
-// unmanaged by none. reach returns the pointer into v that f gives, or nil
-// when values of type T do not have f.
-func checkCover[T any](t *testing.T, unmanaged map[string]bool, reach func(f *Field, v *T) any) {
+// checkCover fails t unless every exported field of the structs fields
+// lists, but those in unmanaged, is reached by exactly one entry of Fields,
+// and those in unmanaged by none. reach returns the name of the field f
+// reaches, "" when f is not of those structs.
+func checkCover(t *testing.T, fields []reflect.StructField, unmanaged map[string]bool, reach func(f *Field) string) {
 	t.Helper()
-	v := new(T)
-	rv, typ := reflect.ValueOf(v).Elem(), reflect.TypeFor[T]()
 	got := map[string][]string{}
 	for i := range Fields {
 		f := &Fields[i]
-		ptr := reach(f, v)
-		if ptr == nil {
-			continue
+		if name := reach(f); name != "" {
+			got[name] = append(got[name], f.Name())
 		}
-		name := ""
-		for j := range typ.NumField() {
-			if rv.Field(j).Addr().Interface() == ptr {
-				name = typ.Field(j).Name
-			}
-		}
-		if name == "" {
-			t.Errorf("Fields[%d] (%s) reaches no field of %s", i, f.Name(), typ.Name())
-		}
-		got[name] = append(got[name], f.Name())
 	}
-	for j := range typ.NumField() {
-		sf := typ.Field(j)
+	for _, sf := range fields {
 		if !sf.IsExported() {
 			continue
 		}
 		switch n := len(got[sf.Name]); {
 		case unmanaged[sf.Name] && n > 0:
-			t.Errorf("%s.%s is not a managed field, but Fields has %q for it", typ.Name(), sf.Name, got[sf.Name])
+			t.Errorf("%s is not a managed field, but Fields has %q for it", sf.Name, got[sf.Name])
 		case !unmanaged[sf.Name] && n != 1:
-			t.Errorf("%s.%s has %d entries in Fields %q, want exactly one", typ.Name(), sf.Name, n, got[sf.Name])
+			t.Errorf("%s has %d entries in Fields %q, want exactly one", sf.Name, n, got[sf.Name])
 		}
 	}
 }
 
-// TestFieldsCoverPortAndSwitch fails when a field of Port or Switch has no
-// entry in Fields, or more than one. A new managed column or key is a field
-// of Port or Switch and its entry in Fields; everything that compares,
-// fingerprints, diffs, shows, writes or reads fields walks Fields, and
-// observed's TestFieldsRoundTrip checks each of them does so for every entry.
+// fieldsOf returns the fields of the structs vs point to.
+func fieldsOf(vs ...any) []reflect.StructField {
+	var out []reflect.StructField
+	for _, v := range vs {
+		typ := reflect.TypeOf(v).Elem()
+		for i := range typ.NumField() {
+			out = append(out, typ.Field(i))
+		}
+	}
+	return out
+}
+
+// fieldSet returns the name of the one exported field of the structs vs
+// point to that holds "x" or []string{"x"}, "" when none or more than one
+// does.
+func fieldSet(vs ...any) string {
+	name := ""
+	for _, v := range vs {
+		rv := reflect.ValueOf(v).Elem()
+		for i := range rv.NumField() {
+			if !rv.Type().Field(i).IsExported() {
+				continue
+			}
+			if fv := rv.Field(i).Interface(); fv == any("x") || reflect.DeepEqual(fv, []string{"x"}) {
+				if name != "" {
+					return ""
+				}
+				name = rv.Type().Field(i).Name
+			}
+		}
+	}
+	return name
+}
+
+// TestFieldsCoverPortAndSwitch fails when a field of Port (or of its Rare)
+// or of Switch has no entry in Fields, or more than one. A new managed
+// column or key is a field of Port or Switch and its entry in Fields;
+// everything that compares, fingerprints, diffs, shows, writes or reads
+// fields walks Fields, and observed's TestFieldsRoundTrip checks each of
+// them does so for every entry.
 func TestFieldsCoverPortAndSwitch(t *testing.T) {
 	unmanaged := map[string]bool{"Name": true, "UUID": true, "DynamicAddresses": true, "Vendor": true, "VendorSwitch": true, "Adopt": true}
-	checkCover(t, unmanaged, func(f *Field, p *Port) any {
+	checkCover(t, fieldsOf(&Port{}, &Rare{}), unmanaged, func(f *Field) string {
+		p := &Port{}
 		switch {
 		case f.PortKey != nil:
-			return f.PortKey(p)
+			f.SetPortKey(p, "x")
+			if f.PortKey(p) != "x" {
+				t.Errorf("%s: PortKey does not read what SetPortKey wrote", f.Name())
+			}
 		case f.PortSet != nil:
-			return f.PortSet(p)
+			*f.PortSet(p) = []string{"x"}
+		default:
+			return ""
 		}
-		return nil
+		r := p.Rare()
+		return fieldSet(p, &r)
 	})
-	checkCover(t, map[string]bool{"Name": true, "UUID": true}, func(f *Field, s *Switch) any {
-		if f.SwitchKey != nil {
-			return f.SwitchKey(s)
+	checkCover(t, fieldsOf(&Switch{}), map[string]bool{"Name": true, "UUID": true}, func(f *Field) string {
+		if f.SwitchKey == nil {
+			return ""
 		}
-		return nil
+		s := &Switch{}
+		*f.SwitchKey(s) = "x"
+		return fieldSet(s)
 	})
 }
 
@@ -99,7 +129,10 @@ func TestFieldsWellFormed(t *testing.T) {
 			// diff.Compute moves a port whose Switch differs; no other
 			// field can be a placement.
 			var p Port
-			if f.PortKey == nil || f.PortKey(&p) != &p.Switch || f.SwitchKey != nil {
+			if f.PortKey != nil {
+				f.SetPortKey(&p, "x")
+			}
+			if f.PortKey == nil || p.Switch != "x" || f.SwitchKey != nil {
 				t.Errorf("Fields[%d] (%s) is a placement but not Port.Switch", i, f.Name())
 			}
 			placements++

@@ -184,7 +184,7 @@ func (p *Port) Sum() uint64 {
 	for i := range Fields {
 		switch f := &Fields[i]; {
 		case f.PortKey != nil:
-			h.WriteString(*f.PortKey(p))
+			h.WriteString(f.PortKey(p))
 			h.WriteByte(0)
 		case f.PortSet != nil:
 			for _, s := range *f.PortSet(p) {
@@ -199,7 +199,7 @@ func (p *Port) Sum() uint64 {
 
 // EntryOf returns p's index entry.
 func EntryOf(p *Port) Entry {
-	return Entry{NameHash: NameHash(p.Name), Sum: p.Sum(), Owned: p.Owned(), Dynamic: p.DynamicAddresses != "", Port: p}
+	return Entry{NameHash: NameHash(p.Name), Sum: p.Sum(), Owned: p.Owned(), Dynamic: p.DynamicAddresses() != "", Port: p}
 }
 
 // IndexPorts builds the Index of ports.

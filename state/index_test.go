@@ -40,15 +40,17 @@ func TestIndexSorted(t *testing.T) {
 }
 
 func TestSumSeesEveryField(t *testing.T) {
-	base := Port{Name: "a", Switch: "s", Owner: "o", Network: "n", RequestedChassis: "r", ActivationStrategy: "rarp",
+	base := Port{Name: "a", Switch: "s", Owner: "o", Network: "n", RequestedChassis: "r",
 		Addresses: []string{"m 1"}, PortSecurity: []string{"m 1"}}
+	base.SetRare(&Rare{ActivationStrategy: "rarp", DHCPv4: "s/ipv4"})
 	edits := map[string]func(*Port){
 		"Name":               func(p *Port) { p.Name = "b" },
 		"Switch":             func(p *Port) { p.Switch = "t" },
 		"Owner":              func(p *Port) { p.Owner = "" },
 		"Network":            func(p *Port) { p.Network = "m" },
 		"RequestedChassis":   func(p *Port) { p.RequestedChassis = "r,s" },
-		"ActivationStrategy": func(p *Port) { p.ActivationStrategy = "" },
+		"ActivationStrategy": func(p *Port) { p.EditRare(func(r *Rare) { r.ActivationStrategy = "" }) },
+		"DHCPv4":             func(p *Port) { p.EditRare(func(r *Rare) { r.DHCPv4 = "t/ipv4" }) },
 		"Addresses":          func(p *Port) { p.Addresses = []string{"m 2"} },
 		"PortSecurity":       func(p *Port) { p.PortSecurity = nil },
 		"boundary":           func(p *Port) { p.Addresses, p.PortSecurity = nil, []string{"m 1", "m 1"} },
@@ -61,7 +63,8 @@ func TestSumSeesEveryField(t *testing.T) {
 		}
 	}
 	q := base
-	q.UUID, q.DynamicAddresses = "u", "d"
+	q.UUID = "u"
+	q.EditRare(func(r *Rare) { r.DynamicAddresses = "d" })
 	if q.Sum() != base.Sum() {
 		t.Errorf("Sum() changed with UUID or DynamicAddresses, which Equal ignores")
 	}

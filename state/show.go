@@ -31,8 +31,8 @@ func (s State) WriteShow(w io.Writer) {
 			if p.RequestedChassis != "" {
 				opts = append(opts, OptRequestedChassis+"="+p.RequestedChassis)
 			}
-			if p.ActivationStrategy != "" {
-				opts = append(opts, OptActivationStrategy+"="+p.ActivationStrategy)
+			if a := p.ActivationStrategy(); a != "" {
+				opts = append(opts, OptActivationStrategy+"="+a)
 			}
 			if len(opts) > 0 {
 				fmt.Fprintf(w, "        options: %s\n", strings.Join(opts, " "))

@@ -103,9 +103,6 @@ type Port struct {
 	// writes one entry, "<mac> <ipv4> <ipv6>", to both.
 	Addresses    []string
 	PortSecurity []string
-	// DynamicAddresses is the column OVN fills for ports with "dynamic"
-	// addresses; observed only, read so IPAM never hands out such an address.
-	DynamicAddresses string
 
 	// Owner is external_ids:ovn-sync/owner ("<Kind>/<namespace>/<name>");
 	// empty when the port is not ours.
@@ -115,6 +112,22 @@ type Port struct {
 
 	// RequestedChassis is options:requested-chassis; empty means unset.
 	RequestedChassis string
+
+	// rare holds the fields most ports leave empty (see Rare), nil when
+	// every one of them is. A port never changes the Rare it holds:
+	// SetRare gives it another. So ports may share one, and a copy of a
+	// Port is a port of its own.
+	rare *Rare
+}
+
+// Rare is the part of a Port that most ports leave empty. It is held apart,
+// behind one pointer, so that a port without any of it takes 160 bytes,
+// not 256.
+type Rare struct {
+	// DynamicAddresses is the column OVN fills for ports with "dynamic"
+	// addresses; observed only, read so IPAM never hands out such an address.
+	DynamicAddresses string
+
 	// ActivationStrategy is options:activation-strategy; empty means unset.
 	ActivationStrategy string
 
@@ -136,6 +149,101 @@ type Port struct {
 	Adopt string
 }
 
+// noRare is what a port without a Rare of its own reads.
+var noRare Rare
+
+func (p *Port) rareOrNone() *Rare {
+	if p.rare == nil {
+		return &noRare
+	}
+	return p.rare
+}
+
+// Rare returns a copy of p's rare fields, to read or to change and give
+// back with SetRare.
+func (p *Port) Rare() Rare { return *p.rareOrNone() }
+
+// SetRare makes r p's rare fields. p holds r itself, which must not change
+// afterwards: ports may share one Rare. A Rare of nothing but empty fields
+// is held as none.
+func (p *Port) SetRare(r *Rare) *Port {
+	if r != nil && *r == noRare {
+		r = nil
+	}
+	p.rare = r
+	return p
+}
+
+// Rares hands out one Rare for equal values, so that the ports holding the
+// same rare fields (a subnet's DHCP_Options rows, kube-ovn's vendor keys)
+// share it. It forgets what it holds once it holds max. The zero Rares
+// holds up to 4,096; a nil one shares nothing. It is not safe for
+// concurrent use.
+type Rares struct {
+	m   map[Rare]*Rare
+	max int
+}
+
+// Of returns the Rare equal to r that rs hands out, nil for a Rare of
+// empty fields alone.
+func (rs *Rares) Of(r Rare) *Rare {
+	if r == noRare {
+		return nil
+	}
+	if rs != nil && rs.m[r] != nil {
+		return rs.m[r]
+	}
+	// A new Rare, so that r does not escape: most calls return above.
+	p := new(Rare)
+	*p = r
+	if rs == nil {
+		return p
+	}
+	if rs.max == 0 {
+		rs.max = 4096
+	}
+	if rs.m == nil || len(rs.m) >= rs.max {
+		rs.m = map[Rare]*Rare{}
+	}
+	rs.m[r] = p
+	return p
+}
+
+// DynamicAddresses returns Rare's field of that name.
+func (p *Port) DynamicAddresses() string { return p.rareOrNone().DynamicAddresses }
+
+// ActivationStrategy returns Rare's field of that name.
+func (p *Port) ActivationStrategy() string { return p.rareOrNone().ActivationStrategy }
+
+// DHCPv4 returns Rare's field of that name.
+func (p *Port) DHCPv4() string { return p.rareOrNone().DHCPv4 }
+
+// DHCPv6 returns Rare's field of that name.
+func (p *Port) DHCPv6() string { return p.rareOrNone().DHCPv6 }
+
+// Vendor returns Rare's field of that name.
+func (p *Port) Vendor() string { return p.rareOrNone().Vendor }
+
+// VendorSwitch returns Rare's field of that name.
+func (p *Port) VendorSwitch() string { return p.rareOrNone().VendorSwitch }
+
+// Adopt returns Rare's field of that name.
+func (p *Port) Adopt() string { return p.rareOrNone().Adopt }
+
+// EditRare changes p's rare fields by edit, on a copy that p then holds.
+func (p *Port) EditRare(edit func(*Rare)) *Port {
+	r := p.Rare()
+	edit(&r)
+	return p.SetRare(&r)
+}
+
+// setRare sets one rare field of p, at choosing it, to v.
+func (p *Port) setRare(at func(*Rare) *string, v string) {
+	if *at(p.rareOrNone()) != v {
+		p.EditRare(func(r *Rare) { *at(r) = v })
+	}
+}
+
 // Owned reports whether the port is ovn-sync's.
 func (p *Port) Owned() bool { return p.Owner != "" }
 
@@ -149,7 +257,7 @@ func (p *Port) Equal(o *Port) bool {
 	for i := range Fields {
 		switch f := &Fields[i]; {
 		case f.PortKey != nil:
-			if *f.PortKey(p) != *f.PortKey(o) {
+			if f.PortKey(p) != f.PortKey(o) {
 				return false
 			}
 		case f.PortSet != nil:

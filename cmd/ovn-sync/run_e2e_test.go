@@ -71,8 +71,8 @@ func chassis(rc, strategy string) func(*state.Port) error {
 		if p == nil {
 			return fmt.Errorf("absent")
 		}
-		if p.RequestedChassis != rc || p.ActivationStrategy != strategy {
-			return fmt.Errorf("requested-chassis %q activation-strategy %q, want %q %q", p.RequestedChassis, p.ActivationStrategy, rc, strategy)
+		if p.RequestedChassis != rc || p.ActivationStrategy() != strategy {
+			return fmt.Errorf("requested-chassis %q activation-strategy %q, want %q %q", p.RequestedChassis, p.ActivationStrategy(), rc, strategy)
 		}
 		return nil
 	}

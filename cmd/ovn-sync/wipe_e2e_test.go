@@ -220,7 +220,7 @@ spec:
 	})
 	all := wipeAddresses(nb)
 	looptest.WaitFor(t, 120*time.Second, "addresses published", func() error { return published(k, all) })
-	if p := nb.State().Ports.Get("migrating-0.wipe"); p == nil || !strings.Contains(p.RequestedChassis, ",node-9") || p.ActivationStrategy != "rarp" {
+	if p := nb.State().Ports.Get("migrating-0.wipe"); p == nil || !strings.Contains(p.RequestedChassis, ",node-9") || p.ActivationStrategy() != "rarp" {
 		t.Errorf("migrating VM's port: %+v, want bound to both nodes", p)
 	}
 	backup := nbs.Backup()

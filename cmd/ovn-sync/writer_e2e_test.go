@@ -123,7 +123,7 @@ func TestRunConcurrentWriter(t *testing.T) {
 		case p == nil:
 			t.Errorf("pod %s has no port", pod.Name)
 		case p.Owner != "Pod/ns/"+pod.Name || p.Network != state.DefaultNetwork || p.Switch != "ovn-default" ||
-			p.RequestedChassis != "n1" || p.ActivationStrategy != "" || len(p.Addresses) != 1 || !slices.Equal(p.Addresses, p.PortSecurity):
+			p.RequestedChassis != "n1" || p.ActivationStrategy() != "" || len(p.Addresses) != 1 || !slices.Equal(p.Addresses, p.PortSecurity):
 			t.Errorf("pod %s: port not repaired: %+v", pod.Name, p)
 		}
 		if lsw := s.NBCtl("lsp-get-ls", name); !strings.Contains(lsw, "(ovn-default)") {
@@ -240,7 +240,7 @@ func caughtUp(t *testing.T, s *nbtest.Server, tr *looptest.Runner, name string) 
 func lowestFree(s state.State) netip.Addr {
 	held := map[netip.Addr]bool{}
 	for _, p := range s.Ports.All() {
-		for _, a := range append(slices.Clone(p.Addresses), p.DynamicAddresses) {
+		for _, a := range append(slices.Clone(p.Addresses), p.DynamicAddresses()) {
 			for _, w := range strings.Fields(a) {
 				if ip, err := netip.ParseAddr(w); err == nil {
 					held[ip] = true

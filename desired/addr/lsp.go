@@ -80,7 +80,7 @@ func EachHeld(p *state.Port, fn func(Key)) {
 	for _, e := range p.Addresses {
 		list = appendWords(list, e)
 	}
-	list = appendWords(list, p.DynamicAddresses)
+	list = appendWords(list, p.DynamicAddresses())
 	for i, word := range list {
 		if slices.Contains(list[:i], word) {
 			continue // a port listing an address twice holds it once

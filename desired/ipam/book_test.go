@@ -79,7 +79,7 @@ func describe(x *Book, subnet netip.Prefix) string {
 
 func TestBook(t *testing.T) {
 	p := func(name, sw, addrs, dynamic string) *state.Port {
-		return &state.Port{Name: name, Switch: sw, Addresses: []string{addrs}, DynamicAddresses: dynamic}
+		return (&state.Port{Name: name, Switch: sw, Addresses: []string{addrs}}).SetRare(&state.Rare{DynamicAddresses: dynamic})
 	}
 	ports := state.PortsOf(map[string]*state.Port{
 		"a": p("a", "sw1", "0a:58:0a:10:00:05 10.16.0.5", ""),

@@ -14,18 +14,32 @@ import (
 
 // column is one single-valued key of a row and the field it fills.
 type column[T any] struct {
-	key   string
-	field func(*T) *string
+	key string
+	get func(*T) string
+	set func(*T, string)
+}
+
+// at is the column key of a field held where field says.
+func at[T any](key string, field func(*T) *string) column[T] {
+	return column[T]{key, func(r *T) string { return *field(r) }, func(r *T, v string) { *field(r) = v }}
+}
+
+// rare is the column key of a port's rare field (state.Rare) held where
+// field says.
+func rare(key string, field func(*state.Rare) *string) column[state.Port] {
+	return column[state.Port]{key,
+		func(p *state.Port) string { r := p.Rare(); return *field(&r) },
+		func(p *state.Port, v string) { r := p.Rare(); *field(&r) = v; p.SetRare(&r) }}
 }
 
 // switchColumns are a switch's keys in the order Print writes them.
 var switchColumns = []column[state.Switch]{
-	{"uuid", func(s *state.Switch) *string { return &s.UUID }},
-	{"owner", func(s *state.Switch) *string { return &s.Owner }},
-	{"network", func(s *state.Switch) *string { return &s.Network }},
-	{"subnet", func(s *state.Switch) *string { return &s.Subnet }},
-	{"ipv6_prefix", func(s *state.Switch) *string { return &s.IPv6Prefix }},
-	{"exclude_ips", func(s *state.Switch) *string { return &s.ExcludeIPs }},
+	at("uuid", func(s *state.Switch) *string { return &s.UUID }),
+	at("owner", func(s *state.Switch) *string { return &s.Owner }),
+	at("network", func(s *state.Switch) *string { return &s.Network }),
+	at("subnet", func(s *state.Switch) *string { return &s.Subnet }),
+	at("ipv6_prefix", func(s *state.Switch) *string { return &s.IPv6Prefix }),
+	at("exclude_ips", func(s *state.Switch) *string { return &s.ExcludeIPs }),
 }
 
 // portBeforeLists and portAfterLists are a port's single-valued keys in the
@@ -33,20 +47,20 @@ var switchColumns = []column[state.Switch]{
 // portColumns is both.
 var (
 	portBeforeLists = []column[state.Port]{
-		{"uuid", func(p *state.Port) *string { return &p.UUID }},
-		{"switch", func(p *state.Port) *string { return &p.Switch }},
-		{"owner", func(p *state.Port) *string { return &p.Owner }},
-		{"network", func(p *state.Port) *string { return &p.Network }},
+		at("uuid", func(p *state.Port) *string { return &p.UUID }),
+		at("switch", func(p *state.Port) *string { return &p.Switch }),
+		at("owner", func(p *state.Port) *string { return &p.Owner }),
+		at("network", func(p *state.Port) *string { return &p.Network }),
 	}
 	portAfterLists = []column[state.Port]{
-		{"dynamic", func(p *state.Port) *string { return &p.DynamicAddresses }},
-		{"requested-chassis", func(p *state.Port) *string { return &p.RequestedChassis }},
-		{"activation-strategy", func(p *state.Port) *string { return &p.ActivationStrategy }},
-		{"dhcpv4", func(p *state.Port) *string { return &p.DHCPv4 }},
-		{"dhcpv6", func(p *state.Port) *string { return &p.DHCPv6 }},
-		{"vendor", func(p *state.Port) *string { return &p.Vendor }},
-		{"vendor-switch", func(p *state.Port) *string { return &p.VendorSwitch }},
-		{"adopt", func(p *state.Port) *string { return &p.Adopt }},
+		rare("dynamic", func(r *state.Rare) *string { return &r.DynamicAddresses }),
+		at("requested-chassis", func(p *state.Port) *string { return &p.RequestedChassis }),
+		rare("activation-strategy", func(r *state.Rare) *string { return &r.ActivationStrategy }),
+		rare("dhcpv4", func(r *state.Rare) *string { return &r.DHCPv4 }),
+		rare("dhcpv6", func(r *state.Rare) *string { return &r.DHCPv6 }),
+		rare("vendor", func(r *state.Rare) *string { return &r.Vendor }),
+		rare("vendor-switch", func(r *state.Rare) *string { return &r.VendorSwitch }),
+		rare("adopt", func(r *state.Rare) *string { return &r.Adopt }),
 	}
 	portColumns = slices.Concat(portBeforeLists, portAfterLists)
 )
@@ -55,10 +69,10 @@ var (
 // Print writes them; its options follow, one "option:KEY=VALUE" each,
 // sorted by key.
 var dhcpColumns = []column[state.DHCPOptions]{
-	{"uuid", func(d *state.DHCPOptions) *string { return &d.UUID }},
-	{"owner", func(d *state.DHCPOptions) *string { return &d.Owner }},
-	{"network", func(d *state.DHCPOptions) *string { return &d.Network }},
-	{"cidr", func(d *state.DHCPOptions) *string { return &d.CIDR }},
+	at("uuid", func(d *state.DHCPOptions) *string { return &d.UUID }),
+	at("owner", func(d *state.DHCPOptions) *string { return &d.Owner }),
+	at("network", func(d *state.DHCPOptions) *string { return &d.Network }),
+	at("cidr", func(d *state.DHCPOptions) *string { return &d.CIDR }),
 }
 
 // optionPrefix starts the key of a DHCP_Options row's option.
@@ -79,7 +93,7 @@ func Print(s state.State) string {
 		sw := s.Switches[name]
 		b.WriteString("switch " + quoteIfNeeded(sw.Name))
 		for _, c := range switchColumns {
-			writeValue(&b, c.key, *c.field(sw))
+			writeValue(&b, c.key, c.get(sw))
 		}
 		b.WriteString("\n")
 	}
@@ -87,7 +101,7 @@ func Print(s state.State) string {
 		d := s.DHCP[name]
 		b.WriteString("dhcp " + quoteIfNeeded(d.Name))
 		for _, c := range dhcpColumns {
-			writeValue(&b, c.key, *c.field(d))
+			writeValue(&b, c.key, c.get(d))
 		}
 		for _, k := range slices.Sorted(maps.Keys(d.Options)) {
 			b.WriteString(" " + optionPrefix + k + "=" + quoteIfNeeded(d.Options[k]))
@@ -98,11 +112,11 @@ func Print(s state.State) string {
 		p := s.Ports.Get(name)
 		b.WriteString("port " + quoteIfNeeded(p.Name))
 		for _, c := range portBeforeLists {
-			writeValue(&b, c.key, *c.field(p))
+			writeValue(&b, c.key, c.get(p))
 		}
 		writeLists(&b, p)
 		for _, c := range portAfterLists {
-			writeValue(&b, c.key, *c.field(p))
+			writeValue(&b, c.key, c.get(p))
 		}
 		b.WriteString("\n")
 	}
@@ -239,7 +253,7 @@ func setColumns[T any](row *T, columns []column[T], fields []keyValue) error {
 			return fmt.Errorf("%s twice", f.key)
 		}
 		seen[f.key] = true
-		*columns[i].field(row) = f.value
+		columns[i].set(row, f.value)
 	}
 	return nil
 }

@@ -126,7 +126,7 @@ func (v *View) readUpdates(r *jsonReader) ([]rowChange, error) {
 // readRow reads a whole row (the columns monitored, default values left
 // out) into a port.
 func (v *View) readRow(r *jsonReader) (*state.Port, error) {
-	p := &state.Port{}
+	p, rare := &state.Port{}, state.Rare{}
 	err := r.object(func(col []byte) error {
 		switch column := string(col); column {
 		case "name":
@@ -136,7 +136,7 @@ func (v *View) readRow(r *jsonReader) (*state.Port, error) {
 		case "dynamic_addresses", "dhcpv4_options", "dhcpv6_options":
 			atoms, err := v.readAtoms(r)
 			if len(atoms) > 0 {
-				*v.refField(p, column) = v.shareRef(column, atoms[0])
+				*refField(&rare, column) = v.shareRef(column, atoms[0])
 			}
 			return err
 		case "addresses", "port_security":
@@ -145,10 +145,11 @@ func (v *View) readRow(r *jsonReader) (*state.Port, error) {
 			*portSetField(p, setIndex(column)) = atoms
 			return err
 		case "options", "external_ids":
-			return v.readPairs(r, column, func(ck, val string) { *portKeyField(p, ck) = v.share(ck, val) })
+			return v.readPairs(r, column, func(ck, val string) { setKey(p, &rare, ck, v.share(ck, val)) })
 		}
 		return r.skip()
 	})
+	p.SetRare(v.rares.Of(rare))
 	// ovn-sync writes one entry to both sets: it is held once, and so is
 	// the set when both are the same.
 	if slices.Equal(p.PortSecurity, p.Addresses) {
@@ -203,16 +204,16 @@ func setIndex(column string) int {
 	return 1
 }
 
-// refField is where a port keeps the 0..1 column dynamic_addresses,
-// dhcpv4_options or dhcpv6_options.
-func (v *View) refField(p *state.Port, column string) *string {
+// refField is where a port's Rare keeps the 0..1 column
+// dynamic_addresses, dhcpv4_options or dhcpv6_options.
+func refField(r *state.Rare, column string) *string {
 	switch column {
 	case "dynamic_addresses":
-		return &p.DynamicAddresses
+		return &r.DynamicAddresses
 	case "dhcpv4_options":
-		return &p.DHCPv4
+		return &r.DHCPv4
 	}
-	return &p.DHCPv6
+	return &r.DHCPv6
 }
 
 // readAtoms reads a set of strings or UUIDs: an atom, or ["set", [atoms]].
@@ -276,7 +277,7 @@ func (v *View) readPairs(r *jsonReader, column string, f func(ck, val string)) e
 // away for a set (map), a pair of a key present with another value
 // replacing that value.
 func (v *View) modify(old *state.Port, d *rowDiff) *state.Port {
-	p := *old
+	p, rare := *old, old.Rare()
 	if d.name != nil {
 		p.Name = *d.name
 	}
@@ -317,17 +318,17 @@ func (v *View) modify(old *state.Port, d *rowDiff) *state.Port {
 			*cur = left[0]
 		}
 	}
-	toggle1(&p.DynamicAddresses, d.dynamic)
-	toggle1(&p.DHCPv4, d.dhcp4)
-	toggle1(&p.DHCPv6, d.dhcp6)
+	toggle1(&rare.DynamicAddresses, d.dynamic)
+	toggle1(&rare.DHCPv4, d.dhcp4)
+	toggle1(&rare.DHCPv6, d.dhcp6)
 	for _, kv := range d.pairs {
-		f := portKeyField(&p, kv[0])
-		if *f == kv[1] {
-			*f = "" // present with the same value: taken away
+		if getKey(&p, &rare, kv[0]) == kv[1] {
+			setKey(&p, &rare, kv[0], "") // present with the same value: taken away
 		} else {
-			*f = v.share(kv[0], kv[1])
+			setKey(&p, &rare, kv[0], v.share(kv[0], kv[1]))
 		}
 	}
+	p.SetRare(v.rares.Of(rare))
 	return &p
 }
 
@@ -355,21 +356,45 @@ var keptKeys = func() map[string]map[string]string {
 	return m
 }()
 
-// portKeyField is where a port keeps the key "column\x00key" (see keptKeys).
-func portKeyField(p *state.Port, ck string) *string {
+// keyField returns the field of state.Fields that is the key
+// "column\x00key" (see keptKeys), or where r keeps it when it is
+// kube-ovn's (vendor, ls), which no field is.
+func keyField(r *state.Rare, ck string) (*state.Field, *string) {
 	column, key, _ := strings.Cut(ck, "\x00")
 	switch {
 	case column == "external_ids" && key == state.KeyVendor:
-		return &p.Vendor
+		return nil, &r.Vendor
 	case column == "external_ids" && key == state.KeyVendorSwitch:
-		return &p.VendorSwitch
+		return nil, &r.VendorSwitch
 	}
 	for i := range state.Fields {
 		if f := &state.Fields[i]; f.PortKey != nil && f.Column == column && f.Key == key {
-			return f.PortKey(p)
+			if f.RareKey != nil {
+				return nil, f.RareKey(r)
+			}
+			return f, nil
 		}
 	}
 	panic("portview: key not kept: " + ck)
+}
+
+// setKey sets the key ck of a port being read, p with its rare fields r
+// apart, to val.
+func setKey(p *state.Port, r *state.Rare, ck, val string) {
+	if f, at := keyField(r, ck); f != nil {
+		f.SetPortKey(p, val)
+	} else {
+		*at = val
+	}
+}
+
+// getKey returns the key ck of a port being read, as setKey.
+func getKey(p *state.Port, r *state.Rare, ck string) string {
+	f, at := keyField(r, ck)
+	if f != nil {
+		return f.PortKey(p)
+	}
+	return *at
 }
 
 // sharedKeys are the keys whose values repeat across rows: they are

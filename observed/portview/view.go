@@ -59,8 +59,11 @@ type View struct {
 	nextID  uint64
 	waiting map[uint64]chan error
 
-	// shared holds the strings that repeat across rows.
+	// shared holds the strings that repeat across rows, rares their rare
+	// fields (a subnet's DHCP_Options rows, kube-ovn's vendor keys). Both
+	// are the reading goroutine's.
 	shared *intern.Strings
+	rares  state.Rares
 
 	stop context.CancelFunc
 	done chan struct{}

@@ -2,6 +2,7 @@ package portview
 
 import (
 	"bytes"
+	"cmp"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -84,11 +85,11 @@ func TestPortViewDecode(t *testing.T) {
 	if wrote != "" || reloads != 1 || len(changes) != 0 || !v.Synced() {
 		t.Fatalf("after the monitor's reply: wrote %q, %d reloads, %d changes, synced %v; want nothing, 1, 0, true", wrote, reloads, len(changes), v.Synced())
 	}
-	a := &state.Port{Name: "p\u00e9\"a", UUID: ua, Switch: "ovn-default", Addresses: []string{"0a:58:0a:10:00:02 10.16.0.2"},
-		PortSecurity: []string{"0a:58:0a:10:00:02 10.16.0.2", "z"}, Owner: "Pod/ns/a", Network: "default", RequestedChassis: "node-1",
-		DHCPv4: "dddddddd-0000-4000-8000-000000000004"}
-	b := &state.Port{Name: "b", UUID: ub, Addresses: []string{"dynamic"}, DynamicAddresses: "0a:58:0a:10:00:09 10.16.0.9",
-		Vendor: "kube-ovn", VendorSwitch: "ovn-default"}
+	a := (&state.Port{Name: "p\u00e9\"a", UUID: ua, Switch: "ovn-default", Addresses: []string{"0a:58:0a:10:00:02 10.16.0.2"},
+		PortSecurity: []string{"0a:58:0a:10:00:02 10.16.0.2", "z"}, Owner: "Pod/ns/a", Network: "default", RequestedChassis: "node-1"}).
+		SetRare(&state.Rare{DHCPv4: "dddddddd-0000-4000-8000-000000000004"})
+	b := (&state.Port{Name: "b", UUID: ub, Addresses: []string{"dynamic"}}).
+		SetRare(&state.Rare{DynamicAddresses: "0a:58:0a:10:00:09 10.16.0.9", Vendor: "kube-ovn", VendorSwitch: "ovn-default"})
 	want := map[string]*state.Port{ua: a, ub: b}
 	if got := v.Table().rows; !reflect.DeepEqual(got, want) {
 		t.Fatalf("loaded rows:\n%s\nwant\n%s", dump(got), dump(want))
@@ -106,10 +107,10 @@ func TestPortViewDecode(t *testing.T) {
 		`{"id":"echo","method":"echo","params":[]}`
 	wrote = feed(t, v, update)
 	a2 := *a
-	a2.Name, a2.Addresses, a2.RequestedChassis, a2.ActivationStrategy, a2.Switch = "a2", []string{"0a:58:0a:10:00:03 10.16.0.3"}, "", "rarp", "sw-2"
-	a2.DHCPv4, a2.DHCPv6 = "", "eeeeeeee-0000-4000-8000-000000000006"
+	a2.Name, a2.Addresses, a2.RequestedChassis, a2.Switch = "a2", []string{"0a:58:0a:10:00:03 10.16.0.3"}, "", "sw-2"
+	a2.SetRare(&state.Rare{ActivationStrategy: "rarp", DHCPv6: "eeeeeeee-0000-4000-8000-000000000006"})
 	a3 := a2
-	a3.DynamicAddresses = "0a:58:0a:10:00:05 10.16.0.5"
+	a3.EditRare(func(r *state.Rare) { r.DynamicAddresses = "0a:58:0a:10:00:05 10.16.0.5" })
 	c := &state.Port{Name: "c", UUID: uc}
 	want = map[string]*state.Port{ua: &a3, uc: c}
 	if got := v.Table().rows; !reflect.DeepEqual(got, want) {
@@ -139,7 +140,7 @@ func TestPortViewDecode(t *testing.T) {
 		t.Errorf("the view wrote %q; want a reply with a result to the request of id 7, then to the echo", wrote)
 	}
 	// The rows a change replaced are as they were: snapshots share them.
-	if a.Name != "p\u00e9\"a" || len(a.Addresses) != 1 || a.DHCPv4 == "" {
+	if a.Name != "p\u00e9\"a" || len(a.Addresses) != 1 || a.DHCPv4() == "" {
 		t.Errorf("the row the update replaced changed: %+v", a)
 	}
 }
@@ -173,7 +174,12 @@ func dump(rows map[string]*state.Port) string {
 // monitorReply returns the monitor's reply holding n ports as ovn-sync
 // writes them, each with a few keys of others (kube-ovn's, a CMS's), spread
 // over 8 switches and 300 chassis.
-func monitorReply(n int) []byte {
+func monitorReply(n int) []byte { return monitorReplyOf(n, false) }
+
+// monitorReplyOf is monitorReply, whose rows are, with kubeOVN, ports
+// adopted from kube-ovn on DHCP subnets: kube-ovn's external_ids:vendor and
+// ls kept, and dhcpv4_options referring to the subnet's row.
+func monitorReplyOf(n int, kubeOVN bool) []byte {
 	var b bytes.Buffer
 	b.WriteString(`{"id":0,"error":null,"result":{"Logical_Switch_Port":{`)
 	for i := range n {
@@ -181,13 +187,57 @@ func monitorReply(n int) []byte {
 			b.WriteByte(',')
 		}
 		addr := fmt.Sprintf("0a:58:0a:%02x:%02x:%02x 10.%d.%d.%d", i>>16&255, i>>8&255, i&255, i>>16&255, i>>8&255, i&255)
+		theirs := ""
+		if kubeOVN {
+			theirs = fmt.Sprintf(`,["vendor","kube-ovn"],["ls","subnet-%d"]]],"dhcpv4_options":["uuid","dddddddd-0000-4000-8000-%012x"]`, i%8, i%8)
+		}
 		fmt.Fprintf(&b, `"%08x-%04x-4000-8000-%012x":{"initial":{"name":"pod-%d.ns-%d","addresses":%q,"port_security":%q,`+
 			`"options":["map",[["requested-chassis","node-%d"],["iface-id-ver","%d"]]],`+
-			`"external_ids":["map",[["ovn-sync/owner","Pod/ns-%d/pod-%d"],["ovn-sync/network","default"],["ovn-sync/switch","subnet-%d"],["pod","ns-%d/pod-%d"]]]}}`,
-			i, i&0xffff, i, i, i%97, addr, addr, i%300, i, i%97, i, i%8, i%97, i)
+			`"external_ids":["map",[["ovn-sync/owner","Pod/ns-%d/pod-%d"],["ovn-sync/network","default"],["ovn-sync/switch","subnet-%d"],["pod","ns-%d/pod-%d"]%s}}`,
+			i, i&0xffff, i, i, i%97, addr, addr, i%300, i, i%97, i, i%8, i%97, i, cmp.Or(theirs, "]]"))
 	}
 	b.WriteString(`}}}`)
 	return b.Bytes()
+}
+
+// TestPortViewSharesRare: rows that hold the same rare fields (the ports
+// of a kube-ovn subnet, adopted with their vendor keys and DHCP_Options
+// row) share them, so that such a row costs what one of ovn-sync's own
+// costs, measured side by side in this process.
+func TestPortViewSharesRare(t *testing.T) {
+	const n = 20000
+	load := func(kubeOVN bool) (*View, int64) {
+		payload := monitorReplyOf(n, kubeOVN)
+		var v *View
+		b := heapOf(func() {
+			v = newTestView()
+			m, err := v.readMessage(newJSONReader(bytes.NewReader(payload)))
+			if err != nil {
+				t.Fatal(err)
+			}
+			v.handle(m)
+		})
+		runtime.KeepAlive(payload) // live through the count
+		if v.Len() != n {
+			t.Fatalf("the view loaded %d rows, want %d", v.Len(), n)
+		}
+		return v, b
+	}
+	own, ownBytes := load(false)
+	theirs, theirBytes := load(true)
+	for _, p := range theirs.Table().rows {
+		if p.Vendor() != state.VendorKubeOVN || p.VendorSwitch() == "" || p.DHCPv4() == "" {
+			t.Fatalf("row %s reads vendor %q, ls %q, dhcpv4_options %q", p.Name, p.Vendor(), p.VendorSwitch(), p.DHCPv4())
+		}
+	}
+	runtime.KeepAlive(own)
+	runtime.KeepAlive(theirs)
+	extra := float64(theirBytes-ownBytes) / n
+	t.Logf("per port: ovn-sync's own %.0f B, kube-ovn's with their keys and DHCP %.0f B (+%.0f B)",
+		float64(ownBytes)/n, float64(theirBytes)/n, extra)
+	if extra > 32 {
+		t.Errorf("a row with kube-ovn's keys and a DHCP reference takes %.0f B more than one without; want at most 32 (rows share their rare fields)", extra)
+	}
 }
 
 // TestPortViewMemory: the view's cost per port stays within twice what
