@@ -113,9 +113,10 @@ type netIndex struct {
 
 // registry is the owners and the ports they want, as they are added.
 type registry struct {
-	want   state.State
-	owners arena[owner]
-	ports  arena[portSpec]
+	want    state.State
+	owners  arena[owner]
+	vmParts arena[vmPart]
+	ports   arena[portSpec]
 	// portVals holds the ports the specs write: apart from the specs, so
 	// that a result kept for the next pass keeps its ports, not the specs
 	// and owners (and inputs) they were built from.
@@ -231,8 +232,8 @@ func (b *netIndex) switchID(name string) uint32 {
 // ownerProblem records a Problem on the object o was read from.
 func (b *builder) ownerProblem(o *owner, reason, msg string) {
 	kind, name := o.kind, o.name
-	if o.vmi != "" {
-		kind, name = kindVirtualMachineInst, o.vmi
+	if vmi := o.vm().vmi; vmi != "" {
+		kind, name = kindVirtualMachineInst, vmi
 	}
 	b.problemFor(o, kind, o.ns, name, reason, msg)
 }

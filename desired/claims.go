@@ -149,8 +149,8 @@ func (b *builder) readClaim(s *portSpec, at *attachment, cc netconf.ClaimConfig)
 // reference of o's kind and name (and UID, when the VM is known).
 func (b *builder) notOwnedBy(c *ipamclaimsv1alpha1.IPAMClaim, o *owner) string {
 	uid := ""
-	if o.objects.vm != nil {
-		uid = o.objects.vm.UID
+	if vm := o.vm().vm; vm != nil {
+		uid = vm.UID
 	}
 	for _, r := range c.OwnerReferences {
 		if r.Kind == o.kind && r.Name == o.name {
@@ -170,7 +170,7 @@ func (b *builder) notOwnedBy(c *ipamclaimsv1alpha1.IPAMClaim, o *owner) string {
 // for the attachment at (its element: the NAD, with KubeVirt's pod
 // interface name or none) and where.
 func (b *builder) launcherClaimRef(o *owner, at *attachment) (string, string) {
-	for _, p := range sortedLaunchers(o.objects.launchers) {
+	for _, p := range sortedLaunchers(o.vm().launchers) {
 		v := p.Annotations[annNetworks]
 		if !liveLauncher(p) || !strings.Contains(v, "ipam-claim-reference") {
 			continue
@@ -359,7 +359,7 @@ func (s *portSpec) claimFacts() *ClaimFacts {
 		return nil
 	}
 	o := s.o
-	f := &ClaimFacts{Claim: c.obj, Owner: o.id, Port: s.name, Pods: o.objects.carriers(), Node: o.chassis}
+	f := &ClaimFacts{Claim: c.obj, Owner: o.id, Port: s.name, Pods: o.carriers(), Node: o.chassis}
 	switch {
 	case s.state == specBuild:
 		for fam, a := range s.ip {
@@ -393,7 +393,7 @@ func (b *builder) unmanagedClaim(o *owner, at *attachment, e nadEntry) {
 	if c == nil || c.Spec.Network != e.cc.Name || len(c.Status.IPs) > 0 {
 		return
 	}
-	f := &ClaimFacts{Claim: c, Owner: o.id, Pods: o.objects.carriers(), Node: o.chassis,
+	f := &ClaimFacts{Claim: c, Owner: o.id, Pods: o.carriers(), Node: o.chassis,
 		Reason:  ReasonNetworkNotManaged,
 		Message: fmt.Sprintf("network %q (NetworkAttachmentDefinition %s) %s: ovn-sync allocates no addresses on it", c.Spec.Network, at.ref.String(), e.why)}
 	b.claimNotes = append(b.claimNotes, f)

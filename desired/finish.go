@@ -205,7 +205,7 @@ func (b *builder) port(s *portSpec, p *state.Port) {
 		Network:          s.net.key,
 		RequestedChassis: s.o.chassis,
 	}
-	r := state.Rare{ActivationStrategy: s.o.activationStrategy, Adopt: s.adopt}
+	r := state.Rare{ActivationStrategy: s.o.vm().activationStrategy, Adopt: s.adopt}
 	for f, a := range s.ip {
 		if a.IsValid() {
 			*dhcpRef(&r, f) = s.net.dhcpName(f)

@@ -35,7 +35,7 @@ func (b *builder) addPods(in Inputs) {
 		if !b.validNames(o, "metadata.name") {
 			continue
 		}
-		o.chassis, o.objects.pod = p.Spec.NodeName, b.carrier(podCarrier(p, ann))
+		o.chassis, o.pod = p.Spec.NodeName, b.carrier(podCarrier(p, ann))
 		if ord, ok := statefulSetOrdinal(p); ok {
 			o.ordinal = ord
 		}
@@ -63,13 +63,14 @@ func (b *builder) addVirtualMachines(in Inputs) {
 			continue
 		}
 		vmiEntry := b.vmiEntry(e.vmi, e, vm.Name)
-		o.chassis, o.activationStrategy = b.chassis(e.vmi, vmiEntry)
-		o.objects.vm = &b.carrier(Carrier{Namespace: vm.Namespace, Name: vm.Name, UID: string(vm.UID), ResourceVersion: vm.ResourceVersion,
+		kv := b.vmPart(o)
+		o.chassis, kv.activationStrategy = b.chassis(e.vmi, vmiEntry)
+		kv.vm = &b.carrier(Carrier{Namespace: vm.Namespace, Name: vm.Name, UID: string(vm.UID), ResourceVersion: vm.ResourceVersion,
 			Annotations: published(vm.Annotations, &b.keys), Live: vm.DeletionTimestamp == nil})[0]
 		if vmiEntry != nil {
-			o.objects.launchers = vmiEntry.launchers
+			kv.launchers = vmiEntry.launchers
 		} else {
-			o.objects.launchers = e.launchers
+			kv.launchers = e.launchers
 		}
 		var spec *kubevirtv1.VirtualMachineInstanceSpec
 		var ann map[string]string
@@ -82,10 +83,10 @@ func (b *builder) addVirtualMachines(in Inputs) {
 			// started: its requests are what the guest runs with. Its
 			// problems are the template's, reported once.
 			n := len(b.problems)
-			o.running, _ = b.kubevirtAttachments(o, &vmi.Spec, vmi.Annotations, "spec", b.vmiAtts[:0])
+			kv.running, _ = b.kubevirtAttachments(o, &vmi.Spec, vmi.Annotations, "spec", b.vmiAtts[:0])
 			b.dropProblems(n)
-			b.vmiAtts = o.running
-			o.runningAnn = vmi.Annotations
+			b.vmiAtts = kv.running
+			kv.runningAnn = vmi.Annotations
 		}
 		if names := b.addOwner(o, atts, ann); !ok {
 			b.keepOwnerPorts(o, names)
@@ -107,7 +108,7 @@ func (b *builder) addVirtualMachineInstances(in Inputs) {
 		field := "metadata.name"
 		if r := vmOwnerRef(vmi.OwnerReferences); r != nil && r.Name != "" {
 			o = b.newOwner(kindVirtualMachine, vmi.Namespace, r.Name, vmi.CreationTimestamp.Time)
-			o.vmi = vmi.Name
+			b.vmPart(o).vmi = vmi.Name
 			field = "metadata.ownerReferences[VirtualMachine].name"
 		} else {
 			o = b.newOwner(kindVirtualMachineInst, vmi.Namespace, vmi.Name, vmi.CreationTimestamp.Time)
@@ -116,9 +117,10 @@ func (b *builder) addVirtualMachineInstances(in Inputs) {
 			continue
 		}
 		e := b.vmiEntry(vmi, nil, "")
-		o.chassis, o.activationStrategy = b.chassis(vmi, e)
+		kv := b.vmPart(o)
+		o.chassis, kv.activationStrategy = b.chassis(vmi, e)
 		if e != nil {
-			o.objects.launchers = e.launchers
+			kv.launchers = e.launchers
 		}
 		atts, ok := b.kubevirtAttachments(o, &vmi.Spec, vmi.Annotations, "spec", b.atts[:0])
 		if names := b.addOwner(o, atts, vmi.Annotations); !ok {
@@ -180,10 +182,10 @@ func (b *builder) addOwner(o *owner, atts []attachment, ann map[string]string) [
 			b.keepPort(o, name, provider)
 			continue
 		}
-		if o.running != nil {
+		if kv := o.vm(); kv.running != nil {
 			b.readRunning(s, at)
 		}
-		if o.running != nil || o.runningAnn != nil {
+		if kv := o.vm(); kv.running != nil || kv.runningAnn != nil {
 			b.switchRestartRequired(s, choice, ann)
 		}
 		b.readRecords(s)
@@ -275,8 +277,8 @@ func portName(o *owner, provider, suffix string) string {
 // where o's ports go: for a VM whose VMI runs, the VMI's (a template edit
 // waits for the next start), else ann.
 func (b *builder) switchAnnotations(o *owner, ann map[string]string) map[string]string {
-	if o.running != nil || o.runningAnn != nil {
-		return o.runningAnn
+	if kv := o.vm(); kv.running != nil || kv.runningAnn != nil {
+		return kv.runningAnn
 	}
 	return ann
 }

@@ -20,11 +20,11 @@ func (b *builder) readRunning(s *portSpec, at *attachment) {
 	s.tmpl = s.req
 	s.req = &noRequest
 	o := s.o
-	for i := range o.running {
-		r := &o.running[i]
+	for i := range o.vm().running {
+		r := &o.vm().running[i]
 		if r.isDefault == at.isDefault && r.ref == at.ref && r.iface == at.iface {
 			n := len(b.problems)
-			if !b.readRequests(s, r, o.runningAnn, s.provider, &s.req) {
+			if !b.readRequests(s, r, o.vm().runningAnn, s.provider, &s.req) {
 				s.req = &noRequest
 			}
 			b.dropProblems(n)
@@ -195,7 +195,7 @@ func (b *builder) holds(s *portSpec, a netip.Addr) bool {
 // cannot be an address on the network is a Problem on its object, and
 // ignored.
 func (b *builder) readRecords(s *portSpec) {
-	obj := &s.o.objects
+	obj := s.o.vm()
 	var r requested
 	launcher := func(p *corev1.Pod) {
 		b.readRecord(s, &r, kindPod, p.Namespace, p.Name, func(suffix string) string { return providerAnnotation(p.Annotations, s.provider, suffix) })

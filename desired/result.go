@@ -188,11 +188,11 @@ func (b *builder) carrier(c Carrier) []Carrier {
 
 // carriers returns the pods that carry the owner's addresses: the plain
 // pod, or the launchers.
-func (o *objects) carriers() []Carrier {
+func (o *owner) carriers() []Carrier {
 	if o.pod != nil {
 		return o.pod
 	}
-	pods := o.launchers.pods()
+	pods := o.vm().launchers.pods()
 	if len(pods) == 0 {
 		return nil
 	}
@@ -245,7 +245,7 @@ func (s *portSpec) facts() PortFacts {
 	f := PortFacts{
 		Port: s.port, OwnerKind: o.kind, OwnerNamespace: o.ns, OwnerName: o.name,
 		Provider: s.provider, Kept: s.state != specBuild,
-		Pods: o.objects.carriers(), VM: o.objects.vm,
+		Pods: o.carriers(), VM: o.vm().vm,
 	}
 	if s.net != nil {
 		f.CIDR, f.Gateway = s.net.cidr(), s.net.gateway
@@ -281,7 +281,7 @@ func (o *owner) chassisWhy() string {
 		return ""
 	case o.kind == kindPod:
 		return o.chassis + ": the pod's node"
-	case o.activationStrategy == activationRARP:
+	case o.vm().activationStrategy == activationRARP:
 		src, dst, _ := strings.Cut(o.chassis, ",")
 		return o.chassis + ": live migration from " + src + " to " + dst +
 			"; bound on both until it ends, the target activated by the VM's first RARP"

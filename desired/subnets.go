@@ -454,7 +454,7 @@ func (b *builder) chooseNetwork(o *owner, c networkChoice, name string, ann map[
 // choice may land on. A record naming an invalid Subnet makes the network
 // unknown (nil, true).
 func (b *builder) recordedSwitch(o *owner, c networkChoice, lsKey string) (*network, bool) {
-	obj := &o.objects
+	obj := o.vm()
 	var recorded []string
 	for _, p := range sortedLaunchers(obj.launchers) {
 		if liveLauncher(p) {
