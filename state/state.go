@@ -190,8 +190,10 @@ func (rs *Rares) Of(r Rare) *Rare {
 	if r == noRare {
 		return nil
 	}
-	if rs != nil && rs.m[r] != nil {
-		return rs.m[r]
+	if rs != nil {
+		if p := rs.m[r]; p != nil {
+			return p
+		}
 	}
 	// A new Rare, so that r does not escape: most calls return above.
 	p := new(Rare)
