@@ -137,6 +137,7 @@ func (b *builder) addVirtualMachineInstances(in Inputs) {
 func (b *builder) addOwner(o *owner, atts []attachment, ann map[string]string) []string {
 	names := b.names[:0]
 	guessed := false
+	kv := o.vm()
 	for i := range atts {
 		at := &atts[i]
 		choice := networkChoice{isDefault: at.isDefault, provider: providerDefault}
@@ -182,10 +183,10 @@ func (b *builder) addOwner(o *owner, atts []attachment, ann map[string]string) [
 			b.keepPort(o, name, provider)
 			continue
 		}
-		if kv := o.vm(); kv.running != nil {
+		if kv.running != nil {
 			b.readRunning(s, at)
 		}
-		if kv := o.vm(); kv.running != nil || kv.runningAnn != nil {
+		if kv.running != nil || kv.runningAnn != nil {
 			b.switchRestartRequired(s, choice, ann)
 		}
 		b.readRecords(s)

@@ -19,12 +19,12 @@ import (
 func (b *builder) readRunning(s *portSpec, at *attachment) {
 	s.tmpl = s.req
 	s.req = &noRequest
-	o := s.o
-	for i := range o.vm().running {
-		r := &o.vm().running[i]
+	kv := s.o.vm()
+	for i := range kv.running {
+		r := &kv.running[i]
 		if r.isDefault == at.isDefault && r.ref == at.ref && r.iface == at.iface {
 			n := len(b.problems)
-			if !b.readRequests(s, r, o.vm().runningAnn, s.provider, &s.req) {
+			if !b.readRequests(s, r, kv.runningAnn, s.provider, &s.req) {
 				s.req = &noRequest
 			}
 			b.dropProblems(n)
