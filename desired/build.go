@@ -35,7 +35,7 @@ func Build(in Inputs, cfg Config, have state.State) Result {
 func buildOwners(in Inputs, cfg Config, have state.State, sc *scope) Result {
 	// Room for a port per owner; a Build of every owner also rebuilds
 	// every port of ours, about as many as have holds.
-	ports := in.PodCount() + len(in.VirtualMachines) + len(in.VirtualMachineInstances)
+	ports := in.PodCount() + in.VMCount() + in.VMICount()
 	if sc.all {
 		ports = max(ports, have.Ports.Len())
 	}

@@ -1,14 +1,18 @@
 package desired
 
 import (
+	"fmt"
 	"iter"
 	"runtime"
 	"strings"
 	"testing"
+	"time"
 	"unsafe"
 	"weak"
 
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	kubevirtv1 "kubevirt.io/api/core/v1"
 
 	"github.com/ovn-sync/ovn-sync/state"
 )
@@ -96,4 +100,92 @@ func TestFullKeepsRowNames(t *testing.T) {
 	if want, _ := x.Want(); want.Ports.Len() != 1 {
 		t.Errorf("want holds %d ports, want 1", want.Ports.Len())
 	}
+}
+
+// weakCopies is a Stored that makes a copy of an object at each read, as
+// Copies does, and records a weak pointer to each copy it made.
+type weakCopies[T any, P interface {
+	*T
+	DeepCopy() P
+}] struct {
+	objs []P
+	made *[]weak.Pointer[T]
+}
+
+func (s weakCopies[T, P]) Len() int { return len(s.objs) }
+func (s weakCopies[T, P]) At(i int) P {
+	c := s.objs[i].DeepCopy()
+	*s.made = append(*s.made, weak.Make((*T)(c)))
+	return c
+}
+
+func alive[T any](made []weak.Pointer[T]) int {
+	n := 0
+	for _, w := range made {
+		if w.Value() != nil {
+			n++
+		}
+	}
+	return n
+}
+
+// A full Build holds no VM or VMI it made from a store (StoredVMs,
+// StoredVMIs) beyond its read: its KubeVirt index holds positions, and
+// Build makes an object again where it reads it. In the middle of the
+// Build (as it reads the pods, once every VM and VMI is indexed) and
+// after it, while the engine and its result live on, every VM and VMI
+// made is collected. A Build that held them would hold about 1.5 KB a VM
+// and a VMI at a full pass's peak.
+func TestFullHoldsNoStoredVM(t *testing.T) {
+	cfg, err := NewConfig("ovn-default", []string{"10.16.0.0/16"}, []string{"10.16.0.1"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	created := metav1.NewTime(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
+	const n = 20
+	var vms []*kubevirtv1.VirtualMachine
+	var vmis []*kubevirtv1.VirtualMachineInstance
+	for i := range n {
+		name := fmt.Sprintf("vm-%d", i)
+		vms = append(vms, runningVM(name, created))
+		if i%2 == 0 {
+			vmis = append(vmis, runningVMI(name, "node-1", created))
+		}
+	}
+	var madeVMs []weak.Pointer[kubevirtv1.VirtualMachine]
+	var madeVMIs []weak.Pointer[kubevirtv1.VirtualMachineInstance]
+	midVMs, midVMIs := -1, -1
+	in := Inputs{
+		StoredVMs:  weakCopies[kubevirtv1.VirtualMachine, *kubevirtv1.VirtualMachine]{vms, &madeVMs},
+		StoredVMIs: weakCopies[kubevirtv1.VirtualMachineInstance, *kubevirtv1.VirtualMachineInstance]{vmis, &madeVMIs},
+		StoredPods: readHook{PodCopies([]*corev1.Pod{pod("tenant", "web", nil)}), func() {
+			runtime.GC()
+			midVMs, midVMIs = alive(madeVMs), alive(madeVMIs)
+		}},
+	}
+	var x Engine
+	r := x.Full(in, cfg, state.New(0))
+	if want := n + 1; r.Want.Ports.Len() != want { // a port a VM, and the pod's
+		t.Fatalf("the Build wants %d ports, want %d", r.Want.Ports.Len(), want)
+	}
+	bound := 0
+	for _, p := range r.Want.Ports.All() {
+		if strings.HasPrefix(p.Name, "vm-") && p.RequestedChassis == "node-1" {
+			bound++
+		}
+	}
+	if bound != n/2 {
+		t.Errorf("%d ports are bound to node-1, want the %d of the VMs whose VMI runs there", bound, n/2)
+	}
+	if midVMs != 0 || midVMIs != 0 {
+		t.Errorf("as the Build reads the pods, %d VMs and %d VMIs it made while indexing are held", midVMs, midVMIs)
+	}
+	for range 3 {
+		runtime.GC()
+	}
+	if a, b := alive(madeVMs), alive(madeVMIs); a != 0 || b != 0 || len(madeVMs) < n || len(madeVMIs) < n/2 {
+		t.Errorf("after the Build, %d of %d VMs and %d of %d VMIs made are held", a, len(madeVMs), b, len(madeVMIs))
+	}
+	runtime.KeepAlive(r)
+	runtime.KeepAlive(&x)
 }

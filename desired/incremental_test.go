@@ -519,7 +519,7 @@ func TestIncrementalMatchesBuild(t *testing.T) {
 		c := newCluster(t)
 		foreign := state.New(0)
 		var x Engine
-		r := x.Full(storedPods(t, c.inputs()), c.cfg, foreign)
+		r := x.Full(stored(t, c.inputs()), c.cfg, foreign)
 		have := applied(foreign, r.Want)
 		full := false // the next pass is a full one
 		var unnamed, owed, late []state.ObjectRef
@@ -572,11 +572,11 @@ func TestIncrementalMatchesBuild(t *testing.T) {
 			lateOK := len(late) > 0
 			owed, unnamed = append(unnamed, late...), nil
 			late = nil
-			// The engine reads some pods, at random, from a PodStore, as
-			// run mode's does; the Build it must match reads them all
-			// from Pods.
+			// The engine reads some pods, VMs and VMIs, at random, from
+			// stores, as run mode's does; the Build it must match reads
+			// them all from their lists.
 			want := Build(c.inputs(), c.cfg, have)
-			in := storedPods(t, c.inputs())
+			in := stored(t, c.inputs())
 			if full {
 				r = x.Full(in, c.cfg, have)
 				full = false
@@ -669,10 +669,15 @@ func carriedDiff(r, full Result) string {
 	return ""
 }
 
-// storedPods is in with the pods past a random index in a PodStore.
-func storedPods(t *rapid.T, in Inputs) Inputs {
+// stored is in with the pods, VMs and VMIs past a random index of each
+// in a store that makes a copy at each read (PodCopies, Copies).
+func stored(t *rapid.T, in Inputs) Inputs {
 	n := rapid.IntRange(0, len(in.Pods)).Draw(t, "pods not stored")
 	in.Pods, in.StoredPods = in.Pods[:n], PodCopies(in.Pods[n:])
+	n = rapid.IntRange(0, len(in.VirtualMachines)).Draw(t, "VMs not stored")
+	in.VirtualMachines, in.StoredVMs = in.VirtualMachines[:n], Copies(in.VirtualMachines[n:])
+	n = rapid.IntRange(0, len(in.VirtualMachineInstances)).Draw(t, "VMIs not stored")
+	in.VirtualMachineInstances, in.StoredVMIs = in.VirtualMachineInstances[:n], Copies(in.VirtualMachineInstances[n:])
 	return in
 }
 

@@ -24,10 +24,15 @@ import (
 type Inputs struct {
 	// Pods are the pods; StoredPods, when set, lists more (AllPods reads
 	// both).
-	Pods                         []*corev1.Pod
-	StoredPods                   PodStore
+	Pods       []*corev1.Pod
+	StoredPods PodStore
+	// VirtualMachines and VirtualMachineInstances are the VMs and VMIs;
+	// StoredVMs and StoredVMIs, when set, list more, made at the read
+	// (AllVMs and AllVMIs read both).
 	VirtualMachines              []*kubevirtv1.VirtualMachine
 	VirtualMachineInstances      []*kubevirtv1.VirtualMachineInstance
+	StoredVMs                    Stored[*kubevirtv1.VirtualMachine]
+	StoredVMIs                   Stored[*kubevirtv1.VirtualMachineInstance]
 	Migrations                   []*kubevirtv1.VirtualMachineInstanceMigration
 	NetworkAttachmentDefinitions []*nadv1.NetworkAttachmentDefinition
 	// Subnets are kube-ovn's networks (see subnets.go); Namespaces are read

@@ -56,15 +56,17 @@ func (l podList) pods() []*corev1.Pod {
 type kubevirtIndex struct {
 	byName  map[nsName]*kvEntry
 	entries arena[kvEntry]
-	// vmiHasVM[i] reports whether Inputs.VirtualMachineInstances[i] belongs
+	// vmiHasVM[i] reports whether the i-th VMI (Inputs.AllVMIs) belongs
 	// to an existing VM, whose ports it then is.
 	vmiHasVM []bool
 }
 
 type kvEntry struct {
-	vm *kubevirtv1.VirtualMachine
-	// vmi is the VMI the VM of this name runs as, if any.
-	vmi *kubevirtv1.VirtualMachineInstance
+	// vm is the position in Inputs (AllVMs), plus one, of the VM of this
+	// name, and vmi that (AllVMIs) of the VMI it runs as; 0 when none.
+	// The index holds positions, not objects: a Build makes a stored VM or
+	// VMI again where it reads it (vmiOf), and holds none of them at once.
+	vm, vmi int
 	// launchers and migrations are those of the VMI of this name.
 	launchers  podList
 	migrations []*kubevirtv1.VirtualMachineInstanceMigration
@@ -139,31 +141,30 @@ func launcherVMI(p *corev1.Pod) string {
 // by addPods, which reads every pod once.
 func (b *builder) indexKubeVirt(in Inputs) {
 	kv := &b.kv
-	n := len(in.VirtualMachines) + len(in.VirtualMachineInstances)
-	kv.byName = make(map[nsName]*kvEntry, n)
-	for _, vm := range in.VirtualMachines {
+	kv.byName = make(map[nsName]*kvEntry, in.VMCount()+in.VMICount())
+	for i, vm := range in.AllVMs() {
 		if vm == nil {
 			continue
 		}
 		// Duplicates cannot come from an API server; keep a stable one.
-		if e := kv.entry(nsName{vm.Namespace, vm.Name}); e.vm == nil || vm.UID < e.vm.UID {
-			e.vm = vm
+		if e := kv.entry(nsName{vm.Namespace, vm.Name}); e.vm == 0 || vm.UID < in.vms().at(e.vm-1).UID {
+			e.vm = i + 1
 		}
 	}
-	kv.vmiHasVM = make([]bool, len(in.VirtualMachineInstances))
-	for i, vmi := range in.VirtualMachineInstances {
+	kv.vmiHasVM = make([]bool, in.VMICount())
+	for i, vmi := range in.AllVMIs() {
 		if vmi == nil {
 			continue
 		}
 		// Every VMI gets an entry of its own name, for its launcher pods.
 		own := kv.entry(nsName{vmi.Namespace, vmi.Name})
-		e := b.vmOf(vmi, own)
+		e, vm := b.vmOf(vmi, own)
 		if e == nil {
 			continue
 		}
 		kv.vmiHasVM[i] = true
-		if e.vmi == nil || betterVMI(vmi, e.vmi, e.vm.Name) {
-			e.vmi = vmi
+		if e.vmi == 0 || betterVMI(vmi, in.vmis().at(e.vmi-1), vm) {
+			e.vmi = i + 1
 		}
 	}
 	for _, m := range in.Migrations {
@@ -173,6 +174,14 @@ func (b *builder) indexKubeVirt(in Inputs) {
 		e := kv.entry(nsName{m.Namespace, m.Spec.VMIName})
 		e.migrations = append(e.migrations, m)
 	}
+}
+
+// vmiOf returns the VMI e's VM runs as, made from in, nil when none.
+func vmiOf(in Inputs, e *kvEntry) *kubevirtv1.VirtualMachineInstance {
+	if e.vmi == 0 {
+		return nil
+	}
+	return in.vmis().at(e.vmi - 1)
 }
 
 // addLauncher records a virt-launcher pod under its VMI's name. A launcher
@@ -185,18 +194,19 @@ func (b *builder) addLauncher(p *corev1.Pod) {
 	}
 }
 
-// vmOf returns the entry of the VM a VMI belongs to, if that VM exists: the
-// one its owner reference names, else the one of the same name (own).
-func (b *builder) vmOf(vmi *kubevirtv1.VirtualMachineInstance, own *kvEntry) *kvEntry {
+// vmOf returns the entry of the VM a VMI belongs to, and that VM's name,
+// if that VM exists: the one its owner reference names, else the one of
+// the same name (own).
+func (b *builder) vmOf(vmi *kubevirtv1.VirtualMachineInstance, own *kvEntry) (*kvEntry, string) {
 	if r := vmOwnerRef(vmi.OwnerReferences); r != nil && r.Name != vmi.Name {
-		if e := b.kv.get(nsName{vmi.Namespace, r.Name}); e != nil && e.vm != nil {
-			return e
+		if e := b.kv.get(nsName{vmi.Namespace, r.Name}); e != nil && e.vm != 0 {
+			return e, r.Name
 		}
 	}
-	if own.vm != nil {
-		return own
+	if own.vm != 0 {
+		return own, vmi.Name
 	}
-	return nil
+	return nil, ""
 }
 
 // vmiEntry returns the index entry of vmi's own name; e is the entry of

@@ -97,13 +97,16 @@ type inputObjects struct {
 	launchers map[nsName][]*corev1.Pod
 	// storedLaunchers is set once StoredPods' launchers are in launchers.
 	storedLaunchers bool
-	vms             map[nsName]*kubevirtv1.VirtualMachine
-	vmis            map[nsName]*kubevirtv1.VirtualMachineInstance
-	ownedVMIs       map[nsName][]*kubevirtv1.VirtualMachineInstance
-	migrations      map[nsName]*kubevirtv1.VirtualMachineInstanceMigration
-	vmiMigs         map[nsName][]*kubevirtv1.VirtualMachineInstanceMigration
-	ips             map[string]*kubeovnv1.IP
-	setIPs          map[nsName][]*kubeovnv1.IP
+	// vms, vmis and ownedVMIs hold positions (Inputs.AllVMs, AllVMIs),
+	// each object made at its lookup: indexing StoredVMs or StoredVMIs by
+	// object would hold them all.
+	vms        map[nsName]int
+	vmis       map[nsName]int
+	ownedVMIs  map[nsName][]int
+	migrations map[nsName]*kubevirtv1.VirtualMachineInstanceMigration
+	vmiMigs    map[nsName][]*kubevirtv1.VirtualMachineInstanceMigration
+	ips        map[string]*kubeovnv1.IP
+	setIPs     map[nsName][]*kubeovnv1.IP
 }
 
 // index returns m, indexing objs into it (and into by, by the key key
@@ -147,13 +150,27 @@ func launcherKey(p *corev1.Pod) (nsName, bool) {
 	return nsName{p.Namespace, vmi}, ok
 }
 
-func (x *inputObjects) vmiIndex() map[nsName]*kubevirtv1.VirtualMachineInstance {
-	return index(&x.vmis, x.in.VirtualMachineInstances,
-		func(v *kubevirtv1.VirtualMachineInstance) nsName { return nsName{v.Namespace, v.Name} }, &x.ownedVMIs,
-		func(v *kubevirtv1.VirtualMachineInstance) (nsName, bool) {
-			vm := OwnerVM(v)
-			return nsName{v.Namespace, vm}, vm != ""
-		})
+func (x *inputObjects) vmiIndex() map[nsName]int {
+	if x.vmis == nil {
+		x.vmis, x.ownedVMIs = map[nsName]int{}, map[nsName][]int{}
+		for i, v := range x.in.AllVMIs() {
+			if v == nil {
+				continue
+			}
+			if k := (nsName{v.Namespace, v.Name}); !has(x.vmis, k) {
+				x.vmis[k] = i
+				if vm := OwnerVM(v); vm != "" {
+					x.ownedVMIs[nsName{v.Namespace, vm}] = append(x.ownedVMIs[nsName{v.Namespace, vm}], i)
+				}
+			}
+		}
+	}
+	return x.vmis
+}
+
+func has[K comparable, V any](m map[K]V, k K) bool {
+	_, ok := m[k]
+	return ok
 }
 
 func (x *inputObjects) migrationIndex() map[nsName]*kubevirtv1.VirtualMachineInstanceMigration {
@@ -179,18 +196,35 @@ func (x *inputObjects) Pod(ns, name string) *corev1.Pod {
 	return x.in.StoredPods.Pod(ns, name)
 }
 func (x *inputObjects) VirtualMachine(ns, name string) *kubevirtv1.VirtualMachine {
-	return index(&x.vms, x.in.VirtualMachines, func(v *kubevirtv1.VirtualMachine) nsName { return nsName{v.Namespace, v.Name} },
-		nil, nil)[nsName{ns, name}]
+	if x.vms == nil {
+		x.vms = map[nsName]int{}
+		for i, v := range x.in.AllVMs() {
+			if v != nil && !has(x.vms, nsName{v.Namespace, v.Name}) {
+				x.vms[nsName{v.Namespace, v.Name}] = i
+			}
+		}
+	}
+	if i, ok := x.vms[nsName{ns, name}]; ok {
+		return x.in.vms().at(i)
+	}
+	return nil
 }
 func (x *inputObjects) VirtualMachineInstance(ns, name string) *kubevirtv1.VirtualMachineInstance {
-	return x.vmiIndex()[nsName{ns, name}]
+	if i, ok := x.vmiIndex()[nsName{ns, name}]; ok {
+		return x.in.vmis().at(i)
+	}
+	return nil
 }
 func (x *inputObjects) Migration(ns, name string) *kubevirtv1.VirtualMachineInstanceMigration {
 	return x.migrationIndex()[nsName{ns, name}]
 }
 func (x *inputObjects) OwnedVMIs(ns, vm string) []*kubevirtv1.VirtualMachineInstance {
 	x.vmiIndex()
-	return x.ownedVMIs[nsName{ns, vm}]
+	var out []*kubevirtv1.VirtualMachineInstance
+	for _, i := range x.ownedVMIs[nsName{ns, vm}] {
+		out = append(out, x.in.vmis().at(i))
+	}
+	return out
 }
 func (x *inputObjects) Launchers(ns, vmi string) []*corev1.Pod {
 	x.podIndex()

@@ -50,21 +50,22 @@ func (b *builder) addPods(in Inputs) {
 }
 
 func (b *builder) addVirtualMachines(in Inputs) {
-	for _, vm := range in.VirtualMachines {
+	for i, vm := range in.AllVMs() {
 		if vm == nil {
 			continue
 		}
 		e := b.kv.get(nsName{vm.Namespace, vm.Name})
-		if e.vm != vm {
+		if e.vm != i+1 {
 			continue // a duplicate
 		}
 		o := b.newOwner(kindVirtualMachine, vm.Namespace, vm.Name, vm.CreationTimestamp.Time)
 		if !b.validNames(o, "metadata.name") {
 			continue
 		}
-		vmiEntry := b.vmiEntry(e.vmi, e, vm.Name)
+		vmi := vmiOf(in, e)
+		vmiEntry := b.vmiEntry(vmi, e, vm.Name)
 		kv := b.vmPart(o)
-		o.chassis, kv.activationStrategy = b.chassis(e.vmi, vmiEntry)
+		o.chassis, kv.activationStrategy = b.chassis(vmi, vmiEntry)
 		kv.vm = &b.carrier(Carrier{Namespace: vm.Namespace, Name: vm.Name, UID: string(vm.UID), ResourceVersion: vm.ResourceVersion,
 			Annotations: published(vm.Annotations, &b.keys), Live: vm.DeletionTimestamp == nil})[0]
 		if vmiEntry != nil {
@@ -78,7 +79,7 @@ func (b *builder) addVirtualMachines(in Inputs) {
 			spec, ann = &t.Spec, t.ObjectMeta.Annotations
 		}
 		atts, ok := b.kubevirtAttachments(o, spec, ann, "spec.template.spec", b.atts[:0])
-		if vmi := e.vmi; vmi != nil && !vmi.IsFinal() {
+		if vmi != nil && !vmi.IsFinal() {
 			// The VMI is a copy of the template as it was when the VM
 			// started: its requests are what the guest runs with. Its
 			// problems are the template's, reported once.
@@ -100,8 +101,12 @@ func (b *builder) addVirtualMachines(in Inputs) {
 // the VM's port, named and owned as the VM's, until it ends: it is still
 // that VM running.
 func (b *builder) addVirtualMachineInstances(in Inputs) {
-	for i, vmi := range in.VirtualMachineInstances {
-		if vmi == nil || vmi.IsFinal() || b.kv.vmiHasVM[i] {
+	for i := range in.VMICount() {
+		if b.kv.vmiHasVM[i] {
+			continue // its VM's
+		}
+		vmi := in.vmis().at(i)
+		if vmi == nil || vmi.IsFinal() {
 			continue
 		}
 		var o *owner

@@ -372,9 +372,10 @@ var sumSeed = maphash.MakeSeed()
 
 // Live returns the resourceVersion of every pod, VirtualMachine and
 // IPAMClaim in, by UID, for Publish. It makes no stored pod (a full pass
-// at 100,000 pods would make 130 MB of them again).
+// at 100,000 pods would make 130 MB of them again), and a stored VM one at
+// a time.
 func Live(in desired.Inputs) map[types.UID]string {
-	live := make(map[types.UID]string, in.PodCount()+len(in.VirtualMachines)+len(in.IPAMClaims))
+	live := make(map[types.UID]string, in.PodCount()+in.VMCount()+len(in.IPAMClaims))
 	for _, p := range in.Pods {
 		live[p.UID] = p.ResourceVersion
 	}
@@ -383,7 +384,7 @@ func Live(in desired.Inputs) map[types.UID]string {
 			live[types.UID(uid)] = rv
 		}
 	}
-	for _, vm := range in.VirtualMachines {
+	for _, vm := range in.AllVMs() {
 		live[vm.UID] = vm.ResourceVersion
 	}
 	for _, c := range in.IPAMClaims {

@@ -21,6 +21,7 @@ import (
 	dynamicfake "k8s.io/client-go/dynamic/fake"
 	kubefake "k8s.io/client-go/kubernetes/fake"
 	"k8s.io/client-go/tools/cache"
+	kubevirtv1 "kubevirt.io/api/core/v1"
 
 	"github.com/ovn-sync/ovn-sync/desired"
 	"github.com/ovn-sync/ovn-sync/state"
@@ -129,8 +130,8 @@ func TestInformersMissingCRDs(t *testing.T) {
 		t.Errorf("Absent() = %v, want the 7 custom kinds", got)
 	}
 	snap := f.inf.Inputs()
-	if snap.Inputs.PodCount() != 1 || len(snap.Inputs.VirtualMachines) != 0 {
-		t.Errorf("Inputs() = %d pods %d VMs, want 1 and 0", snap.Inputs.PodCount(), len(snap.Inputs.VirtualMachines))
+	if snap.Inputs.PodCount() != 1 || snap.Inputs.VMCount() != 0 {
+		t.Errorf("Inputs() = %d pods %d VMs, want 1 and 0", snap.Inputs.PodCount(), snap.Inputs.VMCount())
 	}
 	// Discovery again while still absent changes nothing (and logs nothing).
 	if err := f.inf.Discover(ctx); err != nil || len(f.inf.Absent()) != 7 {
@@ -152,7 +153,7 @@ func TestInformersMissingCRDs(t *testing.T) {
 		t.Errorf("Absent() after installing KubeVirt = %v, want [NetworkAttachmentDefinition Subnet IP IPAMClaim]", got)
 	}
 	eventually(t, "VM read after Discover", func() error {
-		if n := len(f.inf.Inputs().Inputs.VirtualMachines); n != 1 {
+		if n := f.inf.Inputs().Inputs.VMCount(); n != 1 {
 			return fmt.Errorf("%d VMs", n)
 		}
 		return nil
@@ -198,10 +199,13 @@ func TestInformersConvert(t *testing.T) {
 	}
 	start(t, f)
 	snap := f.inf.Inputs()
-	if len(snap.Inputs.VirtualMachines) != 1 {
-		t.Fatalf("Inputs().VirtualMachines = %d, want 1", len(snap.Inputs.VirtualMachines))
+	if snap.Inputs.VMCount() != 1 {
+		t.Fatalf("Inputs() holds %d VMs, want 1", snap.Inputs.VMCount())
 	}
-	v := snap.Inputs.VirtualMachines[0]
+	var v *kubevirtv1.VirtualMachine
+	for _, vm := range snap.Inputs.AllVMs() {
+		v = vm
+	}
 	if v.Name != "db" || v.Spec.Template == nil || len(v.Spec.Template.Spec.Networks) != 2 ||
 		v.Spec.Template.Spec.Networks[1].Multus == nil || v.Spec.Template.Spec.Networks[1].Multus.NetworkName != "blue" {
 		t.Errorf("converted VM = %+v, want db with networks default and multus blue", v.Spec.Template)
@@ -383,7 +387,7 @@ func TestInformersCRDInstalledAfterStart(t *testing.T) {
 		t.Fatal(err)
 	}
 	eventually(t, "VM read once its CRD appeared", func() error {
-		if n := len(f.inf.Inputs().Inputs.VirtualMachines); n != 1 {
+		if n := f.inf.Inputs().Inputs.VMCount(); n != 1 {
 			return fmt.Errorf("%d VMs, absent %v", n, f.inf.Absent())
 		}
 		return nil
@@ -520,7 +524,7 @@ func TestInformersChanged(t *testing.T) {
 	if snap.AllChanged || !slices.Equal(snap.Changed, want) {
 		t.Errorf("Take().Changed = %v (AllChanged %v), want %v", snap.Changed, snap.AllChanged, want)
 	}
-	if len(snap.Unreadable) != 1 || snap.Inputs.PodCount() != 3 || len(snap.Inputs.VirtualMachines) != 0 {
+	if len(snap.Unreadable) != 1 || snap.Inputs.PodCount() != 3 || snap.Inputs.VMCount() != 0 {
 		t.Errorf("Take() = %d pods %d VMs, unreadable %v; want 3 pods and the broken VM unreadable",
 			snap.Inputs.PodCount(), len(snap.Inputs.VirtualMachines), snap.Unreadable)
 	}

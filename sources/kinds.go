@@ -86,10 +86,16 @@ type kindDef struct {
 var kindDefs = []kindDef{
 	podDef(withDecode(def(KindPod, GVRPod, "PodList", func(in *desired.Inputs) *[]*corev1.Pod { return &in.Pods }).isTyped(),
 		func(raw []byte, in *desired.Inputs) error { return decodePod(raw, &in.Pods) })),
-	def(KindVirtualMachine, GVRVirtualMachine, "VirtualMachineList",
+	storedDef(def(KindVirtualMachine, GVRVirtualMachine, "VirtualMachineList",
 		func(in *desired.Inputs) *[]*kubevirtv1.VirtualMachine { return &in.VirtualMachines }),
-	def(KindVirtualMachineInstance, GVRVirtualMachineInstance, "VirtualMachineInstanceList",
+		func(in *desired.Inputs, objs []any, bad *[]Unreadable) {
+			in.StoredVMs = listStored[*storedVM](KindVirtualMachine, objs, bad, &in.VirtualMachines)
+		}, desired.Inputs.VMCount, desired.Inputs.AllVMs),
+	storedDef(def(KindVirtualMachineInstance, GVRVirtualMachineInstance, "VirtualMachineInstanceList",
 		func(in *desired.Inputs) *[]*kubevirtv1.VirtualMachineInstance { return &in.VirtualMachineInstances }),
+		func(in *desired.Inputs, objs []any, bad *[]Unreadable) {
+			in.StoredVMIs = listStored[*storedVMI](KindVirtualMachineInstance, objs, bad, &in.VirtualMachineInstances)
+		}, desired.Inputs.VMICount, desired.Inputs.AllVMIs),
 	def(KindVirtualMachineInstanceMigration, GVRVirtualMachineInstanceMigration, "VirtualMachineInstanceMigrationList",
 		func(in *desired.Inputs) *[]*kubevirtv1.VirtualMachineInstanceMigration { return &in.Migrations }),
 	def(KindNetworkAttachmentDefinition, GVRNetworkAttachmentDefinition, "NetworkAttachmentDefinitionList",
@@ -151,6 +157,25 @@ func podDef(d kindDef) kindDef {
 			i := 0
 			for p := range in.AllPods() {
 				if i++; i > from && !yield(p) {
+					return
+				}
+			}
+		}
+	}
+	return d
+}
+
+// storedDef is d for a kind a store keeps in a form of its own, and a
+// pass lists through a desired.Stored (VMs, VMIs): collect sets it; count
+// and all count and yield every object of the kind in Inputs, listed or
+// stored.
+func storedDef[T metav1.Object](d kindDef, collect func(*desired.Inputs, []any, *[]Unreadable),
+	count func(desired.Inputs) int, all func(desired.Inputs) iter.Seq2[int, T]) kindDef {
+	d.collect, d.count = collect, count
+	d.objects = func(in desired.Inputs, from int) iter.Seq[metav1.Object] {
+		return func(yield func(metav1.Object) bool) {
+			for i, o := range all(in) {
+				if i >= from && !yield(o) {
 					return
 				}
 			}

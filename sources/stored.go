@@ -450,6 +450,38 @@ func listPods(in *desired.Inputs, objs []any, bad *[]Unreadable) {
 	}
 }
 
+// storedList lists objects a store held in their stored form (storedVM,
+// storedVMI), each made into its API object at At (desired.Stored): a
+// full pass holds 8 bytes an object where the API objects would be about
+// 1.5 KB.
+type storedList[S interface{ object() runtime.Object }, T any] []S
+
+func (l storedList[S, T]) Len() int   { return len(l) }
+func (l storedList[S, T]) At(i int) T { return l[i].object().(T) }
+
+// listStored returns a Stored of the objects listed (objs) in their
+// stored form S, nil when none is, and sets *list to the others, in their
+// API type T; those that cannot be read go to bad.
+func listStored[S interface {
+	*E
+	object() runtime.Object
+}, E any, T any](k Kind, objs []any, bad *[]Unreadable, list *[]T) desired.Stored[T] {
+	var kept storedList[S, T]
+	var others []any
+	for _, o := range objs {
+		if s, ok := o.(S); ok {
+			kept = append(kept, s)
+		} else {
+			others = append(others, o)
+		}
+	}
+	*list = collect[T](k, others, bad)
+	if len(kept) == 0 {
+		return nil
+	}
+	return kept
+}
+
 // apiObject is obj in its API form: a stored object's, or obj itself.
 func apiObject(obj any) any {
 	if s, ok := obj.(stored); ok {

@@ -1,6 +1,7 @@
 package sources
 
 import (
+	"fmt"
 	"maps"
 	"path/filepath"
 	"reflect"
@@ -403,5 +404,62 @@ func TestStoredPodsRead(t *testing.T) {
 	if m := reflect.ValueOf(read[0].Annotations).UnsafePointer(); m != reflect.ValueOf(read[3].Annotations).UnsafePointer() ||
 		m == reflect.ValueOf(read[1].Annotations).UnsafePointer() {
 		t.Errorf("Read() made the annotations of the pods that are not launchers in maps of their own, or the launcher's in theirs")
+	}
+}
+
+// A listing's VMs and VMIs in their stored form are listed through a
+// desired.Stored that makes each at each read, anew; those in their API
+// form stay in the list before them, and one that cannot be read is
+// reported. The kinds' table lists them so.
+func TestStoredKubeVirtListed(t *testing.T) {
+	meta := func(name string) metav1.ObjectMeta {
+		return metav1.ObjectMeta{Name: name, Namespace: "tenant", UID: types.UID("uid-" + name), ResourceVersion: "rv-" + name}
+	}
+	nets := []kubevirtv1.Network{{Name: "data", NetworkSource: kubevirtv1.NetworkSource{Multus: &kubevirtv1.MultusNetwork{NetworkName: "tenant/data"}}}}
+	vm := &kubevirtv1.VirtualMachine{ObjectMeta: meta("a"), Spec: kubevirtv1.VirtualMachineSpec{
+		Template: &kubevirtv1.VirtualMachineInstanceTemplateSpec{Spec: kubevirtv1.VirtualMachineInstanceSpec{Networks: nets}}}}
+	vmi := &kubevirtv1.VirtualMachineInstance{ObjectMeta: meta("a"), Spec: kubevirtv1.VirtualMachineInstanceSpec{Networks: nets},
+		Status: kubevirtv1.VirtualMachineInstanceStatus{NodeName: "node-1", Phase: kubevirtv1.Running}}
+	plain := &kubevirtv1.VirtualMachine{ObjectMeta: meta("plain")}
+	u := &unstructured.Unstructured{}
+	u.SetNamespace("tenant")
+	u.SetName("broken")
+	broken := &unconvertible{Unstructured: u, err: "bad"}
+
+	var in desired.Inputs
+	var bad []Unreadable
+	kindDefOf(KindVirtualMachine).collect(&in, []any{compact(vm), plain, broken}, &bad)
+	kindDefOf(KindVirtualMachineInstance).collect(&in, []any{compact(vmi)}, &bad)
+	if len(in.VirtualMachines) != 1 || in.VirtualMachines[0] != plain {
+		t.Errorf("VirtualMachines = %v, want the VM stored in its API form", in.VirtualMachines)
+	}
+	if len(bad) != 1 || bad[0].Name != "broken" || bad[0].Kind != KindVirtualMachine {
+		t.Errorf("unreadable = %v, want tenant/broken", bad)
+	}
+	if in.StoredVMs == nil || in.StoredVMs.Len() != 1 || in.VMCount() != 2 || in.StoredVMIs == nil || in.VMICount() != 1 {
+		t.Fatalf("StoredVMs %v, VMCount %d, StoredVMIs %v; want a, 2, and a", in.StoredVMs, in.VMCount(), in.StoredVMIs)
+	}
+	var names []string
+	for i, v := range in.AllVMs() {
+		names = append(names, fmt.Sprint(i, v.Name))
+	}
+	if want := []string{"0plain", "1a"}; !slices.Equal(names, want) {
+		t.Errorf("AllVMs() = %v, want %v", names, want)
+	}
+	first := in.StoredVMs.At(0)
+	if !reflect.DeepEqual(first, apiObject(compact(vm))) || first.Spec.Template.Spec.Networks[0].Multus.NetworkName != "tenant/data" {
+		t.Errorf("StoredVMs.At(0) = %+v, want the VM as stored", first)
+	}
+	if in.StoredVMs.At(0) == first {
+		t.Error("StoredVMs.At(0) gave one object twice: a reader may keep what it reads")
+	}
+	if got := in.StoredVMIs.At(0); got.Status.NodeName != "node-1" || got.Name != "a" || !reflect.DeepEqual(got.Spec.Networks, nets) {
+		t.Errorf("StoredVMIs.At(0) = %+v, want a on node-1", got)
+	}
+	// Listed with none stored, there is no store.
+	var none desired.Inputs
+	kindDefOf(KindVirtualMachine).collect(&none, []any{plain}, &bad)
+	if none.StoredVMs != nil || none.VMCount() != 1 {
+		t.Errorf("a listing of a VM in its API form: StoredVMs %v, VMCount %d; want none and 1", none.StoredVMs, none.VMCount())
 	}
 }

@@ -56,7 +56,7 @@ func cmdDemo(args []string, stdout, stderr io.Writer) error {
 	p := job{in: in, nb: nb, opts: nf.options(cfg)}
 
 	fmt.Fprintf(stdout, "ovn-sync demo: %d pods, %d VMs, %d VMIs, %d migrations, %d NADs from examples/cluster; NB %s\n\n",
-		len(in.Pods), len(in.VirtualMachines), len(in.VirtualMachineInstances), len(in.Migrations), len(in.NetworkAttachmentDefinitions), nf.addr)
+		in.PodCount(), in.VMCount(), in.VMICount(), len(in.Migrations), len(in.NetworkAttachmentDefinitions), nf.addr)
 
 	fmt.Fprintln(stdout, "$ ovn-sync plan")
 	out := p.compute()
