@@ -171,8 +171,8 @@ func (b *builder) notOwnedBy(c *ipamclaimsv1alpha1.IPAMClaim, o *owner) string {
 // interface name or none) and where.
 func (b *builder) launcherClaimRef(o *owner, at *attachment) (string, string) {
 	for _, p := range sortedLaunchers(o.vm().launchers) {
-		v := p.Annotations[annNetworks]
-		if !liveLauncher(p) || !strings.Contains(v, "ipam-claim-reference") {
+		v, _ := p.Annotations.Get(annNetworks)
+		if !p.running || !strings.Contains(v, "ipam-claim-reference") {
 			continue
 		}
 		sels, err := parseSelections(v, p.Namespace)

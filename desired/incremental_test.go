@@ -1199,12 +1199,13 @@ func TestIncrementalNeedsTheNBToShowItsResult(t *testing.T) {
 }
 
 // TestEngineKeepsNoPodItRead: the engine and its result keep, of a plain
-// pod or a VirtualMachine they read, a Carrier (what publishing reads), not
-// the API object: a pass reads objects made from the informers' compact
-// stores, and keeping them would hold a Pod's size for every owner from
-// pass to pass. Every pod and VM the pass read is collected once the
-// inputs are dropped, while the engine and the result live on and still
-// say what to publish where.
+// pod or a VirtualMachine they read, a Carrier (what publishing reads), of
+// a virt-launcher pod a launcher (its Carrier and what chassis reads), and
+// of a VMI nothing: not the API object. A pass reads objects made from the
+// informers' compact stores, and keeping them would hold a Pod's size for
+// every owner from pass to pass. Every pod, VM, VMI and launcher the pass
+// read is collected once the inputs are dropped, while the engine and the
+// result live on and still say what to publish where.
 func TestEngineKeepsNoPodItRead(t *testing.T) {
 	cfg, err := NewConfig("ovn-default", []string{"10.16.0.0/16"}, []string{"10.16.0.1"})
 	if err != nil {
@@ -1223,7 +1224,22 @@ func TestEngineKeepsNoPodItRead(t *testing.T) {
 			Spec: kubevirtv1.VirtualMachineSpec{Template: &kubevirtv1.VirtualMachineInstanceTemplateSpec{}}}
 		runtime.SetFinalizer(vm, func(*kubevirtv1.VirtualMachine) { freed.Add(1) })
 		in.VirtualMachines = append(in.VirtualMachines, vm)
+		if i%2 == 0 {
+			vmi := &kubevirtv1.VirtualMachineInstance{ObjectMeta: metav1.ObjectMeta{Namespace: "tenant", Name: vm.Name, UID: types.UID("vmi-" + vm.Name)},
+				Status: kubevirtv1.VirtualMachineInstanceStatus{Phase: kubevirtv1.Running, NodeName: "node-2"}}
+			runtime.SetFinalizer(vmi, func(*kubevirtv1.VirtualMachineInstance) { freed.Add(1) })
+			in.VirtualMachineInstances = append(in.VirtualMachineInstances, vmi)
+			l := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "tenant", Name: "virt-launcher-" + vm.Name + "-abcde", UID: types.UID("uid-l-" + vm.Name),
+				Labels:      map[string]string{"kubevirt.io": "virt-launcher", "vm.kubevirt.io/name": vm.Name},
+				Annotations: map[string]string{"kubevirt.io/domain": vm.Name, "ovn.kubernetes.io/routed": "true"},
+				OwnerReferences: []metav1.OwnerReference{{APIVersion: "kubevirt.io/v1", Kind: "VirtualMachineInstance", Name: vm.Name,
+					UID: vmi.UID, Controller: new(true)}}},
+				Spec: corev1.PodSpec{NodeName: "node-2"}, Status: corev1.PodStatus{Phase: corev1.PodRunning}}
+			runtime.SetFinalizer(l, func(*corev1.Pod) { freed.Add(1) })
+			in.Pods = append(in.Pods, l)
+		}
 	}
+	objects := 2*n + 2*(n/2) // pods and VMs, VMIs and launchers
 	var x Engine
 	full := x.Full(in, cfg, state.New(0))
 	changed := []state.ObjectRef{{Kind: state.KindPod, Namespace: "tenant", Name: "web-0"}}
@@ -1233,12 +1249,12 @@ func TestEngineKeepsNoPodItRead(t *testing.T) {
 	}
 	in = Inputs{}
 	// Finalizers run on a goroutine of their own, after a collection.
-	for deadline := time.Now().Add(10 * time.Second); freed.Load() < 2*n && time.Now().Before(deadline); {
+	for deadline := time.Now().Add(10 * time.Second); freed.Load() < int64(objects) && time.Now().Before(deadline); {
 		runtime.GC()
 		time.Sleep(time.Millisecond)
 	}
-	if got := freed.Load(); got != 2*n {
-		t.Errorf("%d of the %d pods and VMs the passes read were collected; the engine or its result keeps the rest", got, 2*n)
+	if got := freed.Load(); got != int64(objects) {
+		t.Errorf("%d of the %d pods, VMs, VMIs and launchers the passes read were collected; the engine or its result keeps the rest", got, objects)
 	}
 	// Published is Ports without what says why.
 	facts, published := full.Ports(), full.Published()
@@ -1248,15 +1264,19 @@ func TestEngineKeepsNoPodItRead(t *testing.T) {
 	if !reflect.DeepEqual(facts, published) {
 		t.Errorf("Published() differs from Ports() without Chassis and Addresses")
 	}
-	pods, vms := 0, 0
+	pods, vms, bound := 0, 0, 0
 	for _, f := range full.Ports() {
 		pods += len(f.Pods)
 		if f.VM != nil && f.VM.Live {
 			vms++
 		}
+		if f.Port.RequestedChassis == "node-2" && len(f.Pods) == 1 && f.Pods[0].Node == "node-2" && f.Pods[0].Live {
+			bound++
+		}
 	}
-	if pods != n || vms != n {
-		t.Errorf("the full result names %d pods and %d VMs to publish to, want %d of each", pods, vms, n)
+	if pods != n+n/2 || vms != n || bound != n/2 {
+		t.Errorf("the full result names %d pods and %d VMs to publish to, %d VMs bound where their launcher runs; want %d, %d and %d",
+			pods, vms, bound, n+n/2, n, n/2)
 	}
 	if f := update.Ports(); len(f) != 1 || len(f[0].Pods) != 1 || f[0].Pods[0].Name != "web-0" || !reflect.DeepEqual(f[0].Pods[0].Annotations.Map(), map[string]string{"ovn.kubernetes.io/routed": "true"}) {
 		t.Errorf("the update's facts = %+v, want web-0's port carried by web-0 as read, with its kube-ovn annotations", f)

@@ -66,11 +66,12 @@ type PodStore interface {
 	// map made for the pod alone. Launchers yields those All yields that
 	// are virt-launcher pods (IsLauncher), and makes no other.
 	All() iter.Seq2[*corev1.Pod, Annotations]
-	// Read yields what All yields, but a pod that is not a virt-launcher
-	// pod may be made in the memory of the one yielded before it: it is
-	// good only until the next is yielded. Build reads pods so and keeps
-	// none but launchers, so a full pass leaves no pod's API object (about
-	// 1.2 KB) behind it as garbage.
+	// Read yields what All yields, but a pod may be made in the memory
+	// of the one yielded before it: it is good only until the next is
+	// yielded (its annotations as the store holds them stay good). Build
+	// reads pods so and keeps none (of a plain pod a Carrier, of a
+	// virt-launcher pod a launcher), so a full pass leaves no pod's API
+	// object (about 1.2 KB) behind it as garbage, nor holds any.
 	Read() iter.Seq2[*corev1.Pod, Annotations]
 	Launchers() iter.Seq[*corev1.Pod]
 	// Pod looks up the pod ns/name, nil when none is listed.
@@ -100,23 +101,21 @@ func (s podCopies) All() iter.Seq2[*corev1.Pod, Annotations] {
 	}
 }
 
-// Read makes every pod but a launcher in one pod's memory, its
-// annotations in one map, so that a reader that keeps one sees it change
-// as the next is read.
+// Read makes every pod in one pod's memory, its annotations in one map,
+// so that a reader that keeps one sees it change as the next is read.
 func (s podCopies) Read() iter.Seq2[*corev1.Pod, Annotations] {
 	return func(yield func(*corev1.Pod, Annotations) bool) {
 		reused, ann := new(corev1.Pod), map[string]string{}
 		for _, p := range s {
 			c := p.DeepCopy()
-			if !isLauncher(c) {
-				if c.Annotations != nil {
-					clear(ann)
-					maps.Copy(ann, c.Annotations)
-					c.Annotations = ann
-				}
-				*reused, c = *c, reused
+			kept := (*KeyLists)(nil).Of(c.Annotations, nil)
+			if c.Annotations != nil {
+				clear(ann)
+				maps.Copy(ann, c.Annotations)
+				c.Annotations = ann
 			}
-			if !yield(c, (*KeyLists)(nil).Of(c.Annotations, nil)) {
+			*reused, c = *c, reused
+			if !yield(c, kept) {
 				return
 			}
 		}

@@ -19,13 +19,13 @@ import (
 // once read.
 func (b *builder) addPods(in Inputs) {
 	// A pod read is good until the next (PodStore.Read): what is kept of
-	// it is copied, but for the launchers, which Read makes apart.
+	// it is copied (a Carrier, a launcher).
 	for p, ann := range in.annotatedPods(&b.keys, PodStore.Read) {
 		if p == nil {
 			continue
 		}
 		if isLauncher(p) {
-			b.addLauncher(p)
+			b.addLauncher(p, ann)
 			continue
 		}
 		if !live(p) {

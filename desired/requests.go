@@ -5,8 +5,6 @@ import (
 	"net/netip"
 	"strings"
 
-	corev1 "k8s.io/api/core/v1"
-
 	kubeovnv1 "github.com/ovn-sync/ovn-sync/apis/kubeovn/v1"
 	"github.com/ovn-sync/ovn-sync/desired/addr"
 	"github.com/ovn-sync/ovn-sync/desired/netconf"
@@ -197,18 +195,20 @@ func (b *builder) holds(s *portSpec, a netip.Addr) bool {
 func (b *builder) readRecords(s *portSpec) {
 	obj := s.o.vm()
 	var r requested
-	launcher := func(p *corev1.Pod) {
-		b.readRecord(s, &r, kindPod, p.Namespace, p.Name, func(suffix string) string { return providerAnnotation(p.Annotations, s.provider, suffix) })
+	launcher := func(p *launcher) {
+		b.readRecord(s, &r, kindPod, p.Namespace, p.Name, func(suffix string) string {
+			return providerAnnotationOf(p.Annotations, s.provider, suffix)
+		})
 	}
 	if obj.vm == nil && obj.launchers.one == nil {
 		// A plain pod: its annotations are requests.
 	} else if obj.launchers.more == nil {
-		if p := obj.launchers.one; p != nil && liveLauncher(p) {
+		if p := obj.launchers.one; p != nil && p.running {
 			launcher(p)
 		}
 	} else {
 		for _, p := range sortedLaunchers(obj.launchers) {
-			if liveLauncher(p) {
+			if p.running {
 				launcher(p)
 			}
 		}
@@ -340,6 +340,19 @@ func providerAnnotation(ann map[string]string, provider, suffix string) string {
 	for k, v := range ann {
 		if len(k) == len(provider)+len(suffix) && strings.HasPrefix(k, provider) && strings.HasSuffix(k, suffix) {
 			return v
+		}
+	}
+	return ""
+}
+
+// providerAnnotationOf is providerAnnotation over Annotations.
+func providerAnnotationOf(a Annotations, provider, suffix string) string {
+	if a.keys == nil {
+		return ""
+	}
+	for i, k := range *a.keys {
+		if len(k) == len(provider)+len(suffix) && strings.HasPrefix(k, provider) && strings.HasSuffix(k, suffix) {
+			return a.vals[i]
 		}
 	}
 	return ""

@@ -192,13 +192,13 @@ func (o *owner) carriers() []Carrier {
 	if o.pod != nil {
 		return o.pod
 	}
-	pods := o.vm().launchers.pods()
+	pods := o.vm().launchers.all()
 	if len(pods) == 0 {
 		return nil
 	}
 	out := make([]Carrier, len(pods))
 	for i, p := range pods {
-		out[i] = podCarrier(p, published(p.Annotations, nil)) // few, and read once
+		out[i] = p.Carrier
 	}
 	return out
 }

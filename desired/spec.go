@@ -42,7 +42,7 @@ type vmPart struct {
 	// read back as records: the VM, when it exists (as a Carrier), and its
 	// or the VMI's virt-launcher pods.
 	vm        *Carrier
-	launchers podList
+	launchers launcherList
 	// running holds, for a VM whose VMI runs, the attachments the VMI was
 	// started with, and runningAnn its annotations: their requests are what
 	// the guest runs with.

@@ -457,8 +457,9 @@ func (b *builder) recordedSwitch(o *owner, c networkChoice, lsKey string) (*netw
 	obj := o.vm()
 	var recorded []string
 	for _, p := range sortedLaunchers(obj.launchers) {
-		if liveLauncher(p) {
-			recorded = append(recorded, p.Annotations[lsKey])
+		if p.running {
+			v, _ := p.Annotations.Get(lsKey)
+			recorded = append(recorded, v)
 		}
 	}
 	if obj.vm != nil {

@@ -377,16 +377,11 @@ func (s *storedPods) All() iter.Seq2[*corev1.Pod, desired.Annotations] {
 	}
 }
 
-// Read makes every pod but a launcher in one pod's memory, its
-// annotations in one map.
+// Read makes every pod in one pod's memory, its annotations in one map.
 func (s *storedPods) Read() iter.Seq2[*corev1.Pod, desired.Annotations] {
 	return func(yield func(*corev1.Pod, desired.Annotations) bool) {
-		reused, reusedAnn := new(corev1.Pod), map[string]string{}
+		pod, ann := new(corev1.Pod), map[string]string{}
 		for _, p := range s.pods {
-			pod, ann := reused, reusedAnn
-			if desired.IsLauncher(p.labels, p.owners) {
-				pod, ann = new(corev1.Pod), nil
-			}
 			p.fill(pod, ann)
 			if !yield(pod, p.annotations) {
 				return
