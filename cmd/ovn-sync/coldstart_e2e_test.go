@@ -67,13 +67,17 @@ const coldStartSwitchPods = 25000
 //
 //	OVN_SYNC_COLDSTART_PODS=100000 OVN_SYNC_COLDSTART_CGROUP=1 OVN_SYNC_COLDSTART_IDLE=30s \
 //	  go test -run TestRunColdStart -v -timeout 2h ./cmd/ovn-sync
+//
+// With OVN_SYNC_COLDSTART_RUNNING_VMS set, the cluster has that many
+// running VMs besides (coldStartRunningVMs), each a port.
 func TestRunColdStart(t *testing.T) {
 	pods := envInt(t, "OVN_SYNC_COLDSTART_PODS", 400)
+	running := envInt(t, "OVN_SYNC_COLDSTART_RUNNING_VMS", 0)
 	idle := envDuration(t, "OVN_SYNC_COLDSTART_IDLE", 5*time.Second)
 	e := startEnv(t, envOptions{RBAC: deployRBAC})
-	vms := coldStartCluster(t, e.k, pods)
+	vms := coldStartCluster(t, e.k, pods, running)
 	churn := newBackgroundChurn(t, e.k, "cs-0")
-	want := pods + vms + 3 // and the churn's StatefulSet pods
+	want := pods + vms + running + 3 // and the churn's StatefulSet pods
 	stop := churn.start(t, 10)
 	defer stop()
 
@@ -115,7 +119,7 @@ func TestRunColdStart(t *testing.T) {
 func TestRunAnnotatesNewPodsFirst(t *testing.T) {
 	const pods = 400
 	e := startEnv(t, envOptions{RBAC: deployRBAC})
-	vms := coldStartCluster(t, e.k, pods)
+	vms := coldStartCluster(t, e.k, pods, 0)
 	p := e.runWith(runOptions{OwnPasses: true, Flags: []string{"--leader-elect=false", "--kube-api-qps", "5", "--kube-api-burst", "5"}})
 	looptest.WaitFor(t, 60*time.Second, "every pod's and VM's port in the NB", func() error {
 		if n := e.nb.State().OwnedPorts(); n < pods+vms {
@@ -397,11 +401,12 @@ func measureColdStart(t *testing.T, e *runEnv, bin, gogc string, want int, idle 
 
 // coldStartCluster creates the cluster TestRunColdStart starts on: pods
 // pods over namespaces cs-0, cs-1, ... bound to Subnets, and a stopped VM
-// (pod network only) for every hundred pods, in cs-0. It returns the VMs
-// made.
-func coldStartCluster(t *testing.T, k *kubetest.Server, pods int) (vms int) {
+// (pod network only) for every hundred pods, in cs-0; then running VMs
+// (coldStartRunningVMs) in the namespaces after the pods'. It returns the
+// stopped VMs made.
+func coldStartCluster(t *testing.T, k *kubetest.Server, pods, running int) (vms int) {
 	t.Helper()
-	switches := (pods + coldStartSwitchPods - 1) / coldStartSwitchPods
+	switches := (pods + running + coldStartSwitchPods - 1) / coldStartSwitchPods
 	for j := range max(switches, 1) {
 		ns := fmt.Sprintf("cs-%d", j)
 		k.Namespace(ns)
@@ -437,8 +442,53 @@ spec:
       networks: [{name: default, pod: {}}]`, i))
 		return err
 	})
-	t.Logf("%d pods over %d namespaces and %d stopped VMs created in %s", pods, max(switches, 1), vms, time.Since(begin).Round(time.Second))
+	coldStartRunningVMs(t, k, pods, running)
+	t.Logf("%d pods over %d namespaces, %d stopped VMs and %d running VMs created in %s", pods, max(switches, 1), vms, running,
+		time.Since(begin).Round(time.Second))
 	return vms
+}
+
+// coldStartRunningVMs creates running VMs as KubeVirt leaves them: the VM
+// (pod network only, runStrategy Always), its VMI running on a node (its
+// status written through the status subresource), and its virt-launcher
+// pod, Running. The i-th is owner pods+i of the cluster: in the namespace
+// that owner falls in, coldStartSwitchPods a namespace.
+func coldStartRunningVMs(t *testing.T, k *kubetest.Server, pods, running int) {
+	t.Helper()
+	parallel(t, running, func(i int) error {
+		j := pods + i
+		ns, name, node := fmt.Sprintf("cs-%d", j/coldStartSwitchPods), fmt.Sprintf("running-%d", i), fmt.Sprintf("node-%d", i%50)
+		vm, err := k.TryCreate(sources.GVRVirtualMachine, fmt.Sprintf(`
+apiVersion: kubevirt.io/v1
+kind: VirtualMachine
+metadata: {name: %s, namespace: %s}
+spec:
+  runStrategy: Always
+  template:
+    metadata: {labels: {kubevirt.io/domain: %[1]s}}
+    spec:
+      domain: {devices: {interfaces: [{name: default, masquerade: {}}]}, memory: {guest: 2Gi}}
+      networks: [{name: default, pod: {}}]`, name, ns))
+		if err != nil {
+			return err
+		}
+		vmi, err := k.TryCreate(sources.GVRVirtualMachineInstance, vmiManifest(vm))
+		if err != nil {
+			return err
+		}
+		if err := setStatus(k, sources.GVRVirtualMachineInstance, ns, name, fmt.Sprintf(`{"status":{"phase":"Running","nodeName":%q}}`, node)); err != nil {
+			return err
+		}
+		p, err := e2eCreatePod(k, looptest.LauncherOf(vmi, "virt-launcher-"+name+"-x7k2p", node))
+		if err != nil {
+			return err
+		}
+		qos := p.Status.QOSClass // the API server's, from the pod's resources
+		p.Status = runningStatus(p, j)
+		p.Status.QOSClass = qos
+		_, err = k.Kube.CoreV1().Pods(ns).UpdateStatus(context.Background(), p, metav1.UpdateOptions{})
+		return err
+	})
 }
 
 // parallel calls f for 0..n-1 on 8 goroutines, failing t with the first
