@@ -153,17 +153,18 @@ func TestRunAnnotatesNewPodsFirst(t *testing.T) {
 }
 
 // drainPatches waits until p has sent every annotation patch its start
-// queued (ovn_sync_publications_queued is 0 at two reads 5 s apart: the
-// pass that committed the ports queues its patches after), so that the
-// idle time that follows is the steady state of a cluster whose pods are
-// annotated, and the next run starts on one. It returns how long that
-// took.
+// queued (once a full pass has ended, ovn_sync_publications_queued is 0 at
+// two reads 5 s apart: the pass that committed the ports queues its
+// patches after, and the NB can hold every port before that pass ends),
+// so that the idle time that follows is the steady state of a cluster
+// whose pods are annotated, and the next run starts on one. It returns how
+// long that took.
 func drainPatches(t *testing.T, p *runProc) time.Duration {
 	t.Helper()
 	start := time.Now()
 	for zeros := 0; zeros < 2; {
 		zeros++
-		if p.metric("ovn_sync_publications_queued") > 0 {
+		if p.metric("ovn_sync_pass_duration_seconds_count", `kind="full"`) < 1 || p.metric("ovn_sync_publications_queued") > 0 {
 			zeros = 0
 		}
 		if p.exited() {
