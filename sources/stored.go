@@ -430,19 +430,25 @@ func (s *storedPods) Pod(ns, name string) *corev1.Pod {
 // form in StoredPods, any other in Pods; those that cannot be read go to
 // bad.
 func listPods(in *desired.Inputs, objs []any, bad *[]Unreadable) {
-	kept := make([]*storedPod, 0, len(objs))
-	var others []any
-	for _, o := range objs {
-		if p, ok := o.(*storedPod); ok {
-			kept = append(kept, p)
-		} else {
-			others = append(others, o)
-		}
-	}
+	kept, others := splitStored[*storedPod](objs)
 	in.Pods = collect[*corev1.Pod](KindPod, others, bad)
 	if len(kept) > 0 {
 		in.StoredPods = &storedPods{pods: kept}
 	}
+}
+
+// splitStored splits the objects listed (objs) into those in their stored
+// form S and the others.
+func splitStored[S any](objs []any) (kept []S, others []any) {
+	kept = make([]S, 0, len(objs))
+	for _, o := range objs {
+		if s, ok := o.(S); ok {
+			kept = append(kept, s)
+		} else {
+			others = append(others, o)
+		}
+	}
+	return kept, others
 }
 
 // storedList lists objects a store held in their stored form (storedVM,
@@ -457,24 +463,13 @@ func (l storedList[S, T]) At(i int) T { return l[i].object().(T) }
 // listStored returns a Stored of the objects listed (objs) in their
 // stored form S, nil when none is, and sets *list to the others, in their
 // API type T; those that cannot be read go to bad.
-func listStored[S interface {
-	*E
-	object() runtime.Object
-}, E any, T any](k Kind, objs []any, bad *[]Unreadable, list *[]T) desired.Stored[T] {
-	var kept storedList[S, T]
-	var others []any
-	for _, o := range objs {
-		if s, ok := o.(S); ok {
-			kept = append(kept, s)
-		} else {
-			others = append(others, o)
-		}
-	}
+func listStored[S interface{ object() runtime.Object }, T any](k Kind, objs []any, bad *[]Unreadable, list *[]T) desired.Stored[T] {
+	kept, others := splitStored[S](objs)
 	*list = collect[T](k, others, bad)
 	if len(kept) == 0 {
 		return nil
 	}
-	return kept
+	return storedList[S, T](kept)
 }
 
 // apiObject is obj in its API form: a stored object's, or obj itself.
