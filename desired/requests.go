@@ -338,7 +338,7 @@ func providerAnnotation(ann map[string]string, provider, suffix string) string {
 		return ann[provider+suffix]
 	}
 	for k, v := range ann {
-		if len(k) == len(provider)+len(suffix) && strings.HasPrefix(k, provider) && strings.HasSuffix(k, suffix) {
+		if isProviderKey(k, provider, suffix) {
 			return v
 		}
 	}
@@ -351,11 +351,16 @@ func providerAnnotationOf(a Annotations, provider, suffix string) string {
 		return ""
 	}
 	for i, k := range *a.keys {
-		if len(k) == len(provider)+len(suffix) && strings.HasPrefix(k, provider) && strings.HasSuffix(k, suffix) {
+		if isProviderKey(k, provider, suffix) {
 			return a.vals[i]
 		}
 	}
 	return ""
+}
+
+// isProviderKey reports whether k is provider+suffix, without building it.
+func isProviderKey(k, provider, suffix string) bool {
+	return len(k) == len(provider)+len(suffix) && strings.HasPrefix(k, provider) && strings.HasSuffix(k, suffix)
 }
 
 func recordSource(kind, ns, name, key string) string {
