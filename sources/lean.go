@@ -104,12 +104,13 @@ func (u *unconvertible) unreadable(k Kind) Unreadable {
 }
 
 // leanKubeVirt keeps of a VirtualMachine, VirtualMachineInstance or
-// migration only what ovn-sync reads, as stripPod does for pods: metadata
-// without managed fields and kubectl's last-applied copy; of a VM whether
-// it runs (running, runStrategy) and of its template the annotations,
-// labels, networks and interfaces; of a VMI's spec the networks and
+// migration only what ovn-sync reads, as stripPod does for pods: of a VM's
+// or VMI's metadata what kubevirtMeta keeps; of a VM whether it runs
+// (running, runStrategy) and of its template the annotations Build reads,
+// the networks and interfaces; of a VMI's spec the networks and
 // interfaces, and of its status the node, phase and migration state (what
-// storedVM and storedVMI hold); of a migration the VMI's name, phase and
+// storedVM and storedVMI hold: of networks, interfaces and the migration
+// state the fields Build reads); of a migration the VMI's name, phase and
 // migration state. Disks, volumes, data volume templates, resources and
 // conditions are dropped: they are most of a real VM's size. Other objects
 // pass through.

@@ -132,60 +132,7 @@ func TestStoredFieldManifests(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			// Through the transforms the informers run, into the store's
-			// form, and back out as a snapshot reads it.
-			var pods, vms, vmis []any
-			for _, p := range served.Pods {
-				fat := p.DeepCopy()
-				fat.ManagedFields = []metav1.ManagedFieldsEntry{{Manager: "kubelet"}}
-				o, _ := compacting(stripPod)(fat)
-				pods = append(pods, o)
-			}
-			for _, vm := range served.VirtualMachines {
-				o, _ := compacting(typedTransform(KindVirtualMachine))(fatten(t, vm))
-				vms = append(vms, o)
-			}
-			for _, vmi := range served.VirtualMachineInstances {
-				o, _ := compacting(typedTransform(KindVirtualMachineInstance))(fatten(t, vmi))
-				vmis = append(vmis, o)
-			}
-			// The few kinds every Build reads whole, in their lean forms.
-			var nss, sets, subnets, ips []any
-			for _, ns := range served.Namespaces {
-				o, _ := compacting(stripPod)(ns.DeepCopy())
-				nss = append(nss, o)
-			}
-			for _, s := range served.StatefulSets {
-				o, _ := compacting(stripPod)(s.DeepCopy())
-				sets = append(sets, o)
-			}
-			for _, s := range served.Subnets {
-				o, _ := compacting(typedTransform(KindSubnet))(unstructuredOf(t, s))
-				subnets = append(subnets, o)
-			}
-			for _, ip := range served.IPs {
-				o, _ := compacting(typedTransform(KindIP))(unstructuredOf(t, ip))
-				ips = append(ips, o)
-			}
-			var bad []Unreadable
-			read := served
-			read.Namespaces = collect[*corev1.Namespace](KindNamespace, nss, &bad)
-			read.StatefulSets = collect[*appsv1.StatefulSet](KindStatefulSet, sets, &bad)
-			read.Subnets = collect[*kubeovnv1.Subnet](KindSubnet, subnets, &bad)
-			read.IPs = collect[*kubeovnv1.IP](KindIP, ips, &bad)
-			read.Pods = collect[*corev1.Pod](KindPod, pods, &bad)
-			read.VirtualMachines = collect[*kubevirtv1.VirtualMachine](KindVirtualMachine, vms, &bad)
-			read.VirtualMachineInstances = collect[*kubevirtv1.VirtualMachineInstance](KindVirtualMachineInstance, vmis, &bad)
-			if len(bad) > 0 {
-				t.Fatalf("unreadable: %v", bad)
-			}
-			for _, objs := range [][]any{pods, vms, vmis} {
-				for _, o := range objs {
-					if _, ok := o.(stored); !ok {
-						t.Fatalf("the transform gave %T, not a stored form", o)
-					}
-				}
-			}
+			read := throughStores(t, served)
 			have := state.New(0)
 			for round := range 2 {
 				want := desired.Build(served, cfg, have)
@@ -200,6 +147,67 @@ func TestStoredFieldManifests(t *testing.T) {
 			}
 		})
 	}
+}
+
+// throughStores is served put through the transforms the informers run,
+// into the stores' forms, and back out as a snapshot reads it: each object
+// served with managed fields (and a VM or VMI with kubectl's last-applied
+// copy, disks and volumes).
+func throughStores(t *testing.T, served desired.Inputs) desired.Inputs {
+	t.Helper()
+	var pods, vms, vmis []any
+	for _, p := range served.Pods {
+		fat := p.DeepCopy()
+		fat.ManagedFields = []metav1.ManagedFieldsEntry{{Manager: "kubelet"}}
+		o, _ := compacting(stripPod)(fat)
+		pods = append(pods, o)
+	}
+	for _, vm := range served.VirtualMachines {
+		o, _ := compacting(typedTransform(KindVirtualMachine))(fatten(t, vm))
+		vms = append(vms, o)
+	}
+	for _, vmi := range served.VirtualMachineInstances {
+		o, _ := compacting(typedTransform(KindVirtualMachineInstance))(fatten(t, vmi))
+		vmis = append(vmis, o)
+	}
+	// The few kinds every Build reads whole, in their lean forms.
+	var nss, sets, subnets, ips []any
+	for _, ns := range served.Namespaces {
+		o, _ := compacting(stripPod)(ns.DeepCopy())
+		nss = append(nss, o)
+	}
+	for _, s := range served.StatefulSets {
+		o, _ := compacting(stripPod)(s.DeepCopy())
+		sets = append(sets, o)
+	}
+	for _, s := range served.Subnets {
+		o, _ := compacting(typedTransform(KindSubnet))(unstructuredOf(t, s))
+		subnets = append(subnets, o)
+	}
+	for _, ip := range served.IPs {
+		o, _ := compacting(typedTransform(KindIP))(unstructuredOf(t, ip))
+		ips = append(ips, o)
+	}
+	var bad []Unreadable
+	read := served
+	read.Namespaces = collect[*corev1.Namespace](KindNamespace, nss, &bad)
+	read.StatefulSets = collect[*appsv1.StatefulSet](KindStatefulSet, sets, &bad)
+	read.Subnets = collect[*kubeovnv1.Subnet](KindSubnet, subnets, &bad)
+	read.IPs = collect[*kubeovnv1.IP](KindIP, ips, &bad)
+	read.Pods = collect[*corev1.Pod](KindPod, pods, &bad)
+	read.VirtualMachines = collect[*kubevirtv1.VirtualMachine](KindVirtualMachine, vms, &bad)
+	read.VirtualMachineInstances = collect[*kubevirtv1.VirtualMachineInstance](KindVirtualMachineInstance, vmis, &bad)
+	if len(bad) > 0 {
+		t.Fatalf("unreadable: %v", bad)
+	}
+	for _, objs := range [][]any{pods, vms, vmis} {
+		for _, o := range objs {
+			if _, ok := o.(stored); !ok {
+				t.Fatalf("the transform gave %T, not a stored form", o)
+			}
+		}
+	}
+	return read
 }
 
 // unstructuredOf is obj as the dynamic informer lists it, with managed

@@ -1,0 +1,285 @@
+package sources
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	kubevirtv1 "kubevirt.io/api/core/v1"
+
+	"github.com/ovn-sync/ovn-sync/desired"
+	"github.com/ovn-sync/ovn-sync/state"
+)
+
+// kubevirtAsWritten are VMs and VMIs as KubeVirt's controllers and
+// ovn-sync's publishing leave them: labels and annotations virt-controller
+// sets, a stopped VM whose addresses are recorded in its annotations (the
+// only place they are kept while it is stopped), a VMI started with a
+// fixed IP from its template's kube-ovn annotation, one migrated (its
+// source virt-launcher pod still winding down) and one whose migration
+// failed (its target pod still there).
+const kubevirtAsWritten = `apiVersion: kubevirt.io/v1
+kind: VirtualMachine
+metadata:
+  name: db
+  namespace: vms
+  uid: 0a000000-0000-0000-0000-000000000001
+  creationTimestamp: "2026-01-01T00:00:00Z"
+  labels: {app: db, kubevirt.io/vm: db}
+  annotations:
+    kubevirt.io/latest-observed-api-version: v1
+    kubevirt.io/storage-observed-api-version: v1
+    ovn.kubernetes.io/allocated: "true"
+    ovn.kubernetes.io/ip_address: 10.16.5.40
+    ovn.kubernetes.io/mac_address: 0a:58:0a:10:05:28
+    ovn.kubernetes.io/logical_switch: ovn-default
+    ovn.kubernetes.io/cidr: 10.16.0.0/16
+    ovn.kubernetes.io/gateway: 10.16.0.1
+spec:
+  runStrategy: Halted
+  template:
+    metadata:
+      labels: {kubevirt.io/domain: db, kubevirt.io/size: small}
+      annotations: {kubevirt.io/allow-pod-bridge-network-live-migration: "true"}
+    spec:
+      domain:
+        devices:
+          interfaces:
+          - {name: default, bridge: {}}
+      networks:
+      - {name: default, pod: {}}
+---
+apiVersion: kubevirt.io/v1
+kind: VirtualMachine
+metadata:
+  name: web
+  namespace: vms
+  uid: 0a000000-0000-0000-0000-000000000002
+  creationTimestamp: "2026-01-01T00:00:00Z"
+  labels: {app: web}
+  annotations: {kubevirt.io/latest-observed-api-version: v1, kubevirt.io/storage-observed-api-version: v1}
+spec:
+  runStrategy: Always
+  template:
+    metadata:
+      labels: {kubevirt.io/domain: web}
+      annotations:
+        ovn.kubernetes.io/ip_address: 10.16.7.7
+        kubevirt.io/allow-pod-bridge-network-live-migration: "true"
+    spec:
+      domain:
+        devices:
+          interfaces:
+          - {name: default, masquerade: {}, ports: [{name: http, port: 80}]}
+      networks:
+      - {name: default, pod: {}}
+---
+apiVersion: kubevirt.io/v1
+kind: VirtualMachineInstance
+metadata:
+  name: web
+  namespace: vms
+  uid: 0b000000-0000-0000-0000-000000000002
+  creationTimestamp: "2026-01-02T00:00:00Z"
+  labels: {kubevirt.io/domain: web, kubevirt.io/nodeName: node-2, kubevirt.io/migrationTargetNodeName: node-2}
+  annotations:
+    kubevirt.io/latest-observed-api-version: v1
+    kubevirt.io/storage-observed-api-version: v1
+    kubevirt.io/vm-generation: "1"
+    ovn.kubernetes.io/ip_address: 10.16.7.7
+    kubevirt.io/allow-pod-bridge-network-live-migration: "true"
+  ownerReferences:
+  - {apiVersion: kubevirt.io/v1, kind: VirtualMachine, name: web, uid: 0a000000-0000-0000-0000-000000000002, controller: true, blockOwnerDeletion: true}
+spec:
+  domain:
+    devices:
+      interfaces:
+      - {name: default, masquerade: {}, ports: [{name: http, port: 80}]}
+  networks:
+  - {name: default, pod: {}}
+status:
+  phase: Running
+  nodeName: node-2
+  migrationState:
+    sourceNode: node-1
+    targetNode: node-2
+    sourcePod: virt-launcher-web-aaaaa
+    targetPod: virt-launcher-web-bbbbb
+    migrationUid: 0c000000-0000-0000-0000-000000000002
+    completed: true
+    mode: PreCopy
+    startTimestamp: "2026-01-03T00:00:00Z"
+    endTimestamp: "2026-01-03T00:00:09Z"
+---
+apiVersion: v1
+kind: Pod
+metadata:
+  name: virt-launcher-web-aaaaa
+  namespace: vms
+  creationTimestamp: "2026-01-02T00:00:01Z"
+  labels: {kubevirt.io: virt-launcher, vm.kubevirt.io/name: web, kubevirt.io/created-by: 0b000000-0000-0000-0000-000000000002}
+  annotations: {kubevirt.io/domain: web}
+  ownerReferences:
+  - {apiVersion: kubevirt.io/v1, kind: VirtualMachineInstance, name: web, uid: 0b000000-0000-0000-0000-000000000002, controller: true, blockOwnerDeletion: true}
+spec: {nodeName: node-1}
+status: {phase: Running}
+---
+apiVersion: v1
+kind: Pod
+metadata:
+  name: virt-launcher-web-bbbbb
+  namespace: vms
+  creationTimestamp: "2026-01-03T00:00:00Z"
+  labels: {kubevirt.io: virt-launcher, vm.kubevirt.io/name: web, kubevirt.io/created-by: 0b000000-0000-0000-0000-000000000002}
+  annotations: {kubevirt.io/domain: web}
+  ownerReferences:
+  - {apiVersion: kubevirt.io/v1, kind: VirtualMachineInstance, name: web, uid: 0b000000-0000-0000-0000-000000000002, controller: true, blockOwnerDeletion: true}
+spec: {nodeName: node-2}
+status: {phase: Running}
+---
+apiVersion: kubevirt.io/v1
+kind: VirtualMachine
+metadata: {name: api, namespace: vms, uid: 0a000000-0000-0000-0000-000000000003, creationTimestamp: "2026-01-01T00:00:00Z"}
+spec:
+  runStrategy: Always
+  template:
+    spec:
+      domain:
+        devices:
+          interfaces:
+          - {name: default, bridge: {}, macAddress: "02:00:00:00:00:03"}
+      networks:
+      - {name: default, pod: {}}
+---
+apiVersion: kubevirt.io/v1
+kind: VirtualMachineInstance
+metadata:
+  name: api
+  namespace: vms
+  uid: 0b000000-0000-0000-0000-000000000003
+  creationTimestamp: "2026-01-02T00:00:00Z"
+  labels: {kubevirt.io/nodeName: node-4}
+  ownerReferences:
+  - {apiVersion: kubevirt.io/v1, kind: VirtualMachine, name: api, uid: 0a000000-0000-0000-0000-000000000003, controller: true, blockOwnerDeletion: true}
+spec:
+  domain:
+    devices:
+      interfaces:
+      - {name: default, bridge: {}, macAddress: "02:00:00:00:00:03"}
+  networks:
+  - {name: default, pod: {}}
+status:
+  phase: Running
+  nodeName: node-4
+  migrationState:
+    sourceNode: node-4
+    targetNode: node-5
+    sourcePod: virt-launcher-api-aaaaa
+    targetPod: virt-launcher-api-ccccc
+    migrationUid: 0c000000-0000-0000-0000-000000000003
+    failed: true
+---
+apiVersion: v1
+kind: Pod
+metadata:
+  name: virt-launcher-api-aaaaa
+  namespace: vms
+  creationTimestamp: "2026-01-02T00:00:01Z"
+  labels: {kubevirt.io: virt-launcher, vm.kubevirt.io/name: api, kubevirt.io/created-by: 0b000000-0000-0000-0000-000000000003}
+  annotations: {kubevirt.io/domain: api}
+  ownerReferences:
+  - {apiVersion: kubevirt.io/v1, kind: VirtualMachineInstance, name: api, uid: 0b000000-0000-0000-0000-000000000003, controller: true, blockOwnerDeletion: true}
+spec: {nodeName: node-4}
+status: {phase: Running}
+---
+apiVersion: v1
+kind: Pod
+metadata:
+  name: virt-launcher-api-ccccc
+  namespace: vms
+  creationTimestamp: "2026-01-03T00:00:00Z"
+  labels: {kubevirt.io: virt-launcher, vm.kubevirt.io/name: api, kubevirt.io/created-by: 0b000000-0000-0000-0000-000000000003}
+  annotations: {kubevirt.io/domain: api}
+  ownerReferences:
+  - {apiVersion: kubevirt.io/v1, kind: VirtualMachineInstance, name: api, uid: 0b000000-0000-0000-0000-000000000003, controller: true, blockOwnerDeletion: true}
+spec: {nodeName: node-5}
+status: {phase: Running}
+`
+
+// A VM or VMI keeps in its stored form every field Build reads, and none
+// of the labels and annotations it does not: the objects above, as the
+// informers store them, build what they build as served — the stopped
+// VM's recorded addresses, the fixed IP, each VMI's chassis after its
+// migration ended — on an empty NB and on the NB they made.
+func TestStoredKubeVirtBuildsAlike(t *testing.T) {
+	file := filepath.Join(t.TempDir(), "kubevirt.yaml")
+	if err := os.WriteFile(file, []byte(kubevirtAsWritten), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	served, _, err := ReadManifests([]string{file})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg, err := desired.NewConfig("ovn-default", []string{"10.16.0.0/16"}, []string{"10.16.0.1"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	read := throughStores(t, served)
+	have := state.New(0)
+	for round := range 2 {
+		want := desired.Build(served, cfg, have)
+		if len(want.Problems) > 0 {
+			t.Fatalf("round %d: the served objects have problems: %v", round, want.Problems)
+		}
+		// What the objects ask for, so that the comparison below is of
+		// something.
+		for name, w := range map[string]string{
+			"db.vms":  "0a:58:0a:10:05:28 10.16.5.40 chassis=",
+			"web.vms": "10.16.7.7 chassis=node-2",
+			"api.vms": "02:00:00:00:00:03 10.16.0.2 chassis=node-4",
+		} {
+			p := want.Want.Ports.Get(name)
+			if p == nil {
+				t.Fatalf("round %d: no port %s", round, name)
+			}
+			addrs, chassis, _ := strings.Cut(w, " chassis=")
+			if !strings.Contains(p.Addresses[0], addrs) || p.RequestedChassis != chassis {
+				t.Errorf("round %d: port %s: %q on %q, want %q on %q", round, name, p.Addresses[0], p.RequestedChassis, addrs, chassis)
+			}
+		}
+		got := desired.Build(read, cfg, have)
+		if m := desired.Mismatch(got, want); m != "" {
+			t.Errorf("round %d: stored forms build otherwise: %s", round, m)
+		}
+		have = want.Want
+	}
+	for _, vm := range read.VirtualMachines {
+		checkKept(t, "VirtualMachine "+vm.Name, vm.Labels, vm.Annotations)
+		if tm := vm.Spec.Template; tm != nil {
+			checkKept(t, "VirtualMachine "+vm.Name+" template", tm.ObjectMeta.Labels, tm.ObjectMeta.Annotations)
+		}
+	}
+	for _, vmi := range read.VirtualMachineInstances {
+		checkKept(t, "VirtualMachineInstance "+vmi.Name, vmi.Labels, vmi.Annotations)
+		for _, ifc := range vmi.Spec.Domain.Devices.Interfaces {
+			if ifc.InterfaceBindingMethod != (kubevirtv1.InterfaceBindingMethod{}) || ifc.Ports != nil {
+				t.Errorf("VirtualMachineInstance %s interface %s keeps its binding or ports: %+v", vmi.Name, ifc.Name, ifc)
+			}
+		}
+	}
+}
+
+// checkKept fails when a stored object kept labels, or an annotation
+// Build does not read.
+func checkKept(t *testing.T, what string, labels, ann map[string]string) {
+	t.Helper()
+	if len(labels) > 0 {
+		t.Errorf("%s keeps its labels %v", what, labels)
+	}
+	for k := range ann {
+		if !desired.PodAnnotationRead(k) {
+			t.Errorf("%s keeps annotation %s, which Build does not read", what, k)
+		}
+	}
+}
