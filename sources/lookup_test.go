@@ -24,12 +24,17 @@ func kubevirtObj(kind, ns, name string, fields map[string]any) *unstructured.Uns
 }
 
 // TestTakeChangesLooksUp looks objects up by key and through the
-// informers' indexes (a VMI's launcher pods and migrations, a VM's VMIs, a
-// StatefulSet's IP objects), and finds an object that cannot be read both
+// informers' indexes (a VMI's launcher pods and migrations, a VM's VMIs,
+// named as it or not, a StatefulSet's IP objects), and finds an object that cannot be read both
 // in Changes.Unreadable and by its lookup, until it is readable again.
 func TestTakeChangesLooksUp(t *testing.T) {
 	vmi := kubevirtObj("VirtualMachineInstance", "ns", "vmi1", map[string]any{})
 	vmi.SetOwnerReferences([]metav1.OwnerReference{{APIVersion: "kubevirt.io/v1", Kind: "VirtualMachine", Name: "vm1"}})
+	// A VMI named as its VM, as KubeVirt names those it starts, and one
+	// that no VM owns.
+	vmi2 := kubevirtObj("VirtualMachineInstance", "ns", "vm2", map[string]any{})
+	vmi2.SetOwnerReferences([]metav1.OwnerReference{{APIVersion: "kubevirt.io/v1", Kind: "VirtualMachine", Name: "vm2"}})
+	solo := kubevirtObj("VirtualMachineInstance", "ns", "solo", map[string]any{})
 	mig := kubevirtObj("VirtualMachineInstanceMigration", "ns", "mig1", map[string]any{"spec": map[string]any{"vmiName": "vmi1"}})
 	// A string where a list belongs: stored, but not a VMI.
 	broken := kubevirtObj("VirtualMachineInstance", "ns", "broken", map[string]any{"spec": map[string]any{"networks": "yes"}})
@@ -45,7 +50,7 @@ func TestTakeChangesLooksUp(t *testing.T) {
 	for _, c := range []struct {
 		gvr schema.GroupVersionResource
 		obj *unstructured.Unstructured
-	}{{GVRVirtualMachineInstance, vmi}, {GVRVirtualMachineInstanceMigration, mig}, {GVRVirtualMachineInstance, broken}, {GVRIP, ip}} {
+	}{{GVRVirtualMachineInstance, vmi}, {GVRVirtualMachineInstance, vmi2}, {GVRVirtualMachineInstance, solo}, {GVRVirtualMachineInstanceMigration, mig}, {GVRVirtualMachineInstance, broken}, {GVRIP, ip}} {
 		r := f.dyn.Resource(c.gvr)
 		var err error
 		if ns := c.obj.GetNamespace(); ns != "" {
@@ -86,6 +91,8 @@ func TestTakeChangesLooksUp(t *testing.T) {
 		{"Migration(ns, mig1)", names(o.Migration("ns", "mig1")), []string{"mig1"}},
 		{"Launchers(ns, vmi1)", names(listOf(o.Launchers("ns", "vmi1"))...), []string{"virt-launcher-vmi1-a"}},
 		{"OwnedVMIs(ns, vm1)", names(listOf(o.OwnedVMIs("ns", "vm1"))...), []string{"vmi1"}},
+		{"OwnedVMIs(ns, vm2)", names(listOf(o.OwnedVMIs("ns", "vm2"))...), []string{"vm2"}},
+		{"OwnedVMIs(ns, solo)", names(listOf(o.OwnedVMIs("ns", "solo"))...), nil},
 		{"Migrations(ns, vmi1)", names(listOf(o.Migrations("ns", "vmi1"))...), []string{"mig1"}},
 		{"IP(db-1.tenant)", names(o.IP("db-1.tenant")), []string{"db-1.tenant"}},
 		{"StatefulSetIPs(tenant, db)", names(listOf(o.StatefulSetIPs("tenant", "db"))...), []string{"db-1.tenant"}},

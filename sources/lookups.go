@@ -17,7 +17,10 @@ const (
 	// "<namespace>/<vmi>" (desired.LauncherOf, spec.vmiName).
 	indexVMI = "vmi"
 	// indexVM indexes VMIs by the VM their owner reference names,
-	// "<namespace>/<vm>" (desired.OwnerVM).
+	// "<namespace>/<vm>" (desired.OwnerVM), when it is not the VMI's own
+	// name: KubeVirt names every VMI it starts after its VM, and such a
+	// VMI is found by its key (lookup.OwnedVMIs). An index entry is a set
+	// of its own, some 200 bytes a VMI.
 	indexVM = "vm"
 	// indexStatefulSet indexes IP objects by the StatefulSet their pod's
 	// name is of, "<namespace>/<set>" (desired.StatefulSetPod).
@@ -38,7 +41,7 @@ var indexers = map[Kind]cache.Indexers{
 	}},
 	KindVirtualMachineInstance: {indexVM: func(obj any) ([]string, error) {
 		if vmi, ok := apiObject(obj).(*kubevirtv1.VirtualMachineInstance); ok {
-			if vm := desired.OwnerVM(vmi); vm != "" {
+			if vm := desired.OwnerVM(vmi); vm != "" && vm != vmi.Name {
 				return []string{vmi.Namespace + "/" + vm}, nil
 			}
 		}
@@ -141,8 +144,14 @@ func (l *lookup) Migration(ns, name string) *kubevirtv1.VirtualMachineInstanceMi
 	return get[*kubevirtv1.VirtualMachineInstanceMigration](l, KindVirtualMachineInstanceMigration, key(ns, name))
 }
 
+// OwnedVMIs finds the VMI named as vm by its key and the others in the
+// index (indexVM).
 func (l *lookup) OwnedVMIs(ns, vm string) []*kubevirtv1.VirtualMachineInstance {
-	return byIndex[*kubevirtv1.VirtualMachineInstance](l, KindVirtualMachineInstance, indexVM, key(ns, vm))
+	vmis := byIndex[*kubevirtv1.VirtualMachineInstance](l, KindVirtualMachineInstance, indexVM, key(ns, vm))
+	if vmi := l.VirtualMachineInstance(ns, vm); vmi != nil && desired.OwnerVM(vmi) == vm {
+		vmis = append(vmis, vmi)
+	}
+	return vmis
 }
 
 func (l *lookup) Launchers(ns, vmi string) []*corev1.Pod {
