@@ -62,6 +62,8 @@ type Options struct {
 	// against a full Build; full with OVN_SYNC_FULL_PASSES=1), or, for
 	// benchmarks, "incremental" (unchecked) or "full".
 	Passes string
+	// Resync is how often the loop runs a full pass; 0 means 5 minutes.
+	Resync time.Duration
 }
 
 // Runner is a running loop and what it runs on.
@@ -231,6 +233,9 @@ func loopOptions(o Options, cfg desired.Config, m *reconcile.Metrics, mismatches
 	}
 	if o.Coalesce != 0 {
 		opts.Coalesce = o.Coalesce
+	}
+	if o.Resync != 0 {
+		opts.Resync = o.Resync
 	}
 	if o.Publish {
 		pub := publish.NewPublisher(kube, dyn, logr.Discard(), m)
