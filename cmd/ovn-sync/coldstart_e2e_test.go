@@ -3,6 +3,7 @@ package main
 import (
 	"cmp"
 	"context"
+	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -459,7 +460,8 @@ spec:
 // coldStartRunningVMs creates running VMs as KubeVirt leaves them: the VM
 // (pod network only, runStrategy Always), its VMI running on a node (its
 // status written through the status subresource), and its virt-launcher
-// pod, Running. The i-th is owner pods+i of the cluster: in the namespace
+// pod, Running. Both carry the labels, annotations and finalizers
+// virt-api and virt-controller set (virtControllerMeta). The i-th is owner pods+i of the cluster: in the namespace
 // that owner falls in, coldStartSwitchPods a namespace.
 func coldStartRunningVMs(t *testing.T, k *kubetest.Server, pods, running int) {
 	t.Helper()
@@ -469,18 +471,22 @@ func coldStartRunningVMs(t *testing.T, k *kubetest.Server, pods, running int) {
 		vm, err := k.TryCreate(sources.GVRVirtualMachine, fmt.Sprintf(`
 apiVersion: kubevirt.io/v1
 kind: VirtualMachine
-metadata: {name: %s, namespace: %s}
+metadata:
+  name: %s
+  namespace: %s
+  annotations: {kubevirt.io/latest-observed-api-version: v1, kubevirt.io/storage-observed-api-version: v1}
+  finalizers: [kubevirt.io/virtualMachineControllerFinalize]
 spec:
   runStrategy: Always
   template:
-    metadata: {labels: {kubevirt.io/domain: %[1]s}}
+    metadata: {labels: {kubevirt.io/domain: %[1]s, kubevirt.io/size: small}}
     spec:
       domain: {devices: {interfaces: [{name: default, masquerade: {}}]}, memory: {guest: 2Gi}}
       networks: [{name: default, pod: {}}]`, name, ns))
 		if err != nil {
 			return err
 		}
-		vmi, err := k.TryCreate(sources.GVRVirtualMachineInstance, vmiManifest(vm))
+		vmi, err := k.TryCreate(sources.GVRVirtualMachineInstance, virtControllerMeta(vmiManifest(vm), node))
 		if err != nil {
 			return err
 		}
@@ -497,6 +503,27 @@ spec:
 		_, err = k.Kube.CoreV1().Pods(ns).UpdateStatus(context.Background(), p, metav1.UpdateOptions{})
 		return err
 	})
+}
+
+// virtControllerMeta is the VMI manifest vmi with the metadata
+// virt-controller gives a VMI it starts on node: its template's labels
+// and kubevirt.io/nodeName, the API version and generation annotations,
+// and its finalizers.
+func virtControllerMeta(vmi, node string) string {
+	var m map[string]any
+	if err := json.Unmarshal([]byte(vmi), &m); err != nil {
+		panic(err) // vmiManifest's own JSON
+	}
+	meta := m["metadata"].(map[string]any)
+	meta["labels"] = map[string]any{"kubevirt.io/domain": meta["name"], "kubevirt.io/size": "small", "kubevirt.io/nodeName": node}
+	meta["annotations"] = map[string]any{"kubevirt.io/latest-observed-api-version": "v1",
+		"kubevirt.io/storage-observed-api-version": "v1", "kubevirt.io/vm-generation": "1"}
+	meta["finalizers"] = []any{"kubevirt.io/virtualMachineControllerFinalize"}
+	data, err := json.Marshal(m)
+	if err != nil {
+		panic(err)
+	}
+	return string(data)
 }
 
 // parallel calls f for 0..n-1 on 8 goroutines, failing t with the first
