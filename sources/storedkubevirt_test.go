@@ -1,6 +1,7 @@
 package sources
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -9,7 +10,6 @@ import (
 	kubevirtv1 "kubevirt.io/api/core/v1"
 
 	"github.com/ovn-sync/ovn-sync/desired"
-	"github.com/ovn-sync/ovn-sync/state"
 )
 
 // kubevirtAsWritten are VMs and VMIs as KubeVirt's controllers and
@@ -19,7 +19,7 @@ import (
 // fixed IP from its template's kube-ovn annotation, one migrated (its
 // source virt-launcher pod still winding down) and one whose migration
 // failed (its target pod still there).
-const kubevirtAsWritten = `apiVersion: kubevirt.io/v1
+var kubevirtAsWritten = `apiVersion: kubevirt.io/v1
 kind: VirtualMachine
 metadata:
   name: db
@@ -111,33 +111,9 @@ status:
     mode: PreCopy
     startTimestamp: "2026-01-03T00:00:00Z"
     endTimestamp: "2026-01-03T00:00:09Z"
----
-apiVersion: v1
-kind: Pod
-metadata:
-  name: virt-launcher-web-aaaaa
-  namespace: vms
-  creationTimestamp: "2026-01-02T00:00:01Z"
-  labels: {kubevirt.io: virt-launcher, vm.kubevirt.io/name: web, kubevirt.io/created-by: 0b000000-0000-0000-0000-000000000002}
-  annotations: {kubevirt.io/domain: web}
-  ownerReferences:
-  - {apiVersion: kubevirt.io/v1, kind: VirtualMachineInstance, name: web, uid: 0b000000-0000-0000-0000-000000000002, controller: true, blockOwnerDeletion: true}
-spec: {nodeName: node-1}
-status: {phase: Running}
----
-apiVersion: v1
-kind: Pod
-metadata:
-  name: virt-launcher-web-bbbbb
-  namespace: vms
-  creationTimestamp: "2026-01-03T00:00:00Z"
-  labels: {kubevirt.io: virt-launcher, vm.kubevirt.io/name: web, kubevirt.io/created-by: 0b000000-0000-0000-0000-000000000002}
-  annotations: {kubevirt.io/domain: web}
-  ownerReferences:
-  - {apiVersion: kubevirt.io/v1, kind: VirtualMachineInstance, name: web, uid: 0b000000-0000-0000-0000-000000000002, controller: true, blockOwnerDeletion: true}
-spec: {nodeName: node-2}
-status: {phase: Running}
----
+` +
+	launcherDoc("web", "virt-launcher-web-aaaaa", "0b000000-0000-0000-0000-000000000002", "node-1", "2026-01-02T00:00:01Z") +
+	launcherDoc("web", "virt-launcher-web-bbbbb", "0b000000-0000-0000-0000-000000000002", "node-2", "2026-01-03T00:00:00Z") + `---
 apiVersion: kubevirt.io/v1
 kind: VirtualMachine
 metadata: {name: api, namespace: vms, uid: 0a000000-0000-0000-0000-000000000003, creationTimestamp: "2026-01-01T00:00:00Z"}
@@ -179,33 +155,28 @@ status:
     targetPod: virt-launcher-api-ccccc
     migrationUid: 0c000000-0000-0000-0000-000000000003
     failed: true
----
+` +
+	launcherDoc("api", "virt-launcher-api-aaaaa", "0b000000-0000-0000-0000-000000000003", "node-4", "2026-01-02T00:00:01Z") +
+	launcherDoc("api", "virt-launcher-api-ccccc", "0b000000-0000-0000-0000-000000000003", "node-5", "2026-01-03T00:00:00Z")
+
+// launcherDoc is a Running virt-launcher pod of VMI vmi (UID uid) on node,
+// as KubeVirt writes it.
+func launcherDoc(vmi, name, uid, node, created string) string {
+	return fmt.Sprintf(`---
 apiVersion: v1
 kind: Pod
 metadata:
-  name: virt-launcher-api-aaaaa
+  name: %[2]s
   namespace: vms
-  creationTimestamp: "2026-01-02T00:00:01Z"
-  labels: {kubevirt.io: virt-launcher, vm.kubevirt.io/name: api, kubevirt.io/created-by: 0b000000-0000-0000-0000-000000000003}
-  annotations: {kubevirt.io/domain: api}
+  creationTimestamp: %[5]q
+  labels: {kubevirt.io: virt-launcher, vm.kubevirt.io/name: %[1]s, kubevirt.io/created-by: %[3]s}
+  annotations: {kubevirt.io/domain: %[1]s}
   ownerReferences:
-  - {apiVersion: kubevirt.io/v1, kind: VirtualMachineInstance, name: api, uid: 0b000000-0000-0000-0000-000000000003, controller: true, blockOwnerDeletion: true}
-spec: {nodeName: node-4}
+  - {apiVersion: kubevirt.io/v1, kind: VirtualMachineInstance, name: %[1]s, uid: %[3]s, controller: true, blockOwnerDeletion: true}
+spec: {nodeName: %[4]s}
 status: {phase: Running}
----
-apiVersion: v1
-kind: Pod
-metadata:
-  name: virt-launcher-api-ccccc
-  namespace: vms
-  creationTimestamp: "2026-01-03T00:00:00Z"
-  labels: {kubevirt.io: virt-launcher, vm.kubevirt.io/name: api, kubevirt.io/created-by: 0b000000-0000-0000-0000-000000000003}
-  annotations: {kubevirt.io/domain: api}
-  ownerReferences:
-  - {apiVersion: kubevirt.io/v1, kind: VirtualMachineInstance, name: api, uid: 0b000000-0000-0000-0000-000000000003, controller: true, blockOwnerDeletion: true}
-spec: {nodeName: node-5}
-status: {phase: Running}
-`
+`, vmi, name, uid, node, created)
+}
 
 // A VM or VMI keeps in its stored form every field Build reads, and none
 // of the labels and annotations it does not: the objects above, as the
@@ -226,13 +197,11 @@ func TestStoredKubeVirtBuildsAlike(t *testing.T) {
 		t.Fatal(err)
 	}
 	read := throughStores(t, served)
-	have := state.New(0)
-	for round := range 2 {
-		want := desired.Build(served, cfg, have)
+	buildsAlike(t, served, read, cfg, func(round int, want desired.Result) {
 		if len(want.Problems) > 0 {
 			t.Fatalf("round %d: the served objects have problems: %v", round, want.Problems)
 		}
-		// What the objects ask for, so that the comparison below is of
+		// What the objects ask for, so that the comparison is of
 		// something.
 		for name, w := range map[string]string{
 			"db.vms":  "0a:58:0a:10:05:28 10.16.5.40 chassis=",
@@ -248,12 +217,7 @@ func TestStoredKubeVirtBuildsAlike(t *testing.T) {
 				t.Errorf("round %d: port %s: %q on %q, want %q on %q", round, name, p.Addresses[0], p.RequestedChassis, addrs, chassis)
 			}
 		}
-		got := desired.Build(read, cfg, have)
-		if m := desired.Mismatch(got, want); m != "" {
-			t.Errorf("round %d: stored forms build otherwise: %s", round, m)
-		}
-		have = want.Want
-	}
+	})
 	for _, vm := range read.VirtualMachines {
 		checkKept(t, "VirtualMachine "+vm.Name, vm.Labels, vm.Annotations)
 		if tm := vm.Spec.Template; tm != nil {
