@@ -127,10 +127,7 @@ func sharedValue(key, v string) string {
 // (shared): the namespace, the label keys, an owner's API version and
 // kind.
 func podMeta(m metav1.ObjectMeta) metav1.ObjectMeta {
-	m.Annotations = nil // before leanMeta, which would copy them
-	m = leanMeta(m)
-	m.GenerateName, m.Finalizers = "", nil
-	m.Namespace = shared(m.Namespace)
+	m = storedMeta(m)
 	m.Labels = keepRead(m.Labels, desired.PodLabelRead)
 	if len(m.OwnerReferences) > 0 {
 		var kept []metav1.OwnerReference
@@ -142,6 +139,17 @@ func podMeta(m metav1.ObjectMeta) metav1.ObjectMeta {
 		}
 		m.OwnerReferences = kept
 	}
+	return m
+}
+
+// storedMeta is leanMeta of m without what no stored form keeps: its
+// annotations (each form keeps those Build reads apart), generateName
+// and finalizers; its namespace is shared.
+func storedMeta(m metav1.ObjectMeta) metav1.ObjectMeta {
+	m.Annotations = nil // before leanMeta, which would copy them
+	m = leanMeta(m)
+	m.GenerateName, m.Finalizers = "", nil
+	m.Namespace = shared(m.Namespace)
 	return m
 }
 

@@ -82,26 +82,14 @@ func storeVMISpec(s *kubevirtv1.VirtualMachineInstanceSpec) storedVMISpec {
 func (s *storedVMISpec) spec() kubevirtv1.VirtualMachineInstanceSpec {
 	var spec kubevirtv1.VirtualMachineInstanceSpec
 	if len(s.networks) > 0 {
-		// One allocation for the networks and one for their sources: a
-		// full pass makes every VM and VMI.
 		spec.Networks = make([]kubevirtv1.Network, len(s.networks))
-		var pods []kubevirtv1.PodNetwork
-		var multus []kubevirtv1.MultusNetwork
 		for i, n := range s.networks {
 			spec.Networks[i].Name = n.name
 			switch n.source {
 			case sourcePod:
-				if pods == nil {
-					pods = make([]kubevirtv1.PodNetwork, 0, len(s.networks)-i)
-				}
-				pods = append(pods, kubevirtv1.PodNetwork{})
-				spec.Networks[i].Pod = &pods[len(pods)-1]
+				spec.Networks[i].Pod = &kubevirtv1.PodNetwork{}
 			case sourceMultus:
-				if multus == nil {
-					multus = make([]kubevirtv1.MultusNetwork, 0, len(s.networks)-i)
-				}
-				multus = append(multus, kubevirtv1.MultusNetwork{NetworkName: n.multus, Default: n.multusDefault})
-				spec.Networks[i].Multus = &multus[len(multus)-1]
+				spec.Networks[i].Multus = &kubevirtv1.MultusNetwork{NetworkName: n.multus, Default: n.multusDefault}
 			}
 		}
 	}
@@ -121,12 +109,9 @@ func (s *storedVMISpec) spec() kubevirtv1.VirtualMachineInstanceSpec {
 // but those desired.PodAnnotationRead names (the networks, the default
 // network and kube-ovn's), as a pod keeps them.
 func kubevirtMeta(m metav1.ObjectMeta) metav1.ObjectMeta {
-	ann := m.Annotations
-	m.Annotations = nil // before leanMeta, which would copy them
-	m = leanMeta(m)
-	m.Labels, m.GenerateName, m.Finalizers = nil, "", nil
-	m.Namespace = shared(m.Namespace)
-	m.Annotations = keepRead(ann, desired.PodAnnotationRead)
+	ann := keepRead(m.Annotations, desired.PodAnnotationRead)
+	m = storedMeta(m)
+	m.Labels, m.Annotations = nil, ann
 	return m
 }
 
