@@ -163,39 +163,21 @@ func buildsAlike(t *testing.T, served, read desired.Inputs, cfg desired.Config, 
 // copy, disks and volumes).
 func throughStores(t *testing.T, served desired.Inputs) desired.Inputs {
 	t.Helper()
-	var pods, vms, vmis []any
-	for _, p := range served.Pods {
+	pods := transformed(served.Pods, compacting(stripPod), func(p *corev1.Pod) any {
 		fat := p.DeepCopy()
 		fat.ManagedFields = []metav1.ManagedFieldsEntry{{Manager: "kubelet"}}
-		o, _ := compacting(stripPod)(fat)
-		pods = append(pods, o)
-	}
-	for _, vm := range served.VirtualMachines {
-		o, _ := compacting(typedTransform(KindVirtualMachine))(fatten(t, vm))
-		vms = append(vms, o)
-	}
-	for _, vmi := range served.VirtualMachineInstances {
-		o, _ := compacting(typedTransform(KindVirtualMachineInstance))(fatten(t, vmi))
-		vmis = append(vmis, o)
-	}
+		return fat
+	})
+	vms := transformed(served.VirtualMachines, compacting(typedTransform(KindVirtualMachine)),
+		func(vm *kubevirtv1.VirtualMachine) any { return fatten(t, vm) })
+	vmis := transformed(served.VirtualMachineInstances, compacting(typedTransform(KindVirtualMachineInstance)),
+		func(vmi *kubevirtv1.VirtualMachineInstance) any { return fatten(t, vmi) })
 	// The few kinds every Build reads whole, in their lean forms.
-	var nss, sets, subnets, ips []any
-	for _, ns := range served.Namespaces {
-		o, _ := compacting(stripPod)(ns.DeepCopy())
-		nss = append(nss, o)
-	}
-	for _, s := range served.StatefulSets {
-		o, _ := compacting(stripPod)(s.DeepCopy())
-		sets = append(sets, o)
-	}
-	for _, s := range served.Subnets {
-		o, _ := compacting(typedTransform(KindSubnet))(unstructuredOf(t, s))
-		subnets = append(subnets, o)
-	}
-	for _, ip := range served.IPs {
-		o, _ := compacting(typedTransform(KindIP))(unstructuredOf(t, ip))
-		ips = append(ips, o)
-	}
+	nss := transformed(served.Namespaces, compacting(stripPod), func(ns *corev1.Namespace) any { return ns.DeepCopy() })
+	sets := transformed(served.StatefulSets, compacting(stripPod), func(s *appsv1.StatefulSet) any { return s.DeepCopy() })
+	subnets := transformed(served.Subnets, compacting(typedTransform(KindSubnet)),
+		func(s *kubeovnv1.Subnet) any { return unstructuredOf(t, s) })
+	ips := transformed(served.IPs, compacting(typedTransform(KindIP)), func(ip *kubeovnv1.IP) any { return unstructuredOf(t, ip) })
 	var bad []Unreadable
 	read := served
 	read.Namespaces = collect[*corev1.Namespace](KindNamespace, nss, &bad)
@@ -216,6 +198,17 @@ func throughStores(t *testing.T, served desired.Inputs) desired.Inputs {
 		}
 	}
 	return read
+}
+
+// transformed is each of objs as an informer whose transform is tr stores
+// it, served as wire makes it.
+func transformed[T any](objs []T, tr cache.TransformFunc, wire func(T) any) []any {
+	out := make([]any, 0, len(objs))
+	for _, o := range objs {
+		s, _ := tr(wire(o))
+		out = append(out, s)
+	}
+	return out
 }
 
 // unstructuredOf is obj as the dynamic informer lists it, with managed
