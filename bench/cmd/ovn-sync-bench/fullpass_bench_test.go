@@ -2,8 +2,6 @@ package main
 
 import (
 	"context"
-	"runtime/debug"
-	"runtime/metrics"
 	"testing"
 	"time"
 
@@ -20,8 +18,8 @@ import (
 // fullPassResync. The first full pass after the cold start is not
 // measured: it still finds what the cold start left (its plan of every
 // create, a want of ports of its own). Each of the b.N passes after it is
-// watched with the collector at GOGC 10, the live heap read every 200µs:
-// peak-MB is the most it reached while a pass ran, least-MB the live heap
+// watched through liveheap.Peak (the collector at GOGC 10, the live heap
+// read every 100µs): peak-MB is the most it reached while a pass ran, least-MB the live heap
 // once a pass had ended (after a collection), the least of those; their
 // ratio is what a full pass adds above what run mode keeps, the figure
 // behind run mode's peak RSS over its steady RSS. The time per op is a
@@ -50,27 +48,23 @@ func BenchmarkRunFullPass(b *testing.B) {
 	if _, err := waitSettled(context.Background(), loop, size); err != nil {
 		b.Fatal(err)
 	}
-	fulls := func() float64 { return loop.Metric("ovn_sync_passes_total", "kind", "full") }
-	// The first full pass after the cold start.
-	for n := fulls(); fulls() == n; {
-		time.Sleep(100 * time.Millisecond)
-	}
-	defer debug.SetGCPercent(debug.SetGCPercent(10))
-	var peak, least uint64 = 0, 1 << 62
-	b.ResetTimer()
-	for range b.N {
-		least = min(least, uint64(liveheap.Bytes()))
-		n, i := fulls(), 0
-		for ; ; i++ {
-			peak = max(peak, liveBytes())
-			if i%500 == 0 && fulls() != n {
-				break
-			}
-			time.Sleep(200 * time.Microsecond)
+	// nextFullPass returns once the loop has ended another full pass.
+	nextFullPass := func() {
+		fulls := func() float64 { return loop.Metric("ovn_sync_passes_total", "kind", "full") }
+		for n := fulls(); fulls() == n; {
+			time.Sleep(50 * time.Millisecond)
 		}
 	}
+	nextFullPass() // the first after the cold start
+	var peak, least int64 = 0, 1 << 62
+	b.ResetTimer()
+	for range b.N {
+		under := liveheap.Bytes()
+		least = min(least, under)
+		peak = max(peak, under+liveheap.Peak(nextFullPass))
+	}
 	b.StopTimer()
-	least = min(least, uint64(liveheap.Bytes()))
+	least = min(least, liveheap.Bytes())
 	b.ReportMetric(float64(peak)/(1<<20), "peak-MB")
 	b.ReportMetric(float64(least)/(1<<20), "least-MB")
 	b.ReportMetric(float64(peak)/float64(least), "peak/least")
@@ -80,10 +74,3 @@ func BenchmarkRunFullPass(b *testing.B) {
 // fullPassResync is BenchmarkRunFullPass's resync period: long enough for
 // a full pass at 100k ports and the collections after it.
 const fullPassResync = 15 * time.Second
-
-// liveBytes is the live heap the last collection found.
-func liveBytes() uint64 {
-	s := []metrics.Sample{{Name: "/gc/heap/live:bytes"}}
-	metrics.Read(s)
-	return s[0].Value.Uint64()
-}
