@@ -104,8 +104,8 @@ func NewPublisher(kube kubernetes.Interface, dyn dynamic.Interface, log logr.Log
 		queue: map[types.UID]job{}, retry: map[types.UID]job{}}
 }
 
-// Pass queues what a pass decided: reconcile.Publications and
-// reconcile.ClaimStatuses of its result. After a full pass (which read
+// Pass queues what a pass decided: out.Publications and out.Claims, which
+// a pass computes with reconcile.Options.Publications set. After a full pass (which read
 // every object) what was sent to objects that are gone or have changed
 // since is forgotten, and so are the queued writes of objects that are
 // gone; an incremental pass forgets nothing (listing every object would
@@ -115,7 +115,7 @@ func (p *Publisher) Pass(ctx context.Context, out reconcile.Outcome, snap source
 	if !out.Incremental {
 		live = Live(snap.Inputs)
 	}
-	p.Publish(ctx, reconcile.Publications(out.Result), reconcile.ClaimStatuses(out.Result), live)
+	p.Publish(ctx, out.Publications, out.Claims, live)
 }
 
 // Publish queues patches and claim statuses as one pass (see Pass); live,

@@ -64,7 +64,9 @@ type LoopOptions struct {
 	// Report, when set, sees every pass's outcome (problems become Events).
 	Report func(Outcome, sources.Snapshot)
 	// Publish, when set, runs after every pass that succeeded: every port
-	// wanted is in the NB then, and its addresses may be published.
+	// wanted is in the NB then, and its addresses may be published. The
+	// outcome it sees holds them as Outcome.Publications and Claims, its
+	// Result no facts (Options.Publications).
 	Publish func(context.Context, Outcome, sources.Snapshot)
 	// FullPasses makes every pass rebuild every owner, whatever changed
 	// (desired.Build). VerifyIncremental builds in

@@ -158,6 +158,7 @@ func (l *Loop) run(ctx context.Context, t trigger) (*reading, Outcome, error) {
 	synced = synced && len(rd.unreadable) == 0
 	l.logUnreadable(rd.unreadable)
 	opts.Policy = diff.Policy{WithholdDeletes: !synced}
+	opts.Publications = l.opts.Publish != nil && !l.opts.DryRun
 	opts.BeforeApply = func(w state.State) { l.setWant(&w) }
 	var out Outcome
 	var err error

@@ -50,6 +50,12 @@ type Options struct {
 	// is sent (run mode records it to tell its own NB changes from someone
 	// else's).
 	BeforeApply func(want state.State)
+	// Publications, when set, turns each computation's facts into what
+	// publishing writes (Outcome.Publications and Outcome.Claims) before its
+	// plan is applied, and lets the facts go: a long apply, as a start's on
+	// an empty NB is, then does not hold every port's spec and owner.
+	// Outcome.Result then holds no facts (Explain finds no port).
+	Publications bool
 	// Retries bounds how many times a pass computes again after the NB
 	// moved under a transaction (apply.ErrStale), or after Build said that
 	// an address frees up once the plan is applied (Result.Again). 0 means
@@ -98,6 +104,11 @@ type Outcome struct {
 	Applied  apply.Result
 	Attempts int
 	Timings  Timings
+	// Publications and Claims are what publishing writes after the pass
+	// (see the functions of the same names), from Result's facts, when
+	// Options.Publications was set.
+	Publications []Publication
+	Claims       []ClaimStatus
 }
 
 // Pending reports whether the NB is not yet what the cluster declares: the
@@ -144,6 +155,10 @@ func (out *Outcome) compute(nb NB, b Builder, opts *Options) state.State {
 	t3 := time.Now()
 	out.Timings.Observe, out.Timings.Build, out.Timings.Diff = t1.Sub(t0), t2.Sub(t1), t3.Sub(t2)
 	out.Attempts++
+	if opts.Publications {
+		out.Publications, out.Claims = Publications(out.Result), ClaimStatuses(out.Result)
+		out.Result = bare(out.Result)
+	}
 	return have
 }
 

@@ -3,6 +3,7 @@ package reconcile
 import (
 	"bytes"
 	"context"
+	"reflect"
 	"strings"
 	"testing"
 	"testing/fstest"
@@ -448,4 +449,30 @@ func TestExplain(t *testing.T) {
 func value(p Publication, key string) string {
 	v, _ := p.Get(key)
 	return v
+}
+
+// TestComputePublications: with Options.Publications, a computation holds
+// what publishing writes, the same as from its result's facts, and lets
+// the facts go.
+func TestComputePublications(t *testing.T) {
+	nb := embeddedNB(t)
+	in := manifests(t, claimsCluster)
+	full := Compute(nb, All(in), Options{Config: config(t)})
+	lean := Compute(nb, All(in), Options{Config: config(t), Publications: true})
+	pubs, claims := Publications(full.Result), ClaimStatuses(full.Result)
+	if len(pubs) == 0 || len(claims) == 0 {
+		t.Fatalf("the cluster publishes %d objects and %d claims, want some of each", len(pubs), len(claims))
+	}
+	if !reflect.DeepEqual(lean.Publications, pubs) || !reflect.DeepEqual(lean.Claims, claims) {
+		t.Errorf("Outcome.Publications, Claims = %+v, %+v; want %+v, %+v", lean.Publications, lean.Claims, pubs, claims)
+	}
+	if n := len(lean.Result.Ports()); n != 0 {
+		t.Errorf("the result keeps the facts of %d ports, want none", n)
+	}
+	if !reflect.DeepEqual(lean.Plan, full.Plan) || lean.Result.Want.Ports.Len() != full.Result.Want.Ports.Len() {
+		t.Errorf("plan %v with Publications, %v without; want the same", lean.Plan.Counts(), full.Plan.Counts())
+	}
+	if full.Publications != nil || full.Claims != nil {
+		t.Errorf("without Publications the outcome holds %d publications and %d claims, want none", len(full.Publications), len(full.Claims))
+	}
 }

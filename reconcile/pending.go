@@ -25,9 +25,15 @@ func (l *Loop) LastOutcome() (out Outcome, ok bool) {
 // --full-passes or --dry-run no engine holds, would otherwise stay alive
 // until the next pass.
 func served(out Outcome) *Outcome {
-	r := out.Result
-	out.Result = desired.Result{Want: r.Want, Problems: r.Problems, Notices: r.Notices, Again: r.Again, SwitchPorts: r.SwitchPorts}
+	out.Result = bare(out.Result)
+	out.Publications, out.Claims = nil, nil
 	return &out
+}
+
+// bare is r without its facts: the desired state, problems, notices,
+// Again and the switch counts.
+func bare(r desired.Result) desired.Result {
+	return desired.Result{Want: r.Want, Problems: r.Problems, Notices: r.Notices, Again: r.Again, SwitchPorts: r.SwitchPorts}
 }
 
 // notePending sets ovn_sync_pending_changes from the plan of out, which
