@@ -110,12 +110,13 @@ func (kv *kubevirtIndex) entry(k nsName) *kvEntry {
 
 // isLauncher reports whether p is a virt-launcher pod: such pods never have
 // a port of their own.
-func isLauncher(p *corev1.Pod) bool { return IsLauncher(p.Labels, p.OwnerReferences) }
+func isLauncher(p *corev1.Pod) bool { return IsLauncher(p.Labels[kubevirtv1.AppLabel], p.OwnerReferences) }
 
-// IsLauncher reports whether a pod with these labels and owner references
-// is a virt-launcher pod: what a PodStore's Launchers selects by.
-func IsLauncher(labels map[string]string, owners []metav1.OwnerReference) bool {
-	return labels[kubevirtv1.AppLabel] == launcherLabelValue || vmiOwnerRef(owners) != nil
+// IsLauncher reports whether a pod whose kubevirt.io label is app and whose
+// owner references are owners is a virt-launcher pod: what a PodStore's
+// Launchers selects by.
+func IsLauncher(app string, owners []metav1.OwnerReference) bool {
+	return app == launcherLabelValue || vmiOwnerRef(owners) != nil
 }
 
 // PodLabelRead reports whether Build reads a pod's label key: KubeVirt's,

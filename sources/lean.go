@@ -105,7 +105,7 @@ func (u *unconvertible) unreadable(k Kind) Unreadable {
 
 // leanKubeVirt keeps of a VirtualMachine, VirtualMachineInstance or
 // migration only what ovn-sync reads, as stripPod does for pods: of a VM's
-// or VMI's metadata what kubevirtMeta keeps; of a VM whether it runs
+// or VMI's metadata what storedMeta keeps; of a VM whether it runs
 // (running, runStrategy) and of its template the annotations Build reads,
 // the networks and interfaces; of a VMI's spec the networks and
 // interfaces, and of its status the node, phase and migration state (what

@@ -50,11 +50,6 @@ func sameRead(old, cur any) bool {
 // its resourceVersion, generation and managed fields cleared; anything
 // else is returned as it is.
 func withoutBookkeeping(o any) any {
-	if p, ok := o.(*storedPod); ok { // its metadata is fields of its own
-		c := *p
-		c.version = ""
-		return &c
-	}
 	v := reflect.ValueOf(o)
 	if v.Kind() != reflect.Pointer || v.IsNil() || v.Elem().Kind() != reflect.Struct {
 		return o
@@ -62,6 +57,10 @@ func withoutBookkeeping(o any) any {
 	c := reflect.New(v.Elem().Type())
 	c.Elem().Set(v.Elem())
 	cp := c.Interface()
+	if s, ok := cp.(interface{ kept() *storedMeta }); ok { // a stored form: no generation or managed fields
+		s.kept().version = ""
+		return cp
+	}
 	m, err := meta.Accessor(cp)
 	if err != nil {
 		return o

@@ -44,38 +44,109 @@ type stored interface {
 	object() runtime.Object
 }
 
-// storedPod holds what stripPod keeps of a pod: of its metadata, the
-// fields podMeta keeps but the generation (which the kubelet's status
-// updates move), grace period and selfLink, none of which Build reads, as
-// fields of its own (an ObjectMeta is 248 bytes, most of them fields a
-// pod's stored form never holds).
-type storedPod struct {
+// storedMeta is what a stored form keeps of an object's metadata, as
+// fields of its own: an ObjectMeta is 248 bytes, most of them fields a
+// stored form never holds, and a map of labels or annotations 300 bytes
+// and more however few entries it holds, desired.Annotations about a
+// third of that. It keeps no generation (which the kubelet's status
+// updates move on a pod), grace period, selfLink, generateName or
+// finalizers, none of which Build reads; of the labels and annotations,
+// those Build reads.
+type storedMeta struct {
 	typ                      *metav1.TypeMeta // nil when empty, as the informers' pods are
 	name, namespace, version string
 	uid                      types.UID
 	created                  metav1.Time
 	deleted                  *metav1.Time
-	labels                   map[string]string
-	annotations              desired.Annotations // storedAnnotations
+	labels, annotations      desired.Annotations // storedAnnotations
 	owners                   []metav1.OwnerReference
-	node                     string
-	phase                    corev1.PodPhase
-	hostNetwork              bool
 }
 
-// storePod is the stored form of p: its metadata as podMeta keeps it, its
-// annotations as storedAnnotations does, and of its spec and status the
-// node, host networking and phase.
-func storePod(p *corev1.Pod) storedPod {
-	m := podMeta(p.ObjectMeta)
-	s := storedPod{name: m.Name, namespace: m.Namespace, version: m.ResourceVersion, uid: m.UID,
-		created: m.CreationTimestamp, deleted: m.DeletionTimestamp,
-		labels: m.Labels, annotations: storedAnnotations(p.Annotations), owners: m.OwnerReferences,
-		node: shared(p.Spec.NodeName), phase: corev1.PodPhase(shared(string(p.Status.Phase))), hostNetwork: p.Spec.HostNetwork}
-	if p.TypeMeta != (metav1.TypeMeta{}) {
-		s.typ = &metav1.TypeMeta{Kind: p.Kind, APIVersion: p.APIVersion}
+// storeMeta is the stored form of an object's type t and metadata m: of
+// its labels those labelRead accepts (none when nil), of its annotations
+// those Build reads (storedAnnotations), of its owner references those
+// ownerRead accepts (all when nil). The strings objects hold alike, the
+// type, namespace and owners' kinds, are shared.
+func storeMeta(t metav1.TypeMeta, m *metav1.ObjectMeta, labelRead func(string) bool, ownerRead func(metav1.OwnerReference) bool) storedMeta {
+	s := storedMeta{name: m.Name, namespace: shared(m.Namespace), version: m.ResourceVersion, uid: m.UID,
+		created: m.CreationTimestamp, deleted: m.DeletionTimestamp, owners: m.OwnerReferences,
+		annotations: storedAnnotations(m.Annotations, desired.PodAnnotationRead)}
+	if labelRead != nil {
+		s.labels = storedAnnotations(m.Labels, labelRead)
+	}
+	if len(s.owners) > 0 {
+		s.owners = nil
+		for _, r := range m.OwnerReferences {
+			if ownerRead == nil || ownerRead(r) {
+				r.APIVersion, r.Kind = shared(r.APIVersion), shared(r.Kind)
+				s.owners = append(s.owners, r)
+			}
+		}
+	}
+	if t != (metav1.TypeMeta{}) {
+		s.typ = &metav1.TypeMeta{Kind: shared(t.Kind), APIVersion: shared(t.APIVersion)}
 	}
 	return s
+}
+
+// fill sets the fields of *m the stored form keeps, its labels and
+// annotations made in the maps labels and ann (Annotations.MapInto: nil
+// for new ones); the rest are left as they were.
+func (o *storedMeta) fill(m *metav1.ObjectMeta, labels, ann map[string]string) {
+	m.Name, m.Namespace, m.ResourceVersion, m.UID = o.name, o.namespace, o.version, o.uid
+	m.CreationTimestamp, m.DeletionTimestamp = o.created, o.deleted
+	m.Labels, m.Annotations, m.OwnerReferences = o.labels.MapInto(labels), o.annotations.MapInto(ann), o.owners
+}
+
+// kept is the stored metadata itself, of any stored form.
+func (o *storedMeta) kept() *storedMeta { return o }
+
+// meta is the object's metadata, made anew.
+func (o *storedMeta) meta() metav1.ObjectMeta {
+	var m metav1.ObjectMeta
+	o.fill(&m, nil, nil)
+	return m
+}
+
+// typeMeta is the object's type.
+func (o *storedMeta) typeMeta() metav1.TypeMeta {
+	if o.typ == nil {
+		return metav1.TypeMeta{}
+	}
+	return *o.typ
+}
+
+// GetObjectMeta returns the object's metadata, made anew (meta.Accessor
+// reads a stored object through it): changing it changes nothing stored.
+func (o *storedMeta) GetObjectMeta() metav1.Object {
+	m := o.meta()
+	return &m
+}
+
+// GetObjectKind is the object's kind, as runtime.Object requires.
+func (o *storedMeta) GetObjectKind() schema.ObjectKind {
+	if o.typ == nil {
+		return schema.EmptyObjectKind
+	}
+	return o.typ
+}
+
+// storedPod holds what stripPod keeps of a pod: its metadata as
+// storedMeta keeps it, with KubeVirt's labels (desired.PodLabelRead) and
+// the owners Build reads (desired.PodOwnerRead: a VMI's and a
+// StatefulSet's, where a Deployment's pod carries one Build never reads),
+// and of its spec and status the node, host networking and phase.
+type storedPod struct {
+	storedMeta
+	node        string
+	phase       corev1.PodPhase
+	hostNetwork bool
+}
+
+// storePod is the stored form of p.
+func storePod(p *corev1.Pod) storedPod {
+	return storedPod{storedMeta: storeMeta(p.TypeMeta, &p.ObjectMeta, desired.PodLabelRead, desired.PodOwnerRead),
+		node: shared(p.Spec.NodeName), phase: corev1.PodPhase(shared(string(p.Status.Phase))), hostNetwork: p.Spec.HostNetwork}
 }
 
 // shared returns s as the one copy of it that every stored object shares.
@@ -97,13 +168,14 @@ var (
 	keyLists   = desired.KeyLists{Max: 1 << 12, Key: shared, Value: sharedValue}
 )
 
-// storedAnnotations is what a stored pod keeps of its annotations m:
-// those Build reads (desired.PodAnnotationRead: no Multus network-status),
-// their keys and kube-ovn's values but addresses shared (sharedValue).
-func storedAnnotations(m map[string]string) desired.Annotations {
+// storedAnnotations is what a stored object keeps of its annotations or
+// labels m: those read accepts (of annotations, desired.PodAnnotationRead:
+// no Multus network-status), their keys and kube-ovn's values but
+// addresses shared (sharedValue).
+func storedAnnotations(m map[string]string, read func(string) bool) desired.Annotations {
 	keyListsMu.Lock()
 	defer keyListsMu.Unlock()
-	return keyLists.Of(m, desired.PodAnnotationRead)
+	return keyLists.Of(m, read)
 }
 
 // sharedValue is an annotation's value, shared when it is a kube-ovn
@@ -117,112 +189,26 @@ func sharedValue(key, v string) string {
 	return v
 }
 
-// podMeta is leanMeta of a pod's metadata without what Build never reads of
-// a pod and a real one carries plenty of: labels but KubeVirt's
-// (desired.PodLabelRead), owner references but a VMI's and a
-// StatefulSet's (desired.PodOwnerRead), generateName and finalizers; and
-// without its annotations, which storedAnnotations keeps. A Deployment's
-// pod carries hundreds of bytes of these, and an edit of one is then no
-// change (sameRead). What it keeps shares the strings pods hold alike
-// (shared): the namespace, the label keys, an owner's API version and
-// kind.
-func podMeta(m metav1.ObjectMeta) metav1.ObjectMeta {
-	m = storedMeta(m)
-	m.Labels = keepRead(m.Labels, desired.PodLabelRead)
-	if len(m.OwnerReferences) > 0 {
-		var kept []metav1.OwnerReference
-		for _, r := range m.OwnerReferences {
-			if desired.PodOwnerRead(r) {
-				r.APIVersion, r.Kind = shared(r.APIVersion), shared(r.Kind)
-				kept = append(kept, r)
-			}
-		}
-		m.OwnerReferences = kept
-	}
-	return m
-}
-
-// storedMeta is leanMeta of m without what no stored form keeps: its
-// annotations (each form keeps those Build reads apart), generateName
-// and finalizers; its namespace is shared.
-func storedMeta(m metav1.ObjectMeta) metav1.ObjectMeta {
-	m.Annotations = nil // before leanMeta, which would copy them
-	m = leanMeta(m)
-	m.GenerateName, m.Finalizers = "", nil
-	m.Namespace = shared(m.Namespace)
-	return m
-}
-
-// keepRead returns the entries of m whose key read accepts, in a map of
-// their own whose keys are shared: m itself when it is empty, nil when
-// none is kept.
-func keepRead(m map[string]string, read func(key string) bool) map[string]string {
-	if len(m) == 0 {
-		return m
-	}
-	// Each key is read once; a pod keeps a few of its annotations.
-	var buf [16]string
-	keys := buf[:0]
-	for k := range m {
-		if read(k) {
-			keys = append(keys, k)
-		}
-	}
-	if len(keys) == 0 {
-		return nil
-	}
-	kept := make(map[string]string, len(keys))
-	for _, k := range keys {
-		kept[shared(k)] = m[k]
-	}
-	return kept
-}
-
 func (p *storedPod) object() runtime.Object { return p.pod() }
 
 func (p *storedPod) pod() *corev1.Pod {
 	pod := new(corev1.Pod)
-	p.fill(pod, nil)
+	p.fill(pod, nil, nil)
 	return pod
 }
 
 // fill makes *pod the pod's API object, whatever it held before, its
-// annotations made in ann (Annotations.MapInto).
-func (p *storedPod) fill(pod *corev1.Pod, ann map[string]string) {
+// labels and annotations made in the maps labels and ann (see
+// storedMeta.fill).
+func (p *storedPod) fill(pod *corev1.Pod, labels, ann map[string]string) {
 	*pod = corev1.Pod{
 		Spec:   corev1.PodSpec{NodeName: p.node, HostNetwork: p.hostNetwork},
 		Status: corev1.PodStatus{Phase: p.phase},
 	}
-	p.fillMeta(&pod.ObjectMeta, ann)
+	p.storedMeta.fill(&pod.ObjectMeta, labels, ann)
 	if p.typ != nil {
 		pod.TypeMeta = *p.typ
 	}
-}
-
-func (p *storedPod) meta() *metav1.ObjectMeta {
-	m := new(metav1.ObjectMeta)
-	p.fillMeta(m, nil)
-	return m
-}
-
-// fillMeta sets the fields of *m the stored form keeps, the annotations
-// made in ann; the rest are left as they were.
-func (p *storedPod) fillMeta(m *metav1.ObjectMeta, ann map[string]string) {
-	m.Name, m.Namespace, m.ResourceVersion, m.UID = p.name, p.namespace, p.version, p.uid
-	m.CreationTimestamp, m.DeletionTimestamp = p.created, p.deleted
-	m.Labels, m.Annotations, m.OwnerReferences = p.labels, p.annotations.MapInto(ann), p.owners
-}
-
-// GetObjectMeta returns the pod's metadata, made anew (meta.Accessor reads
-// a stored pod through it): changing it changes nothing stored.
-func (p *storedPod) GetObjectMeta() metav1.Object { return p.meta() }
-
-// GetObjectKind is the pod's kind, as runtime.Object requires.
-func (p *storedPod) GetObjectKind() schema.ObjectKind {
-	if p.typ == nil {
-		return schema.EmptyObjectKind
-	}
-	return p.typ
 }
 
 func (p *storedPod) DeepCopyObject() runtime.Object {
@@ -291,9 +277,9 @@ func (s *storedPods) All() iter.Seq2[*corev1.Pod, desired.Annotations] {
 // Read makes every pod in one pod's memory, its annotations in one map.
 func (s *storedPods) Read() iter.Seq2[*corev1.Pod, desired.Annotations] {
 	return func(yield func(*corev1.Pod, desired.Annotations) bool) {
-		pod, ann := new(corev1.Pod), map[string]string{}
+		pod, labels, ann := new(corev1.Pod), map[string]string{}, map[string]string{}
 		for _, p := range s.pods {
-			p.fill(pod, ann)
+			p.fill(pod, labels, ann)
 			if !yield(pod, p.annotations) {
 				return
 			}
@@ -314,7 +300,7 @@ func (s *storedPods) Versions() iter.Seq2[string, string] {
 func (s *storedPods) Launchers() iter.Seq[*corev1.Pod] {
 	return func(yield func(*corev1.Pod) bool) {
 		for _, p := range s.pods {
-			if desired.IsLauncher(p.labels, p.owners) && !yield(p.pod()) {
+			if app, _ := p.labels.Get(kubevirtv1.AppLabel); desired.IsLauncher(app, p.owners) && !yield(p.pod()) {
 				return
 			}
 		}

@@ -273,7 +273,7 @@ func TestStoredPodsShareStrings(t *testing.T) {
 	same("phase", string(a.phase), string(b.phase))
 	same("owner kind", a.owners[0].Kind, b.owners[0].Kind)
 	same("owner API version", a.owners[0].APIVersion, b.owners[0].APIVersion)
-	same("label key", key(a.labels, "kubevirt.io"), key(b.labels, "kubevirt.io"))
+	same("label key", key(a.labels.Map(), "kubevirt.io"), key(b.labels.Map(), "kubevirt.io"))
 	am, bm := a.annotations.Map(), b.annotations.Map()
 	if len(am) != 6 {
 		t.Errorf("annotations kept %v, want the six written", am)

@@ -10,8 +10,8 @@ import (
 )
 
 // A VirtualMachine or VirtualMachineInstance keeps, as a pod does, only
-// what Build reads: of its metadata neither labels nor any annotation but
-// those Build reads (kubevirtMeta); of a network its name and source, of
+// what Build reads: its metadata as storedMeta keeps it, with no labels;
+// of a network its name and source, of
 // an interface its name, MAC and state; of a VMI's migration state the
 // nodes, pods and outcome. What KubeVirt writes beside them (an
 // interface's binding and ports, a pod network's CIDRs, the labels and
@@ -104,21 +104,9 @@ func (s *storedVMISpec) spec() kubevirtv1.VirtualMachineInstanceSpec {
 	return spec
 }
 
-// kubevirtMeta is leanMeta of a VM's or VMI's metadata without what Build
-// never reads of one: labels, generateName, finalizers, and annotations
-// but those desired.PodAnnotationRead names (the networks, the default
-// network and kube-ovn's), as a pod keeps them.
-func kubevirtMeta(m metav1.ObjectMeta) metav1.ObjectMeta {
-	ann := keepRead(m.Annotations, desired.PodAnnotationRead)
-	m = storedMeta(m)
-	m.Labels, m.Annotations = nil, ann
-	return m
-}
-
 // storedVM holds what leanKubeVirt keeps of a VM.
 type storedVM struct {
-	metav1.TypeMeta
-	metav1.ObjectMeta
+	storedMeta
 	running     *bool
 	runStrategy *kubevirtv1.VirtualMachineRunStrategy
 	template    *storedTemplate
@@ -127,17 +115,17 @@ type storedVM struct {
 // storedTemplate holds what leanKubeVirt keeps of a VM's template: the
 // annotations Build reads and the spec.
 type storedTemplate struct {
-	annotations map[string]string
+	annotations desired.Annotations
 	spec        storedVMISpec
 }
 
-// storeVM is the stored form of v: its metadata as kubevirtMeta keeps it,
+// storeVM is the stored form of v: its metadata as storedMeta keeps it,
 // whether it runs, and of its template the annotations Build reads and
 // the spec (storeVMISpec).
 func storeVM(v *kubevirtv1.VirtualMachine) storedVM {
-	s := storedVM{TypeMeta: v.TypeMeta, ObjectMeta: kubevirtMeta(v.ObjectMeta), running: v.Spec.Running, runStrategy: v.Spec.RunStrategy}
+	s := storedVM{storedMeta: storeMeta(v.TypeMeta, &v.ObjectMeta, nil, nil), running: v.Spec.Running, runStrategy: v.Spec.RunStrategy}
 	if t := v.Spec.Template; t != nil {
-		s.template = &storedTemplate{annotations: keepRead(t.ObjectMeta.Annotations, desired.PodAnnotationRead), spec: storeVMISpec(&t.Spec)}
+		s.template = &storedTemplate{annotations: storedAnnotations(t.ObjectMeta.Annotations, desired.PodAnnotationRead), spec: storeVMISpec(&t.Spec)}
 	}
 	return s
 }
@@ -145,11 +133,11 @@ func storeVM(v *kubevirtv1.VirtualMachine) storedVM {
 func (v *storedVM) object() runtime.Object { return v.vm() }
 
 func (v *storedVM) vm() *kubevirtv1.VirtualMachine {
-	vm := &kubevirtv1.VirtualMachine{TypeMeta: v.TypeMeta, ObjectMeta: v.ObjectMeta}
+	vm := &kubevirtv1.VirtualMachine{TypeMeta: v.typeMeta(), ObjectMeta: v.meta()}
 	vm.Spec.Running, vm.Spec.RunStrategy = v.running, v.runStrategy
 	if t := v.template; t != nil {
 		vm.Spec.Template = &kubevirtv1.VirtualMachineInstanceTemplateSpec{
-			ObjectMeta: metav1.ObjectMeta{Annotations: t.annotations},
+			ObjectMeta: metav1.ObjectMeta{Annotations: t.annotations.Map()},
 			Spec:       t.spec.spec(),
 		}
 	}
@@ -162,8 +150,7 @@ func (v *storedVM) DeepCopyObject() runtime.Object {
 
 // storedVMI holds what leanKubeVirt keeps of a VMI.
 type storedVMI struct {
-	metav1.TypeMeta
-	metav1.ObjectMeta
+	storedMeta
 	spec      storedVMISpec
 	node      string
 	phase     kubevirtv1.VirtualMachineInstancePhase
@@ -179,11 +166,11 @@ type storedMigration struct {
 	completed, failed      bool
 }
 
-// storeVMI is the stored form of v: its metadata as kubevirtMeta keeps it,
+// storeVMI is the stored form of v: its metadata as storedMeta keeps it,
 // its spec (storeVMISpec), and of its status the node, phase and
 // migration state.
 func storeVMI(v *kubevirtv1.VirtualMachineInstance) storedVMI {
-	s := storedVMI{TypeMeta: v.TypeMeta, ObjectMeta: kubevirtMeta(v.ObjectMeta), spec: storeVMISpec(&v.Spec),
+	s := storedVMI{storedMeta: storeMeta(v.TypeMeta, &v.ObjectMeta, nil, nil), spec: storeVMISpec(&v.Spec),
 		node: shared(v.Status.NodeName), phase: kubevirtv1.VirtualMachineInstancePhase(shared(string(v.Status.Phase)))}
 	if m := v.Status.MigrationState; m != nil {
 		s.migration = &storedMigration{uid: string(m.MigrationUID), sourceNode: shared(m.SourceNode), targetNode: shared(m.TargetNode),
@@ -196,7 +183,7 @@ func (v *storedVMI) object() runtime.Object { return v.vmi() }
 
 func (v *storedVMI) vmi() *kubevirtv1.VirtualMachineInstance {
 	vmi := &kubevirtv1.VirtualMachineInstance{
-		TypeMeta: v.TypeMeta, ObjectMeta: v.ObjectMeta,
+		TypeMeta: v.typeMeta(), ObjectMeta: v.meta(),
 		Spec:   v.spec.spec(),
 		Status: kubevirtv1.VirtualMachineInstanceStatus{NodeName: v.node, Phase: v.phase},
 	}
