@@ -52,7 +52,10 @@ const coldStartSwitchPods = 25000
 // heap and the heap's spans in use are printed: their difference is the
 // memory that objects kept among freed ones hold. With
 // OVN_SYNC_COLDSTART_PROFILE set to a directory, the process's heap
-// profile once idle is written there (coldstart.heap; the baseline's,
+// profile near its peak and once idle, its collections (GODEBUG=gctrace)
+// and its RSS and heap read once a second until idle are written there
+// (coldstart-peak.heap, coldstart.heap, coldstart.gctrace,
+// coldstart-peak-timeline.tsv; the baseline's,
 // which is then measured the same way, coldstart-baseline.heap), taken
 // right after a full pass ends (at most 70 s later), when nothing a pass
 // builds is in flight. With
@@ -195,16 +198,22 @@ func afterFullPass(p *runProc, d time.Duration) {
 
 // peakWatch reads a process's heap in use once a second until stopped,
 // and takes its heap profile whenever that is a tenth above the most seen:
-// the profile kept says what the heap held near its peak.
+// the profile kept says what the heap held near its peak. It keeps each
+// reading too, with the process's RSS and the heap's idle and released
+// memory: the timeline says when RSS peaked, and how much of it the heap
+// was not using then.
 type peakWatch struct {
-	done    chan struct{}
-	stopped chan struct{}
-	most    uint64
-	profile string
+	done     chan struct{}
+	stopped  chan struct{}
+	most     uint64
+	profile  string
+	timeline strings.Builder
 }
 
 func watchPeak(p *runProc) *peakWatch {
 	w := &peakWatch{done: make(chan struct{}), stopped: make(chan struct{})}
+	w.timeline.WriteString("seconds\trss_mb\theap_inuse_mb\theap_idle_mb\theap_released_mb\tstack_mb\n")
+	start := time.Now()
 	go func() {
 		defer close(w.stopped)
 		for taken := uint64(0); ; {
@@ -218,6 +227,9 @@ func watchPeak(p *runProc) *peakWatch {
 				continue
 			}
 			inuse := uint64(sample(body, "go_memstats_heap_inuse_bytes"))
+			mb := func(name string) float64 { return sample(body, name) / (1 << 20) }
+			fmt.Fprintf(&w.timeline, "%.0f\t%.0f\t%.0f\t%.0f\t%.0f\t%.0f\n", time.Since(start).Seconds(), mb("process_resident_memory_bytes"),
+				mb("go_memstats_heap_inuse_bytes"), mb("go_memstats_heap_idle_bytes"), mb("go_memstats_heap_released_bytes"), mb("go_memstats_stack_inuse_bytes"))
 			w.most = max(w.most, inuse)
 			if inuse > taken+taken/10 {
 				if prof, err := p.get("/debug/pprof/heap"); err == nil {
@@ -229,13 +241,17 @@ func watchPeak(p *runProc) *peakWatch {
 	return w
 }
 
-// stop ends the watch, writes the profile kept to path, and returns the
-// most heap in use read.
+// stop ends the watch, writes the profile kept to path and the timeline
+// beside it (path's name with -timeline.tsv), and returns the most heap in
+// use read.
 func (w *peakWatch) stop(t *testing.T, path string) uint64 {
 	t.Helper()
 	close(w.done)
 	<-w.stopped
 	if err := os.WriteFile(path, []byte(w.profile), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(strings.TrimSuffix(path, ".heap")+"-timeline.tsv", []byte(w.timeline.String()), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	return w.most
@@ -359,7 +375,17 @@ func measureColdStart(t *testing.T, e *runEnv, bin, gogc string, want int, idle 
 	}
 	if peak != nil {
 		r.peakHeap = peak.stop(t, filepath.Join(profile, name+"-peak.heap"))
-		r.peakLive = gcTracePeak(p.logTail(1 << 30))
+		log := p.logTail(1 << 30)
+		r.peakLive = gcTracePeak(log)
+		var trace []string
+		for line := range strings.Lines(log) {
+			if gcTraceLine.MatchString(line) {
+				trace = append(trace, line)
+			}
+		}
+		if err := os.WriteFile(filepath.Join(profile, name+".gctrace"), []byte(strings.Join(trace, "")), 0o644); err != nil {
+			t.Fatal(err)
+		}
 	}
 	r.idleRange = idleRSS(t, p.cmd.Process.Pid, idle)
 	r.peak, r.idle = procStatus(t, p.cmd.Process.Pid, "VmHWM"), procStatus(t, p.cmd.Process.Pid, "VmRSS")

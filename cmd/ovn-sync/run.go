@@ -276,10 +276,20 @@ func runMain(ctx context.Context, rf *runFlags, log logr.Logger) error {
 		}
 		defer stop()
 	}
-	// Informers first: they take the longest to sync.
+	// Informers first: they take the longest to sync. Their first lists
+	// are paced as a full pass is (LoopOptions.FullPass): they decode every
+	// object and keep a tenth of it, and at the collector's usual pace the
+	// heap would grow to twice the stores before they are done, pages the
+	// runtime keeps through the first pass.
+	listed := func() {}
+	if w.opts.FullPass != nil {
+		listed = w.opts.FullPass()
+	}
 	if err := retry(ctx, log, "discover Kubernetes resources", func() error { return w.src.Start(ctx) }); err != nil {
+		listed()
 		return err
 	}
+	go func() { w.src.WaitForCacheSync(ctx); listed() }()
 	var nb *observed.NB
 	var closeNB func()
 	if err := retry(ctx, log, "connect to NB", func() error {
@@ -415,9 +425,12 @@ const fullPassGC = 4
 // (the heap grows by a quarter of what is live), and afterwards at GOGC
 // again, with the memory the pass used given back to the OS (free). The
 // price is the extra collections of one pass every --resync.
+//
+// GOGC is read once, here: brackets may overlap (the informers' first
+// lists and the first pass, see runMain), and each ends at GOGC.
 func fullPassMemory(free func()) func() func() {
+	gogc := gcPercent()
 	return func() func() {
-		gogc := gcPercent()
 		if gogc < 0 { // GOGC=off: the memory limit alone paces
 			return free
 		}

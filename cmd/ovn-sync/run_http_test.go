@@ -53,6 +53,7 @@ func TestFullPassMemory(t *testing.T) {
 		t.Errorf("after a full pass: GOGC %d, memory returned %d times; want 100 and once", g, freed)
 	}
 	debug.SetGCPercent(-1)
+	begin = fullPassMemory(func() { freed++ })
 	begin()()
 	if g := gcPercent(); g >= 0 || freed != 2 {
 		t.Errorf("GOGC off: %d after a full pass, memory returned %d times; want off and twice", g, freed)
