@@ -426,18 +426,36 @@ const fullPassGC = 4
 // again, with the memory the pass used given back to the OS (free). The
 // price is the extra collections of one pass every --resync.
 //
-// GOGC is read once, here: brackets may overlap (the informers' first
-// lists and the first pass, see runMain), and each ends at GOGC.
+// Brackets may overlap (the informers' first lists and the first pass,
+// see runMain): GOGC, read once here, is back once the last open one
+// ends, and each end counts once.
 func fullPassMemory(free func()) func() func() {
 	gogc := gcPercent()
+	var mu sync.Mutex
+	open := 0
 	return func() func() {
 		if gogc < 0 { // GOGC=off: the memory limit alone paces
 			return free
 		}
-		debug.SetGCPercent(max(gogc/fullPassGC, 1))
+		mu.Lock()
+		if open++; open == 1 {
+			debug.SetGCPercent(max(gogc/fullPassGC, 1))
+		}
+		mu.Unlock()
+		var once sync.Once
 		return func() {
-			debug.SetGCPercent(gogc)
-			free()
+			once.Do(func() {
+				mu.Lock()
+				open--
+				last := open == 0
+				if last {
+					debug.SetGCPercent(gogc)
+				}
+				mu.Unlock()
+				if last {
+					free()
+				}
+			})
 		}
 	}
 }

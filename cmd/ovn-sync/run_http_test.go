@@ -39,7 +39,8 @@ func TestPprofOnlyWhenAsked(t *testing.T) {
 }
 
 // A full pass runs the collector at GOGC/4, and GOGC again once it ends,
-// with its memory returned; with GOGC off, it stays off.
+// with its memory returned (once the last of overlapping passes ends);
+// with GOGC off, it stays off.
 func TestFullPassMemory(t *testing.T) {
 	defer debug.SetGCPercent(debug.SetGCPercent(100))
 	freed := 0
@@ -52,7 +53,21 @@ func TestFullPassMemory(t *testing.T) {
 	if g := gcPercent(); g != 100 || freed != 1 {
 		t.Errorf("after a full pass: GOGC %d, memory returned %d times; want 100 and once", g, freed)
 	}
+	// Overlapping brackets (the first lists and the first pass), ended in
+	// either order: GOGC is back once both have ended, and each end
+	// counts once.
+	lists, pass := begin(), begin()
+	lists()
+	lists()
+	if g := gcPercent(); g != 25 || freed != 1 {
+		t.Errorf("one of two brackets ended: GOGC %d, memory returned %d times; want 25 and once", g, freed)
+	}
+	pass()
+	if g := gcPercent(); g != 100 || freed != 2 {
+		t.Errorf("both brackets ended: GOGC %d, memory returned %d times; want 100 and twice", g, freed)
+	}
 	debug.SetGCPercent(-1)
+	freed = 1
 	begin = fullPassMemory(func() { freed++ })
 	begin()()
 	if g := gcPercent(); g >= 0 || freed != 2 {
