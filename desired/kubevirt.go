@@ -110,7 +110,9 @@ func (kv *kubevirtIndex) entry(k nsName) *kvEntry {
 
 // isLauncher reports whether p is a virt-launcher pod: such pods never have
 // a port of their own.
-func isLauncher(p *corev1.Pod) bool { return IsLauncher(p.Labels[kubevirtv1.AppLabel], p.OwnerReferences) }
+func isLauncher(p *corev1.Pod) bool {
+	return IsLauncher(p.Labels[kubevirtv1.AppLabel], p.OwnerReferences)
+}
 
 // IsLauncher reports whether a pod whose kubevirt.io label is app and whose
 // owner references are owners is a virt-launcher pod: what a PodStore's
