@@ -95,7 +95,8 @@ spec:
   config: '{"cniVersion":"0.3.1","name":"blue","type":"ovn-k8s-cni-overlay","topology":"layer2","subnets":"192.168.100.0/24","netAttachDefName":"tenant/blue"}'
 `
 
-// TestRunKubeVirtLifecycle is the issue's scenario, end to end: a real
+// TestRunKubeVirtLifecycle is a VM's life end to end (stopped with a Multus
+// network only in its template, started, migrated, stopped): a real
 // kube-apiserver and etcd, a real ovsdb-server, the ovn-sync binary
 // running as the service account bound by deploy/rbac.yaml.
 func TestRunKubeVirtLifecycle(t *testing.T) {
