@@ -39,8 +39,8 @@ import (
 type stored interface {
 	runtime.Object
 	// object is the API object the stored form holds: a new one at each
-	// call, sharing the stored maps and slices, which must not be
-	// modified.
+	// call, its maps made anew, sharing the stored slices, which must not
+	// be modified.
 	object() runtime.Object
 }
 

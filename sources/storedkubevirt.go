@@ -11,13 +11,13 @@ import (
 
 // A VirtualMachine or VirtualMachineInstance keeps, as a pod does, only
 // what Build reads: its metadata as storedMeta keeps it, with no labels;
-// of a network its name and source, of
-// an interface its name, MAC and state; of a VMI's migration state the
-// nodes, pods and outcome. What KubeVirt writes beside them (an
-// interface's binding and ports, a pod network's CIDRs, the labels and
-// annotations virt-controller sets, a migration's timestamps and modes)
-// is dropped, and an edit of it is then no change (sameRead). A running
-// VM is held twice, as the VM with its template and as its VMI.
+// of a network its name and source, of an interface its name, MAC and
+// state; of a VMI's migration state the nodes, pods and outcome. What
+// KubeVirt writes beside them (an interface's binding and ports, a pod
+// network's CIDRs, the labels and annotations virt-controller sets, a
+// migration's timestamps and modes) is dropped, and an edit of it is then
+// no change (sameRead). A running VM is held twice, as the VM with its
+// template and as its VMI.
 
 // storedVMISpec holds what leanKubeVirt keeps of a VMI's spec, or of a
 // VM template's: its networks and interfaces, and whether the pod network
