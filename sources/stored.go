@@ -202,13 +202,11 @@ func (p *storedPod) pod() *corev1.Pod {
 // storedMeta.fill).
 func (p *storedPod) fill(pod *corev1.Pod, labels, ann map[string]string) {
 	*pod = corev1.Pod{
-		Spec:   corev1.PodSpec{NodeName: p.node, HostNetwork: p.hostNetwork},
-		Status: corev1.PodStatus{Phase: p.phase},
+		TypeMeta: p.typeMeta(),
+		Spec:     corev1.PodSpec{NodeName: p.node, HostNetwork: p.hostNetwork},
+		Status:   corev1.PodStatus{Phase: p.phase},
 	}
 	p.storedMeta.fill(&pod.ObjectMeta, labels, ann)
-	if p.typ != nil {
-		pod.TypeMeta = *p.typ
-	}
 }
 
 func (p *storedPod) DeepCopyObject() runtime.Object {
