@@ -21,9 +21,22 @@ import (
 // update, have the same resourceVersion: a relist delivering the object
 // unchanged.
 func sameVersion(a, b any) bool {
-	ma, err1 := meta.Accessor(Unwrap(a))
-	mb, err2 := meta.Accessor(Unwrap(b))
-	return err1 == nil && err2 == nil && ma.GetResourceVersion() != "" && ma.GetResourceVersion() == mb.GetResourceVersion()
+	va, ok1 := resourceVersion(Unwrap(a))
+	vb, ok2 := resourceVersion(Unwrap(b))
+	return ok1 && ok2 && va != "" && va == vb
+}
+
+// resourceVersion is obj's resourceVersion: of a stored form read off its
+// fields, where meta.Accessor would make its metadata, maps and all.
+func resourceVersion(obj any) (string, bool) {
+	if s, ok := obj.(interface{ kept() *storedMeta }); ok {
+		return s.kept().version, true
+	}
+	m, err := meta.Accessor(obj)
+	if err != nil {
+		return "", false
+	}
+	return m.GetResourceVersion(), true
 }
 
 // sameRead reports whether old and cur, the stored forms of one object

@@ -185,3 +185,37 @@ func waitDropped(t *testing.T, mu *sync.Mutex, dropped, want map[Kind]int) {
 		return nil
 	})
 }
+
+// TestSameVersion: a relist's update, the same resourceVersion before and
+// after, is told apart from a write, for stored forms (read off their
+// fields) and other objects alike; an object without a version never is.
+func TestSameVersion(t *testing.T) {
+	tr := typedTransform(KindVirtualMachine)
+	stored := func(rv string) any {
+		u := vm("default", "db", map[string]any{"running": true})
+		u.SetResourceVersion(rv)
+		o, _ := tr(u)
+		return compact(o)
+	}
+	ns := func(rv string) any {
+		return &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "shop", ResourceVersion: rv}}
+	}
+	if _, ok := stored("1").(*storedVM); !ok {
+		t.Fatalf("the VM is not stored: %T", stored("1"))
+	}
+	for _, c := range []struct {
+		name     string
+		old, cur any
+		want     bool
+	}{
+		{"stored, same version", stored("7"), stored("7"), true},
+		{"stored, new version", stored("7"), stored("8"), false},
+		{"stored, no version", stored(""), stored(""), false},
+		{"namespace, same version", ns("7"), ns("7"), true},
+		{"namespace, new version", ns("7"), ns("8"), false},
+	} {
+		if got := sameVersion(c.old, c.cur); got != c.want {
+			t.Errorf("sameVersion(%s) = %v, want %v", c.name, got, c.want)
+		}
+	}
+}
