@@ -103,7 +103,8 @@ func TestFullKeepsRowNames(t *testing.T) {
 }
 
 // weakCopies is a Stored that makes a copy of an object at each read, as
-// Copies does, and records a weak pointer to each copy it made.
+// Copies does, and records a weak pointer to each object it made copies
+// in.
 type weakCopies[T any, P interface {
 	*T
 	DeepCopy() P
@@ -117,6 +118,20 @@ func (s weakCopies[T, P]) At(i int) P {
 	c := s.objs[i].DeepCopy()
 	*s.made = append(*s.made, weak.Make((*T)(c)))
 	return c
+}
+
+// Read makes every copy in one object's memory, as Copies' Read does.
+func (s weakCopies[T, P]) Read() iter.Seq2[int, P] {
+	return func(yield func(int, P) bool) {
+		reused := new(T)
+		*s.made = append(*s.made, weak.Make(reused))
+		for i, o := range s.objs {
+			*reused = *o.DeepCopy()
+			if !yield(i, P(reused)) {
+				return
+			}
+		}
+	}
 }
 
 func alive[T any](made []weak.Pointer[T]) int {

@@ -263,7 +263,7 @@ func (b *base) relate(in Inputs) {
 	for p := range in.launcherPods() {
 		b.launchers.add(nsName{p.Namespace, p.Name}, launcherVMI(p))
 	}
-	for _, vmi := range in.AllVMIs() {
+	for _, vmi := range in.ReadVMIs() {
 		if vmi != nil {
 			if r := vmOwnerRef(vmi.OwnerReferences); r != nil && r.Name != vmi.Name {
 				b.vmiVM.add(nsName{vmi.Namespace, vmi.Name}, r.Name)

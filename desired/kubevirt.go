@@ -170,7 +170,7 @@ func launcherVMI(p *corev1.Pod) string {
 func (b *builder) indexKubeVirt(in Inputs) {
 	kv := &b.kv
 	kv.byName = make(map[nsName]*kvEntry, in.VMCount()+in.VMICount())
-	for i, vm := range in.AllVMs() {
+	for i, vm := range in.ReadVMs() {
 		if vm == nil {
 			continue
 		}
@@ -180,7 +180,7 @@ func (b *builder) indexKubeVirt(in Inputs) {
 		}
 	}
 	kv.vmiHasVM = make([]bool, in.VMICount())
-	for i, vmi := range in.AllVMIs() {
+	for i, vmi := range in.ReadVMIs() {
 		if vmi == nil {
 			continue
 		}

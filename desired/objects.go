@@ -153,7 +153,7 @@ func launcherKey(p *corev1.Pod) (nsName, bool) {
 func (x *inputObjects) vmiIndex() map[nsName]int {
 	if x.vmis == nil {
 		x.vmis, x.ownedVMIs = map[nsName]int{}, map[nsName][]int{}
-		for i, v := range x.in.AllVMIs() {
+		for i, v := range x.in.ReadVMIs() {
 			if v == nil {
 				continue
 			}
@@ -198,7 +198,7 @@ func (x *inputObjects) Pod(ns, name string) *corev1.Pod {
 func (x *inputObjects) VirtualMachine(ns, name string) *kubevirtv1.VirtualMachine {
 	if x.vms == nil {
 		x.vms = map[nsName]int{}
-		for i, v := range x.in.AllVMs() {
+		for i, v := range x.in.ReadVMs() {
 			if v != nil && !has(x.vms, nsName{v.Namespace, v.Name}) {
 				x.vms[nsName{v.Namespace, v.Name}] = i
 			}

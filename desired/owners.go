@@ -49,8 +49,11 @@ func (b *builder) addPods(in Inputs) {
 	}
 }
 
+// addVirtualMachines adds every VM's ports. It reads the VMs in the
+// memory of one (ReadVMs): of a VM it keeps strings and what it made of
+// them, and of its VMI, made anew, the annotations it runs with.
 func (b *builder) addVirtualMachines(in Inputs) {
-	for i, vm := range in.AllVMs() {
+	for i, vm := range in.ReadVMs() {
 		if vm == nil {
 			continue
 		}

@@ -372,8 +372,8 @@ var sumSeed = maphash.MakeSeed()
 
 // Live returns the resourceVersion of every pod, VirtualMachine and
 // IPAMClaim in, by UID, for Publish. It makes no stored pod (a full pass
-// at 100,000 pods would make 130 MB of them again), and a stored VM one at
-// a time.
+// at 100,000 pods would make 130 MB of them again), and makes every
+// stored VM in one VM's memory.
 func Live(in desired.Inputs) map[types.UID]string {
 	live := make(map[types.UID]string, in.PodCount()+in.VMCount()+len(in.IPAMClaims))
 	for _, p := range in.Pods {
@@ -384,7 +384,7 @@ func Live(in desired.Inputs) map[types.UID]string {
 			live[types.UID(uid)] = rv
 		}
 	}
-	for _, vm := range in.AllVMs() {
+	for _, vm := range in.ReadVMs() {
 		live[vm.UID] = vm.ResourceVersion
 	}
 	for _, c := range in.IPAMClaims {

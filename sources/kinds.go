@@ -89,12 +89,12 @@ var kindDefs = []kindDef{
 	storedDef(def(KindVirtualMachine, GVRVirtualMachine, "VirtualMachineList",
 		func(in *desired.Inputs) *[]*kubevirtv1.VirtualMachine { return &in.VirtualMachines }),
 		func(in *desired.Inputs, objs []any, bad *[]Unreadable) {
-			in.StoredVMs = listStored[*storedVM](KindVirtualMachine, objs, bad, &in.VirtualMachines)
+			in.StoredVMs = listStored[*storedVM, vmMemory](KindVirtualMachine, objs, bad, &in.VirtualMachines)
 		}, desired.Inputs.VMCount, desired.Inputs.AllVMs),
 	storedDef(def(KindVirtualMachineInstance, GVRVirtualMachineInstance, "VirtualMachineInstanceList",
 		func(in *desired.Inputs) *[]*kubevirtv1.VirtualMachineInstance { return &in.VirtualMachineInstances }),
 		func(in *desired.Inputs, objs []any, bad *[]Unreadable) {
-			in.StoredVMIs = listStored[*storedVMI](KindVirtualMachineInstance, objs, bad, &in.VirtualMachineInstances)
+			in.StoredVMIs = listStored[*storedVMI, vmiMemory](KindVirtualMachineInstance, objs, bad, &in.VirtualMachineInstances)
 		}, desired.Inputs.VMICount, desired.Inputs.AllVMIs),
 	def(KindVirtualMachineInstanceMigration, GVRVirtualMachineInstanceMigration, "VirtualMachineInstanceMigrationList",
 		func(in *desired.Inputs) *[]*kubevirtv1.VirtualMachineInstanceMigration { return &in.Migrations }),

@@ -349,22 +349,39 @@ func splitStored[S any](objs []any) (kept []S, others []any) {
 // storedList lists objects a store held in their stored form (storedVM,
 // storedVMI), each made into its API object at At (desired.Stored): a
 // full pass holds 8 bytes an object where the API objects would be about
-// 1.5 KB.
-type storedList[S interface{ object() runtime.Object }, T any] []S
+// 1.5 KB. Read makes them all in the memory M of one.
+type storedList[S storedForm[M, T], M, T any] []S
 
-func (l storedList[S, T]) Len() int   { return len(l) }
-func (l storedList[S, T]) At(i int) T { return l[i].object().(T) }
+// storedForm is a stored form whose API object T is made in memory M.
+type storedForm[M, T any] interface {
+	object() runtime.Object
+	makeIn(*M) T
+}
+
+func (l storedList[S, M, T]) Len() int   { return len(l) }
+func (l storedList[S, M, T]) At(i int) T { return l[i].makeIn(new(M)) }
+
+func (l storedList[S, M, T]) Read() iter.Seq2[int, T] {
+	return func(yield func(int, T) bool) {
+		m := new(M)
+		for i, s := range l {
+			if !yield(i, s.makeIn(m)) {
+				return
+			}
+		}
+	}
+}
 
 // listStored returns a Stored of the objects listed (objs) in their
-// stored form S, nil when none is, and sets *list to the others, in their
-// API type T; those that cannot be read go to bad.
-func listStored[S interface{ object() runtime.Object }, T any](k Kind, objs []any, bad *[]Unreadable, list *[]T) desired.Stored[T] {
+// stored form S, made in M, nil when none is, and sets *list to the
+// others, in their API type T; those that cannot be read go to bad.
+func listStored[S storedForm[M, T], M, T any](k Kind, objs []any, bad *[]Unreadable, list *[]T) desired.Stored[T] {
 	kept, others := splitStored[S](objs)
 	*list = collect[T](k, others, bad)
 	if len(kept) == 0 {
 		return nil
 	}
-	return storedList[S, T](kept)
+	return storedList[S, M, T](kept)
 }
 
 // apiObject is obj in its API form: a stored object's, or obj itself.

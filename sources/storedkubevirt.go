@@ -1,6 +1,8 @@
 package sources
 
 import (
+	"slices"
+
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
@@ -78,30 +80,53 @@ func storeVMISpec(s *kubevirtv1.VirtualMachineInstanceSpec) storedVMISpec {
 	return out
 }
 
-// spec makes the spec s holds, in slices of its own.
-func (s *storedVMISpec) spec() kubevirtv1.VirtualMachineInstanceSpec {
-	var spec kubevirtv1.VirtualMachineInstanceSpec
-	if len(s.networks) > 0 {
-		spec.Networks = make([]kubevirtv1.Network, len(s.networks))
-		for i, n := range s.networks {
-			spec.Networks[i].Name = n.name
-			switch n.source {
+// specMemory is what a spec is made in (storedVMISpec.fill) beside
+// itself: its networks, their sources and its interfaces.
+type specMemory struct {
+	networks []kubevirtv1.Network
+	multus   []kubevirtv1.MultusNetwork
+	pod      kubevirtv1.PodNetwork
+	ifaces   []kubevirtv1.Interface
+}
+
+// fill makes the spec s holds in *spec and m: in slices of its own when m
+// is new, else in m's, which the spec made in them before then no longer
+// has.
+func (s *storedVMISpec) fill(spec *kubevirtv1.VirtualMachineInstanceSpec, m *specMemory) {
+	*spec = kubevirtv1.VirtualMachineInstanceSpec{}
+	if n := len(s.networks); n > 0 {
+		// Room for a Multus source a network, so that none moves.
+		m.networks, m.multus, m.pod = slices.Grow(m.networks[:0], n)[:n], slices.Grow(m.multus[:0], n), kubevirtv1.PodNetwork{}
+		for i, sn := range s.networks {
+			m.networks[i] = kubevirtv1.Network{Name: sn.name}
+			switch sn.source {
 			case sourcePod:
-				spec.Networks[i].Pod = &kubevirtv1.PodNetwork{}
+				m.networks[i].Pod = &m.pod
 			case sourceMultus:
-				spec.Networks[i].Multus = &kubevirtv1.MultusNetwork{NetworkName: n.multus, Default: n.multusDefault}
+				m.multus = append(m.multus, kubevirtv1.MultusNetwork{NetworkName: sn.multus, Default: sn.multusDefault})
+				m.networks[i].Multus = &m.multus[len(m.multus)-1]
 			}
 		}
+		spec.Networks = m.networks
 	}
-	if len(s.interfaces) > 0 {
-		ifs := make([]kubevirtv1.Interface, len(s.interfaces))
+	if n := len(s.interfaces); n > 0 {
+		m.ifaces = slices.Grow(m.ifaces[:0], n)[:n]
 		for i, f := range s.interfaces {
-			ifs[i] = kubevirtv1.Interface{Name: f.name, MacAddress: f.mac, State: f.state}
+			m.ifaces[i] = kubevirtv1.Interface{Name: f.name, MacAddress: f.mac, State: f.state}
 		}
-		spec.Domain.Devices.Interfaces = ifs
+		spec.Domain.Devices.Interfaces = m.ifaces
 	}
 	spec.Domain.Devices.AutoattachPodInterface = s.autoattach
-	return spec
+}
+
+// reusable is the map to make the next object's annotations in: made, the
+// map they were made in, or had when they were none (Annotations.MapInto
+// then makes no map).
+func reusable(made, had map[string]string) map[string]string {
+	if made != nil {
+		return made
+	}
+	return had
 }
 
 // storedVM holds what leanKubeVirt keeps of a VM.
@@ -132,16 +157,35 @@ func storeVM(v *kubevirtv1.VirtualMachine) storedVM {
 
 func (v *storedVM) object() runtime.Object { return v.vm() }
 
-func (v *storedVM) vm() *kubevirtv1.VirtualMachine {
-	vm := &kubevirtv1.VirtualMachine{TypeMeta: v.typeMeta(), ObjectMeta: v.meta()}
-	vm.Spec.Running, vm.Spec.RunStrategy = v.running, v.runStrategy
+func (v *storedVM) vm() *kubevirtv1.VirtualMachine { return v.makeIn(new(vmMemory)) }
+
+// vmMemory is what a stored VM is made in (storedVM.makeIn).
+type vmMemory struct {
+	vm       kubevirtv1.VirtualMachine
+	template kubevirtv1.VirtualMachineInstanceTemplateSpec
+	// ann and templateAnn are the maps of the VM's and its template's
+	// annotations, kept when the VM made last had none.
+	ann, templateAnn map[string]string
+	spec             specMemory
+}
+
+// makeIn makes the VM's API object in m: all of it new when m is, else
+// in the memory of the VM made in m before, maps and slices included,
+// which that VM then no longer has.
+func (v *storedVM) makeIn(m *vmMemory) *kubevirtv1.VirtualMachine {
+	m.vm = kubevirtv1.VirtualMachine{TypeMeta: v.typeMeta()}
+	v.fill(&m.vm.ObjectMeta, nil, m.ann)
+	m.ann = reusable(m.vm.Annotations, m.ann)
+	m.vm.Spec.Running, m.vm.Spec.RunStrategy = v.running, v.runStrategy
 	if t := v.template; t != nil {
-		vm.Spec.Template = &kubevirtv1.VirtualMachineInstanceTemplateSpec{
-			ObjectMeta: metav1.ObjectMeta{Annotations: t.annotations.Map()},
-			Spec:       t.spec.spec(),
+		m.template = kubevirtv1.VirtualMachineInstanceTemplateSpec{
+			ObjectMeta: metav1.ObjectMeta{Annotations: t.annotations.MapInto(m.templateAnn)},
 		}
+		m.templateAnn = reusable(m.template.ObjectMeta.Annotations, m.templateAnn)
+		t.spec.fill(&m.template.Spec, &m.spec)
+		m.vm.Spec.Template = &m.template
 	}
-	return vm
+	return &m.vm
 }
 
 func (v *storedVM) DeepCopyObject() runtime.Object {
@@ -181,18 +225,33 @@ func storeVMI(v *kubevirtv1.VirtualMachineInstance) storedVMI {
 
 func (v *storedVMI) object() runtime.Object { return v.vmi() }
 
-func (v *storedVMI) vmi() *kubevirtv1.VirtualMachineInstance {
-	vmi := &kubevirtv1.VirtualMachineInstance{
-		TypeMeta: v.typeMeta(), ObjectMeta: v.meta(),
-		Spec:   v.spec.spec(),
-		Status: kubevirtv1.VirtualMachineInstanceStatus{NodeName: v.node, Phase: v.phase},
+func (v *storedVMI) vmi() *kubevirtv1.VirtualMachineInstance { return v.makeIn(new(vmiMemory)) }
+
+// vmiMemory is what a stored VMI is made in (storedVMI.makeIn).
+type vmiMemory struct {
+	vmi       kubevirtv1.VirtualMachineInstance
+	migration *kubevirtv1.VirtualMachineInstanceMigrationState
+	ann       map[string]string
+	spec      specMemory
+}
+
+// makeIn is storedVM.makeIn for a VMI.
+func (v *storedVMI) makeIn(m *vmiMemory) *kubevirtv1.VirtualMachineInstance {
+	m.vmi = kubevirtv1.VirtualMachineInstance{TypeMeta: v.typeMeta(),
+		Status: kubevirtv1.VirtualMachineInstanceStatus{NodeName: v.node, Phase: v.phase}}
+	v.fill(&m.vmi.ObjectMeta, nil, m.ann)
+	m.ann = reusable(m.vmi.Annotations, m.ann)
+	v.spec.fill(&m.vmi.Spec, &m.spec)
+	if mig := v.migration; mig != nil {
+		if m.migration == nil {
+			m.migration = new(kubevirtv1.VirtualMachineInstanceMigrationState)
+		}
+		*m.migration = kubevirtv1.VirtualMachineInstanceMigrationState{MigrationUID: types.UID(mig.uid),
+			SourceNode: mig.sourceNode, TargetNode: mig.targetNode, SourcePod: mig.sourcePod, TargetPod: mig.targetPod,
+			Completed: mig.completed, Failed: mig.failed}
+		m.vmi.Status.MigrationState = m.migration
 	}
-	if m := v.migration; m != nil {
-		vmi.Status.MigrationState = &kubevirtv1.VirtualMachineInstanceMigrationState{MigrationUID: types.UID(m.uid),
-			SourceNode: m.sourceNode, TargetNode: m.targetNode, SourcePod: m.sourcePod, TargetPod: m.targetPod,
-			Completed: m.completed, Failed: m.failed}
-	}
-	return vmi
+	return &m.vmi
 }
 
 func (v *storedVMI) DeepCopyObject() runtime.Object {

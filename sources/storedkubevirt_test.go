@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"reflect"
+	"slices"
 	"strings"
 	"testing"
 
@@ -245,5 +247,98 @@ func checkKept(t *testing.T, what string, labels, ann map[string]string) {
 		if !desired.PodAnnotationRead(k) {
 			t.Errorf("%s keeps annotation %s, which Build does not read", what, k)
 		}
+	}
+}
+
+// multusVM is a VM and its VMI on a Multus network and the pod network,
+// with a MAC on each interface, as kubectl would apply them.
+const multusVM = `---
+apiVersion: kubevirt.io/v1
+kind: VirtualMachine
+metadata: {name: two, namespace: vms, uid: 0a000000-0000-0000-0000-000000000009}
+spec:
+  runStrategy: Always
+  template:
+    metadata:
+      annotations: {ovn.kubernetes.io/ip_address: 10.16.9.9}
+    spec:
+      domain:
+        devices:
+          interfaces:
+          - {name: default, masquerade: {}, macAddress: "02:00:00:00:00:09"}
+          - {name: blue, bridge: {}, macAddress: "02:00:00:00:01:09"}
+      networks:
+      - {name: blue, multus: {networkName: tenant/blue}}
+      - {name: default, pod: {}}
+---
+apiVersion: kubevirt.io/v1
+kind: VirtualMachineInstance
+metadata: {name: two, namespace: vms, uid: 0b000000-0000-0000-0000-000000000009}
+spec:
+  domain:
+    devices:
+      interfaces:
+      - {name: default, masquerade: {}, macAddress: "02:00:00:00:00:09"}
+      - {name: blue, bridge: {}, macAddress: "02:00:00:00:01:09"}
+  networks:
+  - {name: blue, multus: {networkName: tenant/blue}}
+  - {name: default, pod: {}}
+status: {nodeName: node-1, phase: Running}
+`
+
+// A stored VM or VMI that Read makes in the memory of the one before it
+// is what At makes of it anew: nothing of the one before stays (a
+// migration, annotations, a template, a Multus network), in either order.
+func TestStoredReadMakesWhatAtMakes(t *testing.T) {
+	file := filepath.Join(t.TempDir(), "kubevirt.yaml")
+	if err := os.WriteFile(file, []byte(kubevirtAsWritten+multusVM), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	served, _, err := ReadManifests([]string{file})
+	if err != nil {
+		t.Fatal(err)
+	}
+	vms := transformed(served.VirtualMachines, compacting(typedTransform(KindVirtualMachine)),
+		func(vm *kubevirtv1.VirtualMachine) any { return vm.DeepCopy() })
+	vmis := transformed(served.VirtualMachineInstances, compacting(typedTransform(KindVirtualMachineInstance)),
+		func(vmi *kubevirtv1.VirtualMachineInstance) any { return vmi.DeepCopy() })
+	for _, reversed := range []bool{false, true} {
+		if reversed {
+			slices.Reverse(vms)
+			slices.Reverse(vmis)
+		}
+		var bad []Unreadable
+		var vmList []*kubevirtv1.VirtualMachine
+		var vmiList []*kubevirtv1.VirtualMachineInstance
+		readAlike(t, "VirtualMachine", listStored[*storedVM, vmMemory](KindVirtualMachine, vms, &bad, &vmList))
+		readAlike(t, "VirtualMachineInstance", listStored[*storedVMI, vmiMemory](KindVirtualMachineInstance, vmis, &bad, &vmiList))
+		if len(bad)+len(vmList)+len(vmiList) > 0 {
+			t.Fatalf("not every object is in its stored form: %v, %d VMs, %d VMIs", bad, len(vmList), len(vmiList))
+		}
+	}
+}
+
+// readAlike fails when s's Read yields an object other than At's, or
+// makes each anew.
+func readAlike[T interface {
+	comparable
+	GetName() string
+}](t *testing.T, kind string, s desired.Stored[T]) {
+	t.Helper()
+	var first T
+	n := 0
+	for i, got := range s.Read() {
+		if i == 0 {
+			first = got
+		} else if got != first {
+			t.Errorf("%s %d is made anew, not in the memory of the one before", kind, i)
+		}
+		if want := s.At(i); !reflect.DeepEqual(got, want) {
+			t.Errorf("%s %s: Read made\n%+v\nAt made\n%+v", kind, want.GetName(), got, want)
+		}
+		n++
+	}
+	if n != s.Len() || n < 3 {
+		t.Errorf("Read yields %d %ss of %d", n, kind, s.Len())
 	}
 }
