@@ -77,7 +77,7 @@ type LoopOptions struct {
 	// every owner through the engine (not with FullPasses or DryRun), and
 	// the function it returns when that pass ends: run mode collects more
 	// often meanwhile and returns the memory the pass used afterwards
-	// (fullPassMemory).
+	// (gcBrackets).
 	FullPass func() (end func())
 	// DryRun makes every pass compute its plan and write nothing: no
 	// transaction, and Publish is not called. Every pass builds every

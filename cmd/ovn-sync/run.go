@@ -277,13 +277,13 @@ func runMain(ctx context.Context, rf *runFlags, log logr.Logger) error {
 		defer stop()
 	}
 	// Informers first: they take the longest to sync. Their first lists
-	// are paced as a full pass is (LoopOptions.FullPass): they decode every
-	// object and keep a tenth of it, and at the collector's usual pace the
-	// heap would grow to twice the stores before they are done, pages the
-	// runtime keeps through the first pass.
+	// run at GOGC/listsGC: they decode every object and keep a tenth of
+	// it, and at the collector's usual pace the heap would grow to twice
+	// the stores before they are done, pages the runtime keeps through the
+	// first pass.
 	listed := func() {}
-	if w.opts.FullPass != nil {
-		listed = w.opts.FullPass()
+	if w.gc != nil {
+		listed = w.gc(listsGC)
 	}
 	if err := retry(ctx, log, "discover Kubernetes resources", func() error { return w.src.Start(ctx) }); err != nil {
 		listed()
@@ -330,10 +330,13 @@ func runMain(ctx context.Context, rf *runFlags, log logr.Logger) error {
 // runWiring is what run mode is made of before it connects: the clients,
 // the metrics, the informers and the loop's options.
 type runWiring struct {
-	kube  kubernetes.Interface
-	m     *reconcile.Metrics
-	src   *sources.Informers
-	opts  reconcile.LoopOptions
+	kube kubernetes.Interface
+	m    *reconcile.Metrics
+	src  *sources.Informers
+	opts reconcile.LoopOptions
+	// gc paces the collector for a full pass (opts.FullPass) and the
+	// informers' first lists (gcBrackets); nil when nothing is paced.
+	gc    func(div int) func()
 	close func()
 }
 
@@ -374,7 +377,8 @@ func wireRun(rf *runFlags, log logr.Logger) (*runWiring, error) {
 	}
 	if !rf.dryRun && !rf.fullPasses {
 		// Every pass of these builds in full: the runtime paces them.
-		w.opts.FullPass = fullPassMemory(returnMemory())
+		w.gc = gcBrackets(returnMemory())
+		w.opts.FullPass = func() func() { return w.gc(fullPassGC) }
 	}
 	if rf.publish {
 		pub := publish.NewPublisher(kube, dyn, log.WithName("publish"), w.m)
@@ -412,45 +416,57 @@ func returnMemory() func() {
 	}
 }
 
-// fullPassGC divides GOGC for the length of a full pass (fullPassMemory).
-const fullPassGC = 4
+// fullPassGC and listsGC divide GOGC for the length of a full pass and
+// of the informers' first lists (gcBrackets). A full pass's peak is the
+// process's; the lists' heap, at GOGC/listsGC, stays below it.
+const (
+	fullPassGC = 4
+	listsGC    = 2
+)
 
-// fullPassMemory returns run mode's LoopOptions.FullPass. A full pass
-// holds for a moment what no other pass does (at 100k ports, every owner's
-// new result being built and what it is built from), above a live heap
-// that is most of the process's memory; at the runtime's usual pace
-// (GOGC, 100 unless set) the heap grows to twice what the last collection
-// found live before the next, so such a pass would double the peak of
-// what it holds. For its length the collector runs at GOGC/fullPassGC
-// (the heap grows by a quarter of what is live), and afterwards at GOGC
-// again, with the memory the pass used given back to the OS (free). The
+// gcBrackets returns what paces the collector through a full pass and the
+// informers' first lists: begin(div) opens a bracket in which it runs at
+// GOGC/div, and returns its end. A full pass holds for a moment what no
+// other pass does (at 100k ports, every owner's new result being built and
+// what it is built from), above a live heap that is most of the process's
+// memory; at the runtime's usual pace (GOGC, 100 unless set) the heap
+// grows to twice what the last collection found live before the next, so
+// such a pass would double the peak of what it holds. At GOGC/fullPassGC
+// the heap grows by a quarter of what is live. Once every bracket has
+// ended GOGC is back, and the memory used given back to the OS (free). The
 // price is the extra collections of one pass every --resync.
 //
 // Brackets may overlap (the informers' first lists and the first pass,
-// see runMain): GOGC, read once here, is back once the last open one
-// ends, and each end counts once.
-func fullPassMemory(free func()) func() func() {
+// see runMain): the largest divisor of those open holds, GOGC (read once
+// here) is back once the last ends, and each end counts once.
+func gcBrackets(free func()) func(div int) func() {
 	gogc := gcPercent()
 	var mu sync.Mutex
-	open := 0
-	return func() func() {
+	open := map[int]int{} // brackets open, by divisor
+	pace := func() {
+		div := 1
+		for d := range open {
+			div = max(div, d)
+		}
+		debug.SetGCPercent(max(gogc/div, 1))
+	}
+	return func(div int) func() {
 		if gogc < 0 { // GOGC=off: the memory limit alone paces
 			return free
 		}
 		mu.Lock()
-		if open++; open == 1 {
-			debug.SetGCPercent(max(gogc/fullPassGC, 1))
-		}
+		open[div]++
+		pace()
 		mu.Unlock()
 		var once sync.Once
 		return func() {
 			once.Do(func() {
 				mu.Lock()
-				open--
-				last := open == 0
-				if last {
-					debug.SetGCPercent(gogc)
+				if open[div]--; open[div] == 0 {
+					delete(open, div)
 				}
+				last := len(open) == 0
+				pace()
 				mu.Unlock()
 				if last {
 					free()

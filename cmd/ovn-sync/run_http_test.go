@@ -39,38 +39,42 @@ func TestPprofOnlyWhenAsked(t *testing.T) {
 }
 
 // A full pass runs the collector at GOGC/4, and GOGC again once it ends,
-// with its memory returned (once the last of overlapping passes ends);
-// with GOGC off, it stays off.
-func TestFullPassMemory(t *testing.T) {
+// with its memory returned; the informers' first lists at GOGC/2. While
+// brackets overlap the faster pace holds, and GOGC is back (and the
+// memory returned) once the last ends, in either order. With GOGC off,
+// it stays off.
+func TestGCBrackets(t *testing.T) {
 	defer debug.SetGCPercent(debug.SetGCPercent(100))
 	freed := 0
-	begin := fullPassMemory(func() { freed++ })
-	end := begin()
-	if g := gcPercent(); g != 25 {
-		t.Errorf("GOGC %d during a full pass, want 25", g)
+	begin := gcBrackets(func() { freed++ })
+	check := func(when string, gogc, wantFreed int) {
+		t.Helper()
+		if g := gcPercent(); g != gogc || freed != wantFreed {
+			t.Errorf("%s: GOGC %d, memory returned %d times; want %d and %d", when, g, freed, gogc, wantFreed)
+		}
 	}
+	end := begin(fullPassGC)
+	check("during a full pass", 25, 0)
 	end()
-	if g := gcPercent(); g != 100 || freed != 1 {
-		t.Errorf("after a full pass: GOGC %d, memory returned %d times; want 100 and once", g, freed)
-	}
-	// Overlapping brackets (the first lists and the first pass), ended in
-	// either order: GOGC is back once both have ended, and each end
-	// counts once.
-	lists, pass := begin(), begin()
-	lists()
-	lists()
-	if g := gcPercent(); g != 25 || freed != 1 {
-		t.Errorf("one of two brackets ended: GOGC %d, memory returned %d times; want 25 and once", g, freed)
-	}
+	check("after a full pass", 100, 1)
+	lists := begin(listsGC)
+	check("during the lists", 50, 1)
+	pass := begin(fullPassGC)
+	check("a full pass during the lists", 25, 1)
 	pass()
-	if g := gcPercent(); g != 100 || freed != 2 {
-		t.Errorf("both brackets ended: GOGC %d, memory returned %d times; want 100 and twice", g, freed)
-	}
+	pass()
+	check("the lists after a full pass ended (twice)", 50, 1)
+	lists()
+	check("both ended", 100, 2)
+	lists, pass = begin(listsGC), begin(fullPassGC)
+	lists()
+	check("a full pass after the lists ended", 25, 2)
+	pass()
+	check("both ended, the other way", 100, 3)
 	debug.SetGCPercent(-1)
-	freed = 1
-	begin = fullPassMemory(func() { freed++ })
-	begin()()
-	if g := gcPercent(); g >= 0 || freed != 2 {
-		t.Errorf("GOGC off: %d after a full pass, memory returned %d times; want off and twice", g, freed)
-	}
+	freed = 0
+	begin = gcBrackets(func() { freed++ })
+	begin(fullPassGC)()
+	begin(listsGC)()
+	check("GOGC off", -1, 2)
 }
