@@ -204,12 +204,13 @@ func (b *builder) indexKubeVirt(in Inputs) {
 	}
 }
 
-// vmiOf returns the VMI e's VM runs as, made from in, nil when none.
-func vmiOf(in Inputs, e *kvEntry) *kubevirtv1.VirtualMachineInstance {
+// vmiOf returns the VMI e's VM runs as, made by at (of Inputs' VMIs), nil
+// when none.
+func vmiOf(at func(int) *kubevirtv1.VirtualMachineInstance, e *kvEntry) *kubevirtv1.VirtualMachineInstance {
 	if e.vmi == 0 {
 		return nil
 	}
-	return in.vmis().at(e.vmi - 1)
+	return at(e.vmi - 1)
 }
 
 // addLauncher records a virt-launcher pod, whose annotations are ann,

@@ -2,6 +2,7 @@ package desired
 
 import (
 	"fmt"
+	"maps"
 	"slices"
 	"strconv"
 	"strings"
@@ -49,10 +50,12 @@ func (b *builder) addPods(in Inputs) {
 	}
 }
 
-// addVirtualMachines adds every VM's ports. It reads the VMs in the
-// memory of one (ReadVMs): of a VM it keeps strings and what it made of
-// them, and of its VMI, made anew, the annotations it runs with.
+// addVirtualMachines adds every VM's ports. It reads the VMs, and the
+// VMIs they run as, in the memory of one of each (ReadVMs, reader): of
+// either it keeps strings and what it made of them, and a copy of the
+// VMI's annotations.
 func (b *builder) addVirtualMachines(in Inputs) {
+	vmiAt := in.vmis().reader()
 	for i, vm := range in.ReadVMs() {
 		if vm == nil {
 			continue
@@ -65,7 +68,7 @@ func (b *builder) addVirtualMachines(in Inputs) {
 		if !b.validNames(o, "metadata.name") {
 			continue
 		}
-		vmi := vmiOf(in, e)
+		vmi := vmiOf(vmiAt, e)
 		vmiEntry := b.vmiEntry(vmi, e, vm.Name)
 		kv := b.vmPart(o)
 		o.chassis, kv.activationStrategy = b.chassis(vmi, vmiEntry)
@@ -90,7 +93,7 @@ func (b *builder) addVirtualMachines(in Inputs) {
 			kv.running, _ = b.kubevirtAttachments(o, &vmi.Spec, vmi.Annotations, "spec", b.vmiAtts[:0])
 			b.dropProblems(n)
 			b.vmiAtts = kv.running
-			kv.runningAnn = vmi.Annotations
+			kv.runningAnn = maps.Clone(vmi.Annotations)
 		}
 		if names := b.addOwner(o, atts, ann); !ok {
 			b.keepOwnerPorts(o, names)

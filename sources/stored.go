@@ -349,7 +349,7 @@ func splitStored[S any](objs []any) (kept []S, others []any) {
 // storedList lists objects a store held in their stored form (storedVM,
 // storedVMI), each made into its API object at At (desired.Stored): a
 // full pass holds 8 bytes an object where the API objects would be about
-// 1.5 KB. Read makes them all in the memory M of one.
+// 1.5 KB. A Reader makes them all in the memory M of one.
 type storedList[S storedForm[M, T], M, T any] []S
 
 // storedForm is a stored form whose API object T is made in memory M.
@@ -361,15 +361,9 @@ type storedForm[M, T any] interface {
 func (l storedList[S, M, T]) Len() int   { return len(l) }
 func (l storedList[S, M, T]) At(i int) T { return l[i].makeIn(new(M)) }
 
-func (l storedList[S, M, T]) Read() iter.Seq2[int, T] {
-	return func(yield func(int, T) bool) {
-		m := new(M)
-		for i, s := range l {
-			if !yield(i, s.makeIn(m)) {
-				return
-			}
-		}
-	}
+func (l storedList[S, M, T]) Reader() func(int) T {
+	m := new(M)
+	return func(i int) T { return l[i].makeIn(m) }
 }
 
 // listStored returns a Stored of the objects listed (objs) in their
