@@ -63,8 +63,7 @@ type PodStore interface {
 	// All yields every pod, each made at the call: shared with the
 	// store, read only; and its annotations as the store holds them, equal
 	// to the pod's, which a result keeps (Carrier) where it would keep a
-	// map made for the pod alone. Launchers yields those All yields that
-	// are virt-launcher pods (IsLauncher), and makes no other.
+	// map made for the pod alone.
 	All() iter.Seq2[*corev1.Pod, Annotations]
 	// Read yields what All yields, but a pod may be made in the memory
 	// of the one yielded before it: it is good only until the next is
@@ -73,6 +72,9 @@ type PodStore interface {
 	// virt-launcher pod a launcher), so a full pass leaves no pod's API
 	// object (about 1.2 KB) behind it as garbage, nor holds any.
 	Read() iter.Seq2[*corev1.Pod, Annotations]
+	// Launchers yields those Read yields that are virt-launcher pods
+	// (IsLauncher), each good only until the next, as Read's, and makes
+	// no other.
 	Launchers() iter.Seq[*corev1.Pod]
 	// Pod looks up the pod ns/name, nil when none is listed.
 	Pod(ns, name string) *corev1.Pod
@@ -122,10 +124,11 @@ func (s podCopies) Read() iter.Seq2[*corev1.Pod, Annotations] {
 	}
 }
 
+// Launchers makes every launcher in one pod's memory, as Read does.
 func (s podCopies) Launchers() iter.Seq[*corev1.Pod] {
 	return func(yield func(*corev1.Pod) bool) {
-		for _, p := range s {
-			if isLauncher(p) && !yield(p.DeepCopy()) {
+		for p := range s.Read() {
+			if isLauncher(p) && !yield(p) {
 				return
 			}
 		}
@@ -187,7 +190,8 @@ func (in Inputs) annotatedPods(keys *KeyLists, list func(PodStore) iter.Seq2[*co
 	}
 }
 
-// launcherPods yields in's virt-launcher pods, of Pods and of StoredPods.
+// launcherPods yields in's virt-launcher pods, of Pods and of StoredPods:
+// each stored one good only until the next is yielded.
 func (in Inputs) launcherPods() iter.Seq[*corev1.Pod] {
 	return func(yield func(*corev1.Pod) bool) {
 		for _, p := range in.Pods {

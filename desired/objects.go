@@ -232,7 +232,7 @@ func (x *inputObjects) Launchers(ns, vmi string) []*corev1.Pod {
 		x.storedLaunchers = true
 		for p := range s.Launchers() {
 			if k, ok := launcherKey(p); ok && x.pods[nsName{p.Namespace, p.Name}] == nil {
-				x.launchers[k] = append(x.launchers[k], p)
+				x.launchers[k] = append(x.launchers[k], p.DeepCopy())
 			}
 		}
 	}

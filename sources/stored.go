@@ -295,11 +295,16 @@ func (s *storedPods) Versions() iter.Seq2[string, string] {
 	}
 }
 
+// Launchers makes every launcher in one pod's memory, as Read does.
 func (s *storedPods) Launchers() iter.Seq[*corev1.Pod] {
 	return func(yield func(*corev1.Pod) bool) {
+		pod, labels, ann := new(corev1.Pod), map[string]string{}, map[string]string{}
 		for _, p := range s.pods {
-			if app, _ := p.labels.Get(kubevirtv1.AppLabel); desired.IsLauncher(app, p.owners) && !yield(p.pod()) {
-				return
+			if app, _ := p.labels.Get(kubevirtv1.AppLabel); desired.IsLauncher(app, p.owners) {
+				p.fill(pod, labels, ann)
+				if !yield(pod) {
+					return
+				}
 			}
 		}
 	}
