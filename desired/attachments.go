@@ -137,7 +137,7 @@ func (b *builder) kubevirtAttachments(o *owner, spec *kubevirtv1.VirtualMachineI
 			}
 			at := attachment{ref: ref, iface: n.Name, macs: macs}
 			if !n.Multus.Default {
-				at.podIface = kubevirtPodIface(n.Name) // the primary interface is eth0
+				at.podIface = b.podIface(n.Name) // the primary interface is eth0
 			}
 			atts = append(atts, at)
 			continue
@@ -257,6 +257,20 @@ func withSuffix(provider, suffix string) string {
 func kubevirtPodIface(network string) string {
 	sum := sha256.Sum256([]byte(network))
 	return "pod" + hex.EncodeToString(sum[:])[:11]
+}
+
+// podIface is kubevirtPodIface(network), hashed once a Build: a
+// cluster's VMs name few networks.
+func (b *builder) podIface(network string) string {
+	iface, ok := b.podIfaces[network]
+	if !ok {
+		if b.podIfaces == nil {
+			b.podIfaces = map[string]string{}
+		}
+		iface = kubevirtPodIface(network)
+		b.podIfaces[network] = iface
+	}
+	return iface
 }
 
 // selection is one element of a networks annotation.

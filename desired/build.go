@@ -77,6 +77,8 @@ type builder struct {
 	// cfg is the Build's config.
 	cfg *Config
 	buf []byte
+	// podIfaces holds kubevirtPodIface's answers (podIface).
+	podIfaces map[string]string
 }
 
 // nbRows is what the NB holds (have), as the Build reads it.
