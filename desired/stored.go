@@ -94,15 +94,7 @@ func (l listed[T]) at(i int) T {
 	return l.stored.At(i - len(l.list))
 }
 
-func (l listed[T]) all() iter.Seq2[int, T] {
-	return func(yield func(int, T) bool) {
-		for i := range l.len() {
-			if !yield(i, l.at(i)) {
-				return
-			}
-		}
-	}
-}
+func (l listed[T]) all() iter.Seq2[int, T] { return positions(l.len(), l.at) }
 
 // reader is at, but the objects Stored makes are made in the memory of
 // one (Stored.Reader): each is good only until the next call.
@@ -121,10 +113,12 @@ func (l listed[T]) reader() func(int) T {
 
 // read is all through a reader: each object is good only until the next
 // is yielded.
-func (l listed[T]) read() iter.Seq2[int, T] {
+func (l listed[T]) read() iter.Seq2[int, T] { return positions(l.len(), l.reader()) }
+
+// positions yields, for each position i below n, i and at(i).
+func positions[T any](n int, at func(int) T) iter.Seq2[int, T] {
 	return func(yield func(int, T) bool) {
-		at := l.reader()
-		for i := range l.len() {
+		for i := range n {
 			if !yield(i, at(i)) {
 				return
 			}
