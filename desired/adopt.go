@@ -67,6 +67,14 @@ func (b *builder) adoptable(s *portSpec, hp *state.Port) bool {
 	return true
 }
 
+// adoptOf is the vendor whose port s takes over in place, "" when none.
+func (b *builder) adoptOf(s *portSpec) string {
+	if s.adopting {
+		return b.adopt
+	}
+	return ""
+}
+
 // adoptPort takes hp over for s: from here on the pass sees it as s's own
 // port on s's switch, so its addresses are held (sticky) and count on that
 // switch, and the port in Want says it adopts from hp's vendor. The
@@ -80,6 +88,6 @@ func (b *builder) adoptPort(s *portSpec, hp *state.Port) *state.Port {
 	p.Owner, p.Network, p.Switch = s.o.id, s.net.key, s.net.sw
 	b.have.Ports.Set(s.name, &p)
 	b.rowName, b.row = "", nil
-	s.adopt = hp.Vendor()
+	s.adopting = true
 	return &p
 }

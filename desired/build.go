@@ -233,7 +233,7 @@ func (b *netIndex) switchID(name string) uint32 {
 
 // ownerProblem records a Problem on the object o was read from.
 func (b *builder) ownerProblem(o *owner, reason, msg string) {
-	kind, name := o.kind, o.name
+	kind, name := o.kind(), o.name
 	if vmi := o.vm().vmi; vmi != "" {
 		kind, name = kindVirtualMachineInst, vmi
 	}

@@ -130,7 +130,7 @@ func (b *builder) readClaim(s *portSpec, at *attachment, cc netconf.ClaimConfig)
 		}
 		return
 	}
-	if !cc.Persistent || at.podIface == "" || o.kind == kindPod {
+	if !cc.Persistent || at.podIface == "" || o.kind() == kindPod {
 		return
 	}
 	c := b.lookup(o, ClaimName(o.name, at.iface))
@@ -153,9 +153,9 @@ func (b *builder) notOwnedBy(c *ipamclaimsv1alpha1.IPAMClaim, o *owner) string {
 		uid = vm.UID
 	}
 	for _, r := range c.OwnerReferences {
-		if r.Kind == o.kind && r.Name == o.name {
+		if r.Kind == o.kind() && r.Name == o.name {
 			if uid != "" && r.UID != "" && string(r.UID) != uid {
-				return fmt.Sprintf("owned by an earlier %s of that name (UID %s)", o.kind, r.UID)
+				return fmt.Sprintf("owned by an earlier %s of that name (UID %s)", o.kind(), r.UID)
 			}
 			return ""
 		}
@@ -367,8 +367,8 @@ func (s *portSpec) claimFacts() *ClaimFacts {
 				f.IPs = append(f.IPs, netip.PrefixFrom(a, s.net.fam[fam].prefix.Bits()).String())
 			}
 		}
-	case s.fail != "":
-		f.Reason, f.Message = s.fail, s.failWhy
+	case s.fail != nil:
+		f.Reason, f.Message = s.fail.reason, s.fail.msg
 	default:
 		return nil // kept as it is: nothing new to say
 	}
@@ -383,7 +383,7 @@ func (b *builder) unmanagedClaim(o *owner, at *attachment, e nadEntry) {
 	if name == "" && at.podIface != "" {
 		name, _ = b.launcherClaimRef(o, at)
 	}
-	if name == "" && e.cc.Persistent && at.podIface != "" && o.kind != kindPod {
+	if name == "" && e.cc.Persistent && at.podIface != "" && o.kind() != kindPod {
 		name = ClaimName(o.name, at.iface)
 	}
 	if name == "" {

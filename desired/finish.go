@@ -55,7 +55,7 @@ func (b *builder) finish() Result {
 			*p = *s.have
 			r := p.Rare()
 			p.UUID, r.DynamicAddresses = "", ""
-			r.Vendor, r.VendorSwitch, r.Adopt = "", "", s.adopt
+			r.Vendor, r.VendorSwitch, r.Adopt = "", "", b.adoptOf(s)
 			p.SetRare(b.rares.Of(r))
 			b.needSwitch(p.Switch)
 			b.needDHCP(r.DHCPv4)
@@ -128,7 +128,7 @@ func (b *builder) restartRequired(s *portSpec) {
 		return
 	}
 	o := s.o
-	b.notices = append(b.notices, Problem{Kind: o.kind, Namespace: o.ns, Name: o.name, Reason: "RestartRequired",
+	b.notices = append(b.notices, Problem{Kind: o.kind(), Namespace: o.ns, Name: o.name, Reason: "RestartRequired",
 		Message: fmt.Sprintf("network %q: the template asks for %s; port %q keeps its running addresses until the VM starts again",
 			s.net.key, strings.Join(what, " and "), s.name)})
 }
@@ -205,7 +205,7 @@ func (b *builder) port(s *portSpec, p *state.Port) {
 		Network:          s.net.key,
 		RequestedChassis: s.o.chassis,
 	}
-	r := state.Rare{ActivationStrategy: s.o.vm().activationStrategy, Adopt: s.adopt}
+	r := state.Rare{ActivationStrategy: s.o.vm().activationStrategy, Adopt: b.adoptOf(s)}
 	for f, a := range s.ip {
 		if a.IsValid() {
 			*dhcpRef(&r, f) = s.net.dhcpName(f)

@@ -293,7 +293,7 @@ func (b *base) set(r Result) {
 	for _, s := range r.specs {
 		// A port adopted is wanted with Adopt set until the NB shows it
 		// ours: the next Build of its owner differs.
-		if s.state != specBuild || s.adopt != "" {
+		if s.state != specBuild || s.adopting {
 			b.unsettled[s.o.id] = true
 		}
 	}

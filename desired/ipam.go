@@ -441,7 +441,7 @@ func (s *portSpec) recorded(c int, a netip.Addr, x mac) bool {
 // (holdsAgainstForeign).
 func (s *portSpec) whyHolds(c int, a netip.Addr, x mac) string {
 	switch {
-	case s.o.chassis != "" && s.o.kind == kindPod:
+	case s.o.chassis != "" && s.o.kind() == kindPod:
 		return "the pod runs on " + s.o.chassis
 	case s.o.chassis != "":
 		return "its VMI runs on " + s.o.chassis
@@ -518,10 +518,11 @@ func (b *builder) claim(m *table, s *portSpec) {
 // failed notes why s could not take its component c: the IPsAllocated
 // reason a claim reports.
 func (s *portSpec) failed(c int, msg string) {
-	s.fail, s.failWhy = ipamclaimsv1alpha1.ReasonIPAddressConflict, msg
+	reason := ipamclaimsv1alpha1.ReasonIPAddressConflict
 	if c == compMAC {
-		s.fail = ipamclaimsv1alpha1.ReasonMACAddressConflict
+		reason = ipamclaimsv1alpha1.ReasonMACAddressConflict
 	}
+	s.fail = &allocFailure{reason, msg}
 }
 
 func claimVerb(s Source) string {
@@ -551,7 +552,7 @@ func (b *builder) allocateFresh(m *table, s *portSpec) {
 			msg := fmt.Sprintf("network %s: no free %s address in %s for port %q", n.key, familyName[f], fam.prefix, s.name)
 			b.ownerProblem(s.o, "SubnetExhausted", msg)
 			s.state = specFailed
-			s.fail, s.failWhy = ipamclaimsv1alpha1.ReasonSubnetExhausted, msg
+			s.fail = &allocFailure{ipamclaimsv1alpha1.ReasonSubnetExhausted, msg}
 			return
 		}
 		s.ip[f] = a

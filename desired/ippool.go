@@ -64,7 +64,7 @@ func (r *reqReader) pool(src, raw string) bool {
 		}
 		pool = append(pool, e)
 	}
-	if ord := r.s.o.ordinal; ord >= 0 {
+	if ord := int(r.s.o.ordinal); ord >= 0 {
 		// kube-ovn: a StatefulSet's pod takes the entry at its ordinal.
 		if ord >= len(pool) {
 			return r.bad(src, raw, fmt.Sprintf("has %d entries; StatefulSet pod ordinal %d has none", len(pool), ord))
@@ -74,7 +74,7 @@ func (r *reqReader) pool(src, raw string) bool {
 		return true
 	}
 	q := r.out()
-	q.pool, q.poolSrc = pool, src
+	q.pool = &ipPool{pool, src}
 	return true
 }
 
@@ -111,7 +111,7 @@ func parseOrdinal(s string) (int, bool) {
 func (b *builder) pickPools(m *table) {
 	var ps []*portSpec
 	for _, s := range b.specs {
-		if s.state == specBuild && len(s.req.pool) > 0 {
+		if s.state == specBuild && s.req.pool != nil {
 			ps = append(ps, s)
 		}
 	}
@@ -121,7 +121,7 @@ func (b *builder) pickPools(m *table) {
 	slices.SortFunc(ps, comparePriority)
 	keys := map[addr.Key]bool{}
 	for _, s := range ps {
-		for _, e := range s.req.pool {
+		for _, e := range s.req.pool.entries {
 			for _, a := range e {
 				if a.IsValid() {
 					keys[addr.IPKey(a)] = true
@@ -161,24 +161,24 @@ func (b *builder) pickPools(m *table) {
 			mine = addr.ParseLSP(hp.Addresses)
 		}
 		pick := -1
-		for i, e := range s.req.pool {
+		for i, e := range s.req.pool.entries {
 			if matches(e, mine.IP) || matches(e, s.rec.ip) {
 				pick = i
 				break
 			}
 		}
 		if pick < 0 {
-			pick = slices.IndexFunc(s.req.pool, func(e [2]netip.Addr) bool { return free(s, e, mine) })
+			pick = slices.IndexFunc(s.req.pool.entries, func(e [2]netip.Addr) bool { return free(s, e, mine) })
 		}
 		if pick < 0 {
-			b.ownerProblem(s.o, "AddressConflict", fmt.Sprintf("%s: every entry is held or asked for by another port", s.req.poolSrc))
+			b.ownerProblem(s.o, "AddressConflict", fmt.Sprintf("%s: every entry is held or asked for by another port", s.req.pool.src))
 			s.state = specFailed
 			continue
 		}
-		e := s.req.pool[pick]
+		e := s.req.pool.entries[pick]
 		q := *s.req
 		q.pool = nil
-		q.ip, q.ipSrc = e, s.req.poolSrc+"["+strconv.Itoa(pick)+"]"
+		q.ip, q.ipSrc = e, s.req.pool.src+"["+strconv.Itoa(pick)+"]"
 		s.req = &q
 		for _, a := range e {
 			if a.IsValid() {

@@ -41,7 +41,7 @@ func (b *builder) kubeOVNRisks() {
 	}
 	for _, s := range b.specs {
 		o := s.o
-		if s.state != specBuild || o.kind != kindVirtualMachine || o.chassis != "" || s.row != nil || b.ipObject(s.name) != nil {
+		if s.state != specBuild || o.kind() != kindVirtualMachine || o.chassis != "" || s.row != nil || b.ipObject(s.name) != nil {
 			continue
 		}
 		b.ownerProblem(o, ReasonKubeOVNAddressNotKept, fmt.Sprintf("network %q: port %q is not in the NB and no kube-ovn IP object records it: "+
@@ -79,7 +79,7 @@ func (b *builder) kubeOVNHeldTwice(d heldTwice, foreigns []*state.Port, ps []*st
 		return
 	}
 	for _, p := range ps {
-		if s := b.specOf(p); s != nil && s.o.kind == kindVirtualMachine {
+		if s := b.specOf(p); s != nil && s.o.kind() == kindVirtualMachine {
 			b.ownerProblem(s.o, ReasonKubeOVNAddressHeldTwice, fmt.Sprintf("port %q holds %s, and so does kube-ovn's port %s: "+
 				"one VM's address on two ports", s.name, d.what, strings.Join(theirs, ", ")))
 		}
@@ -92,7 +92,7 @@ func (b *builder) kubeOVNHeldTwice(d heldTwice, foreigns []*state.Port, ps []*st
 // named instead of the VM (ReasonKubeOVNStaleIPObject).
 func (b *builder) kubeOVNStaleIPObject(s *portSpec, ip *kubeovnv1.IP) {
 	o, sp := s.o, &ip.Spec
-	if b.adopt != state.VendorKubeOVN || o.kind != kindVirtualMachine {
+	if b.adopt != state.VendorKubeOVN || o.kind() != kindVirtualMachine {
 		return
 	}
 	stale := func(format string, args ...any) {

@@ -38,7 +38,7 @@ func (b *builder) addPods(in Inputs) {
 		}
 		o.chassis, o.pod = p.Spec.NodeName, b.carrier(podCarrier(p, ann))
 		if ord, ok := statefulSetOrdinal(p); ok {
-			o.ordinal = ord
+			o.ordinal = int32(ord)
 		}
 		atts, ok := b.primaryAttachment(o, p.Annotations, b.atts[:0], "eth0")
 		atts, annOK := b.annotationAttachments(o, p.Annotations, atts)
@@ -311,7 +311,7 @@ func (b *builder) switchRestartRequired(s *portSpec, c networkChoice, tmpl map[s
 		return
 	}
 	o := s.o
-	b.notices = append(b.notices, Problem{Kind: o.kind, Namespace: o.ns, Name: o.name, Reason: "RestartRequired",
+	b.notices = append(b.notices, Problem{Kind: o.kind(), Namespace: o.ns, Name: o.name, Reason: "RestartRequired",
 		Message: fmt.Sprintf("network %q: the template asks for Subnet %s (now %s, %s%s); port %q stays on %s with its running addresses until the VM starts again",
 			s.net.key, v, s.net.sw, s.provider, AnnLogicalSwitchSuffix, s.name, s.net.sw)})
 }

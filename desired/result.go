@@ -180,17 +180,17 @@ func published(m map[string]string, keys *KeyLists) Annotations {
 
 // carrier returns c in the builder's arena, as a slice of one (what
 // PortFacts.Pods holds for a plain pod, shared).
-func (b *builder) carrier(c Carrier) []Carrier {
+func (b *builder) carrier(c Carrier) *[1]Carrier {
 	p := b.carriers.alloc()
 	p[0] = c
-	return p[:]
+	return p
 }
 
 // carriers returns the pods that carry the owner's addresses: the plain
 // pod, or the launchers.
 func (o *owner) carriers() []Carrier {
 	if o.pod != nil {
-		return o.pod
+		return o.pod[:]
 	}
 	pods := o.vm().launchers.all()
 	if len(pods) == 0 {
@@ -243,7 +243,7 @@ func (r Result) wanted() iter.Seq[*portSpec] {
 func (s *portSpec) facts() PortFacts {
 	o := s.o
 	f := PortFacts{
-		Port: s.port, OwnerKind: o.kind, OwnerNamespace: o.ns, OwnerName: o.name,
+		Port: s.port, OwnerKind: o.kind(), OwnerNamespace: o.ns, OwnerName: o.name,
 		Provider: s.provider, Kept: s.state != specBuild,
 		Pods: o.carriers(), VM: o.vm().vm,
 	}
@@ -279,7 +279,7 @@ func (o *owner) chassisWhy() string {
 	switch {
 	case o.chassis == "":
 		return ""
-	case o.kind == kindPod:
+	case o.kind() == kindPod:
 		return o.chassis + ": the pod's node"
 	case o.vm().activationStrategy == activationRARP:
 		src, dst, _ := strings.Cut(o.chassis, ",")

@@ -14,19 +14,22 @@ import (
 // owner is whatever a port belongs to: a Pod, a VirtualMachine or a
 // VirtualMachineInstance without one.
 type owner struct {
-	kind, ns, name string
-	id             string // "<Kind>/<ns>/<name>", external_ids:ovn-sync/owner
-	created        time.Time
-	chassis        string
+	ns, name string
+	id       string // "<Kind>/<ns>/<name>", external_ids:ovn-sync/owner (kind)
+	chassis  string
 	// base is "<name>.<ns>", the LSP name on the default network.
 	base string
 	// pod is where a plain pod owner's addresses are published and read
 	// back as records: the pod, kept as a Carrier (what publishing reads
 	// of it, a tenth of a Pod's size), not as the API object a pass read.
 	// Nil for any other owner.
-	pod []Carrier
+	pod *[1]Carrier
+	// created is when the object was created, in seconds and nanoseconds
+	// since the Unix epoch (createdAt).
+	created   int64
+	createdNs int32
 	// ordinal is a StatefulSet pod's ordinal, -1 for any other owner.
-	ordinal int
+	ordinal int32
 	// vmPart is what only a VM or VMI owner has, nil for a pod: apart, so
 	// that a pod owner, the most common, is 96 bytes smaller.
 	vmPart *vmPart
@@ -75,13 +78,24 @@ func (b *builder) newOwner(kind, ns, name string, created time.Time) *owner {
 	both := name + "." + ns + kind + "/" + ns + "/" + name
 	n := len(name) + 1 + len(ns)
 	*o = owner{
-		kind: kind, ns: ns, name: name,
-		id:      both[n:],
-		created: created,
-		base:    both[:n],
-		ordinal: -1,
+		ns: ns, name: name,
+		id:        both[n:],
+		base:      both[:n],
+		created:   created.Unix(),
+		createdNs: int32(created.Nanosecond()),
+		ordinal:   -1,
 	}
 	return o
+}
+
+// kind is o's kind: Pod, VirtualMachine or VirtualMachineInstance, the
+// first part of its id.
+func (o *owner) kind() string { return o.id[:len(o.id)-len(o.ns)-len(o.name)-2] }
+
+// compareCreated orders a and b by when their objects were created, as
+// time.Time's Compare does.
+func compareCreated(a, b *owner) int {
+	return cmp.Or(cmp.Compare(a.created, b.created), cmp.Compare(a.createdNs, b.createdNs))
 }
 
 func (b *builder) newSpec(o *owner, name string) *portSpec {
@@ -89,6 +103,10 @@ func (b *builder) newSpec(o *owner, name string) *portSpec {
 	s.o, s.name, s.req, s.rec = o, name, &noRequest, &noRequest
 	return s
 }
+
+// allocFailure is the IPsAllocated reason and message a claim reports for
+// a port that could not take its addresses.
+type allocFailure struct{ reason, msg string }
 
 // requested holds the addresses an owner asks for, or a record of those it
 // had. Most ports have none and share noRequest, which is never written.
@@ -100,11 +118,16 @@ type requested struct {
 	// granted is set on a request the kube-ovn "allocated" annotation says
 	// was given out before (by kube-ovn, or published by ovn-sync).
 	granted bool
-	// pool lists the addresses an ip_pool annotation offers, one entry per
-	// interface (an IPv4 and/or an IPv6 address), when ip is not set:
-	// resolve picks one (pickPools). poolSrc is the annotation's key.
-	pool    [][2]netip.Addr
-	poolSrc string
+	// pool is what an ip_pool annotation offers when ip is not set (rare,
+	// so a pointer): resolve picks one entry (pickPools).
+	pool *ipPool
+}
+
+// ipPool is the addresses an ip_pool annotation offers, one entry per
+// interface (an IPv4 and/or an IPv6 address), and the annotation's key.
+type ipPool struct {
+	entries [][2]netip.Addr
+	src     string
 }
 
 var noRequest requested
@@ -180,16 +203,16 @@ type portSpec struct {
 	lost uint8
 	// written is set by finish when port is in want.
 	written bool
+	// adopting is set when s takes over in place the port of this name
+	// that Config.Adopt's vendor made: have is then that port, made ours
+	// (adoptPort).
+	adopting bool
 
 	// claim is the IPAMClaim the port reads, nil when none (claims.go).
-	// fail is, for a spec that could not take its addresses, the
-	// IPsAllocated reason a claim reports, failWhy the message.
-	claim         *claimUse
-	fail, failWhy string
-
-	// adopt is the vendor whose port of this name s takes over in place
-	// ("" when none): have is then that port, made ours (adoptPort).
-	adopt string
+	// fail is, for a spec that could not take its addresses, why: what
+	// the claim reports. Both are rare, so each is a pointer.
+	claim *claimUse
+	fail  *allocFailure
 
 	// port is what finish writes: the NB's row itself when it is what
 	// the spec wants (write), else a port of its own; nil until then.
@@ -216,11 +239,9 @@ func (s *portSpec) kept() bool {
 // comparePriority orders claims: older owners first, then by kind,
 // namespace and name, then port name.
 func comparePriority(a, b *portSpec) int {
-	if c := a.o.created.Compare(b.o.created); c != 0 {
-		return c
-	}
 	return cmp.Or(
-		strings.Compare(a.o.kind, b.o.kind),
+		compareCreated(a.o, b.o),
+		strings.Compare(a.o.kind(), b.o.kind()),
 		strings.Compare(a.o.ns, b.o.ns),
 		strings.Compare(a.o.name, b.o.name),
 		strings.Compare(a.name, b.name),
