@@ -79,6 +79,9 @@ type builder struct {
 	buf []byte
 	// podIfaces holds kubevirtPodIface's answers (podIface).
 	podIfaces map[string]string
+	// setPods is, in a Build of every owner, whether each pod read that
+	// is named like a StatefulSet's may have a port (notePresent).
+	setPods map[nsName]bool
 }
 
 // nbRows is what the NB holds (have), as the Build reads it.

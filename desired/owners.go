@@ -25,6 +25,7 @@ func (b *builder) addPods(in Inputs) {
 		if p == nil {
 			continue
 		}
+		b.notePresent(p)
 		if isLauncher(p) {
 			b.addLauncher(p, ann)
 			continue

@@ -2,7 +2,6 @@ package desired
 
 import (
 	"fmt"
-	"maps"
 	"net/netip"
 	"slices"
 	"strings"
@@ -43,7 +42,12 @@ func (b *builder) keepStatefulSetPorts(in Inputs) {
 	if len(sets) == 0 {
 		return
 	}
-	present := func(ns, name string) bool { return live(sc.objs.Pod(ns, name)) }
+	present := func(ns, name string) bool {
+		if sc.all {
+			return b.setPods[nsName{ns, name}]
+		}
+		return live(sc.objs.Pod(ns, name))
+	}
 	// kept reports whether ns/name is a gone pod of a StatefulSet, at an
 	// ordinal within its replicas.
 	kept := func(ns, name string) bool {
@@ -61,10 +65,10 @@ func (b *builder) keepStatefulSetPorts(in Inputs) {
 		}
 		return ord >= start && ord < start+replicas
 	}
-	for _, id := range b.rebuiltPods() {
-		kind, rest, _ := strings.Cut(id, "/")
+	for _, id := range b.rebuiltSetPods(sets) {
+		_, rest, _ := strings.Cut(id, "/")
 		ns, name, _ := strings.Cut(rest, "/")
-		if kind == kindPod && kept(ns, name) {
+		if kept(ns, name) {
 			b.keepOwnerPorts(b.newOwner(kindPod, ns, name, time.Time{}), nil)
 		}
 	}
@@ -85,23 +89,52 @@ func (b *builder) keepStatefulSetPorts(in Inputs) {
 	}
 }
 
-// rebuiltPods lists, sorted, the ids of the pod owners this Build rebuilds
-// that may have ports in have: for a Build of every owner, each owner of a
-// port of ours there.
-func (b *builder) rebuiltPods() []string {
+// rebuiltSetPods lists, sorted, the ids of the pod owners this Build
+// rebuilds that are named like a pod of one of sets and may have ports in
+// have: for a Build of every owner, each such owner of a port of ours
+// there.
+func (b *builder) rebuiltSetPods(sets map[nsName]*appsv1.StatefulSet) []string {
 	var ids []string
+	add := func(id string) {
+		kind, rest, _ := strings.Cut(id, "/")
+		ns, name, _ := strings.Cut(rest, "/")
+		if set, _, ok := StatefulSetPod(name); kind == kindPod && ok && sets[nsName{ns, set}] != nil {
+			ids = append(ids, id)
+		}
+	}
 	if b.scope.all {
-		b.indexHaveOwners()
-		ids = slices.Collect(maps.Keys(b.haveByOwner))
+		for _, p := range b.have.Ports.All() {
+			if p != nil && p.Owned() {
+				add(p.Owner)
+			}
+		}
 	} else {
 		for id := range b.scope.owners {
-			if strings.HasPrefix(id, kindPod+"/") {
-				ids = append(ids, id)
-			}
+			add(id)
 		}
 	}
 	slices.Sort(ids)
-	return ids
+	return slices.Compact(ids)
+}
+
+// notePresent notes, in a Build of every owner, whether p, a pod named
+// like a StatefulSet's, may have a port (live): keepStatefulSetPorts asks
+// that of such pods. The pods addPods reads are every pod the scope's
+// lookups would find, and the first of a name is the one they find.
+func (b *builder) notePresent(p *corev1.Pod) {
+	if !b.scope.all {
+		return
+	}
+	if _, _, ok := StatefulSetPod(p.Name); !ok {
+		return
+	}
+	k := nsName{p.Namespace, p.Name}
+	if _, seen := b.setPods[k]; !seen {
+		if b.setPods == nil {
+			b.setPods = map[nsName]bool{}
+		}
+		b.setPods[k] = live(p)
+	}
 }
 
 // live reports whether p is a pod that may have a port: it exists, is not
