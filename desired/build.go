@@ -1,6 +1,8 @@
 package desired
 
 import (
+	appsv1 "k8s.io/api/apps/v1"
+
 	ipamclaimsv1alpha1 "github.com/ovn-sync/ovn-sync/apis/ipamclaims/v1alpha1"
 	kubeovnv1 "github.com/ovn-sync/ovn-sync/apis/kubeovn/v1"
 	"github.com/ovn-sync/ovn-sync/state"
@@ -48,10 +50,11 @@ func buildOwners(in Inputs, cfg Config, have state.State, sc *scope) Result {
 	b.markNorthdFirst()
 	sc.ownersStarted = true
 	b.indexKubeVirt(in)
+	b.indexStatefulSets(in)
 	b.addPods(in)
 	b.addVirtualMachines(in)
 	b.addVirtualMachineInstances(in)
-	b.keepStatefulSetPorts(in)
+	b.keepStatefulSetPorts()
 	b.reserveClaims()
 	b.resolve()
 	return b.finish()
@@ -79,8 +82,10 @@ type builder struct {
 	buf []byte
 	// podIfaces holds kubevirtPodIface's answers (podIface).
 	podIfaces map[string]string
+	// sets are the StatefulSets not being deleted (indexStatefulSets);
 	// setPods is, in a Build of every owner, whether each pod read that
-	// is named like a StatefulSet's may have a port (notePresent).
+	// is named like a pod of one of them may have a port (notePresent).
+	sets    map[nsName]*appsv1.StatefulSet
 	setPods map[nsName]bool
 }
 

@@ -31,14 +31,8 @@ import (
 //
 // It looks up what it asks (scope.objs): the pods asked about, and the IP
 // objects of each StatefulSet's pods (Objects.StatefulSetIPs).
-func (b *builder) keepStatefulSetPorts(in Inputs) {
-	sets := map[nsName]*appsv1.StatefulSet{}
-	for _, s := range in.StatefulSets {
-		if s != nil && s.DeletionTimestamp == nil {
-			sets[nsName{s.Namespace, s.Name}] = s
-		}
-	}
-	sc := b.scope
+func (b *builder) keepStatefulSetPorts() {
+	sets, sc := b.sets, b.scope
 	if len(sets) == 0 {
 		return
 	}
@@ -117,15 +111,29 @@ func (b *builder) rebuiltSetPods(sets map[nsName]*appsv1.StatefulSet) []string {
 	return slices.Compact(ids)
 }
 
+// indexStatefulSets indexes the StatefulSets of in that are not being
+// deleted (b.sets).
+func (b *builder) indexStatefulSets(in Inputs) {
+	for _, s := range in.StatefulSets {
+		if s != nil && s.DeletionTimestamp == nil {
+			if b.sets == nil {
+				b.sets = map[nsName]*appsv1.StatefulSet{}
+			}
+			b.sets[nsName{s.Namespace, s.Name}] = s
+		}
+	}
+}
+
 // notePresent notes, in a Build of every owner, whether p, a pod named
-// like a StatefulSet's, may have a port (live): keepStatefulSetPorts asks
-// that of such pods. The pods addPods reads are every pod the scope's
-// lookups would find, and the first of a name is the one they find.
+// like a pod of one of b.sets, may have a port (live):
+// keepStatefulSetPorts asks that of such pods. The pods addPods reads are
+// every pod the scope's lookups would find, and the first of a name is the
+// one they find.
 func (b *builder) notePresent(p *corev1.Pod) {
-	if !b.scope.all {
+	if !b.scope.all || len(b.sets) == 0 {
 		return
 	}
-	if _, _, ok := StatefulSetPod(p.Name); !ok {
+	if set, _, ok := StatefulSetPod(p.Name); !ok || b.sets[nsName{p.Namespace, set}] == nil {
 		return
 	}
 	k := nsName{p.Namespace, p.Name}
