@@ -82,6 +82,8 @@ type builder struct {
 	buf []byte
 	// podIfaces holds kubevirtPodIface's answers (podIface).
 	podIfaces map[string]string
+	// annKeys holds keysOf's answers.
+	annKeys map[string]*annKeys
 	// sets are the StatefulSets not being deleted (indexStatefulSets);
 	// setPods is, in a Build of every owner, whether each pod read that
 	// is named like a pod of one of them may have a port (notePresent).

@@ -38,18 +38,20 @@ func (b *builder) readRequests(s *portSpec, at *attachment, ann map[string]strin
 	var ipKey, macKey string
 	granted := false
 	if len(ann) > 0 {
-		ipKey, macKey = provider+AnnIPSuffix, provider+AnnMACSuffix
-		granted = ann[provider+AnnAllocatedSuffix] == "true"
+		keys := b.keysOf(provider)
+		ipKey, macKey = keys.ip, keys.mac
+		granted = ann[keys.allocated] == "true"
 	}
 	r := reqReader{b: b, s: s, dst: dst, granted: granted}
+	var buf [2]string
 	if v := strings.TrimSpace(ann[ipKey]); ipKey != "" && v != "" {
-		if !r.ip(ipKey, v, strings.Split(v, ",")) {
+		if !r.ip(ipKey, v, splitList(buf[:0], v)) {
 			return false
 		}
 	}
 	if at.reqIface != "" && len(ann) > 0 {
 		k := at.ref.name + "." + at.ref.ns + AnnIPSuffix + "." + at.reqIface
-		if v := strings.TrimSpace(ann[k]); v != "" && !r.ip(k, v, strings.Split(v, ",")) {
+		if v := strings.TrimSpace(ann[k]); v != "" && !r.ip(k, v, splitList(buf[:0], v)) {
 			return false
 		}
 	}
@@ -232,9 +234,11 @@ func (b *builder) readRecords(s *portSpec) {
 // has none yet; ann is the object's annotation of s's provider and a
 // suffix.
 func (b *builder) readRecord(s *portSpec, r *requested, kind, ns, name string, ann func(suffix string) string) {
+	keys := b.keysOf(s.provider)
 	if v := strings.TrimSpace(ann(AnnIPSuffix)); v != "" && r.ipSrc == "" {
-		key := s.provider + AnnIPSuffix
-		got, why := recordIPs(s.net, strings.Split(v, ","))
+		key := keys.ip
+		var buf [2]string
+		got, why := recordIPs(s.net, splitList(buf[:0], v))
 		if why != "" {
 			b.problemFor(s.o, kind, ns, name, "InvalidRecord", fmt.Sprintf("%s %q: %s; ignored", key, v, why))
 		} else if got[ipv4].IsValid() || got[ipv6].IsValid() {
@@ -242,7 +246,7 @@ func (b *builder) readRecord(s *portSpec, r *requested, kind, ns, name string, a
 		}
 	}
 	if v := strings.TrimSpace(ann(AnnMACSuffix)); v != "" && r.macSrc == "" {
-		key := s.provider + AnnMACSuffix
+		key := keys.mac
 		m, err := addr.ParseMAC(v)
 		if err != nil {
 			b.problemFor(s.o, kind, ns, name, "InvalidRecord", fmt.Sprintf("%s %q: %v; ignored", key, v, err))
@@ -319,6 +323,32 @@ func (b *builder) readIPRecord(s *portSpec, r *requested, ip *kubeovnv1.IP) {
 		}
 		r.mac, r.macSrc = m, state.KindIP+" "+ip.Name+" spec.macAddress"
 	}
+}
+
+// annKeys are the kube-ovn annotation keys of one provider that a Build
+// reads for every port, made once a Build (keysOf).
+type annKeys struct{ ip, mac, allocated string }
+
+// keysOf returns provider's annKeys.
+func (b *builder) keysOf(provider string) *annKeys {
+	k := b.annKeys[provider]
+	if k == nil {
+		if b.annKeys == nil {
+			b.annKeys = map[string]*annKeys{}
+		}
+		k = &annKeys{provider + AnnIPSuffix, provider + AnnMACSuffix, provider + AnnAllocatedSuffix}
+		b.annKeys[provider] = k
+	}
+	return k
+}
+
+// splitList appends to dst the comma-separated parts of v, as
+// strings.Split would return them.
+func splitList(dst []string, v string) []string {
+	for part := range strings.SplitSeq(v, ",") {
+		dst = append(dst, part)
+	}
+	return dst
 }
 
 func nonEmpty(vals ...string) []string {
