@@ -658,10 +658,10 @@ func carriedDiff(r, full Result) string {
 		return strings.Join(out, ", ")
 	}
 	want := map[string]string{}
-	for _, f := range full.Published() {
+	for f := range full.Published() {
 		want[f.Port.Name] = carried(f)
 	}
-	for _, f := range r.Published() {
+	for f := range r.Published() {
 		if got := carried(f); got != want[f.Port.Name] {
 			return fmt.Sprintf("port %s: carried by %s, want %s", f.Port.Name, got, want[f.Port.Name])
 		}
@@ -1257,7 +1257,7 @@ func TestEngineKeepsNoPodItRead(t *testing.T) {
 		t.Errorf("%d of the %d pods, VMs, VMIs and launchers the passes read were collected; the engine or its result keeps the rest", got, objects)
 	}
 	// Published is Ports without what says why.
-	facts, published := full.Ports(), full.Published()
+	facts, published := full.Ports(), slices.Collect(full.Published())
 	for i := range facts {
 		facts[i].Chassis, facts[i].Addresses = "", nil
 	}

@@ -100,7 +100,7 @@ func Publications(r desired.Result) []Publication {
 			out[i].set(keys[a], v)
 		}
 	}
-	for _, f := range r.Published() {
+	for f := range r.Published() {
 		if f.Provider == "" || len(f.Port.Addresses) == 0 || strings.TrimSpace(f.Port.Addresses[0]) == "" {
 			continue
 		}
@@ -175,7 +175,11 @@ type portAnnotations struct {
 // annotations renders the kube-ovn annotations of one port: the IP key only
 // when it holds an IP; routed is the caller's (scheduled pods only).
 func annotations(f *desired.PortFacts) portAnnotations {
-	words := strings.Fields(f.Port.Addresses[0])
+	var buf [3]string // "<mac> <ipv4> <ipv6>"
+	words := buf[:0]
+	for w := range strings.FieldsSeq(f.Port.Addresses[0]) {
+		words = append(words, w)
+	}
 	var a portAnnotations
 	set := func(i int, v string) { a.v[i], a.has[i] = v, true }
 	set(annAllocated, "true")

@@ -180,7 +180,7 @@ func annotated(p *corev1.Pod, i int) *corev1.Pod {
 // the pods of a cluster it runs carry them.
 func publishedBy(in desired.Inputs) func(*corev1.Pod, int) *corev1.Pod {
 	ann := map[string]map[string]string{}
-	for _, f := range desired.Build(in, bench.Config(), state.New(0)).Published() {
+	for f := range desired.Build(in, bench.Config(), state.New(0)).Published() {
 		if f.OwnerKind != state.KindPod || f.Provider == "" || len(f.Port.Addresses) == 0 {
 			continue
 		}
