@@ -53,7 +53,7 @@ const coldStartSwitchPods = 25000
 // memory that objects kept among freed ones hold. With
 // OVN_SYNC_COLDSTART_PROFILE set to a directory, the process's heap
 // profile near its peak and once idle, its collections (GODEBUG=gctrace)
-// and its RSS and heap read once a second until idle are written there
+// and its RSS and heap read four times a second until idle are written there
 // (coldstart-peak.heap, coldstart.heap, coldstart.gctrace,
 // coldstart-peak-timeline.tsv; the baseline's,
 // which is then measured the same way, coldstart-baseline.heap), taken
@@ -196,7 +196,7 @@ func afterFullPass(p *runProc, d time.Duration) {
 	}
 }
 
-// peakWatch reads a process's heap in use once a second until stopped,
+// peakWatch reads a process's heap in use four times a second until stopped,
 // and takes its heap profile whenever that is a tenth above the most seen:
 // the profile kept says what the heap held near its peak. It keeps each
 // reading too, with the process's RSS and the heap's idle and released
@@ -220,7 +220,7 @@ func watchPeak(p *runProc) *peakWatch {
 			select {
 			case <-w.done:
 				return
-			case <-time.After(time.Second):
+			case <-time.After(250 * time.Millisecond):
 			}
 			body, err := p.get("/metrics") // not p.metric: no t.Fatal off the test's goroutine
 			if err != nil {
@@ -228,7 +228,7 @@ func watchPeak(p *runProc) *peakWatch {
 			}
 			inuse := uint64(sample(body, "go_memstats_heap_inuse_bytes"))
 			mb := func(name string) float64 { return sample(body, name) / (1 << 20) }
-			fmt.Fprintf(&w.timeline, "%.0f\t%.0f\t%.0f\t%.0f\t%.0f\t%.0f\n", time.Since(start).Seconds(), mb("process_resident_memory_bytes"),
+			fmt.Fprintf(&w.timeline, "%.2f\t%.0f\t%.0f\t%.0f\t%.0f\t%.0f\n", time.Since(start).Seconds(), mb("process_resident_memory_bytes"),
 				mb("go_memstats_heap_inuse_bytes"), mb("go_memstats_heap_idle_bytes"), mb("go_memstats_heap_released_bytes"), mb("go_memstats_stack_inuse_bytes"))
 			w.most = max(w.most, inuse)
 			if inuse > taken+taken/10 {
