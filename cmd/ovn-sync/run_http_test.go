@@ -38,8 +38,8 @@ func TestPprofOnlyWhenAsked(t *testing.T) {
 	}
 }
 
-// A full pass runs the collector at GOGC/4, and GOGC again once it ends,
-// with its memory returned; the informers' first lists at GOGC/2. While
+// A full pass runs the collector at GOGC/fullPassGC, and GOGC again once it ends,
+// with its memory returned; the informers' first lists at GOGC/listsGC. While
 // brackets overlap the faster pace holds, and GOGC is back (and the
 // memory returned) once the last ends, in either order. With GOGC off,
 // it stays off.
@@ -54,21 +54,21 @@ func TestGCBrackets(t *testing.T) {
 		}
 	}
 	end := begin(fullPassGC)
-	check("during a full pass", 25, 0)
+	check("during a full pass", 100/fullPassGC, 0)
 	end()
 	check("after a full pass", 100, 1)
 	lists := begin(listsGC)
-	check("during the lists", 50, 1)
+	check("during the lists", 100/listsGC, 1)
 	pass := begin(fullPassGC)
-	check("a full pass during the lists", 25, 1)
+	check("a full pass during the lists", 100/fullPassGC, 1)
 	pass()
 	pass()
-	check("the lists after a full pass ended (twice)", 50, 1)
+	check("the lists after a full pass ended (twice)", 100/listsGC, 1)
 	lists()
 	check("both ended", 100, 2)
 	lists, pass = begin(listsGC), begin(fullPassGC)
 	lists()
-	check("a full pass after the lists ended", 25, 2)
+	check("a full pass after the lists ended", 100/fullPassGC, 2)
 	pass()
 	check("both ended, the other way", 100, 3)
 	debug.SetGCPercent(-1)
