@@ -29,7 +29,8 @@ import (
 // out to another port, so the pod that comes back claims them from that
 // record.
 //
-// It looks up what it asks (scope.objs): the pods asked about, and the IP
+// It looks up what it asks (scope.objs): the pods asked about (a Build of
+// every owner notes them as it reads every pod, notePresent), and the IP
 // objects of each StatefulSet's pods (Objects.StatefulSetIPs).
 func (b *builder) keepStatefulSetPorts() {
 	sets, sc := b.sets, b.scope
