@@ -15,7 +15,7 @@ import (
 // VirtualMachineInstance without one.
 type owner struct {
 	ns, name string
-	id       string // "<Kind>/<ns>/<name>", external_ids:ovn-sync/owner (kind)
+	id       string // "<Kind>/<ns>/<name>", external_ids:ovn-sync/owner; kind() reads it
 	chassis  string
 	// base is "<name>.<ns>", the LSP name on the default network.
 	base string
@@ -25,7 +25,7 @@ type owner struct {
 	// Nil for any other owner.
 	pod *[1]Carrier
 	// created is when the object was created, in seconds and nanoseconds
-	// since the Unix epoch (createdAt).
+	// since the Unix epoch (compareCreated).
 	created   int64
 	createdNs int32
 	// ordinal is a StatefulSet pod's ordinal, -1 for any other owner.

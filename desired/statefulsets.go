@@ -33,8 +33,8 @@ import (
 // every owner notes them as it reads every pod, notePresent), and the IP
 // objects of each StatefulSet's pods (Objects.StatefulSetIPs).
 func (b *builder) keepStatefulSetPorts() {
-	sets, sc := b.sets, b.scope
-	if len(sets) == 0 {
+	sc := b.scope
+	if len(b.sets) == 0 {
 		return
 	}
 	present := func(ns, name string) bool {
@@ -46,9 +46,8 @@ func (b *builder) keepStatefulSetPorts() {
 	// kept reports whether ns/name is a gone pod of a StatefulSet, at an
 	// ordinal within its replicas.
 	kept := func(ns, name string) bool {
-		setName, ord, ok := StatefulSetPod(name)
-		set := sets[nsName{ns, setName}]
-		if !ok || set == nil || present(ns, name) {
+		set, ord := b.setOf(ns, name)
+		if set == nil || present(ns, name) {
 			return false
 		}
 		start, replicas := 0, 1
@@ -60,7 +59,7 @@ func (b *builder) keepStatefulSetPorts() {
 		}
 		return ord >= start && ord < start+replicas
 	}
-	for _, id := range b.rebuiltSetPods(sets) {
+	for _, id := range b.rebuiltSetPods() {
 		_, rest, _ := strings.Cut(id, "/")
 		ns, name, _ := strings.Cut(rest, "/")
 		if kept(ns, name) {
@@ -69,7 +68,7 @@ func (b *builder) keepStatefulSetPorts() {
 	}
 	// The IP objects of gone pods whose ports are not in the NB.
 	var ips []*kubeovnv1.IP
-	for k := range sets {
+	for k := range b.sets {
 		ips = append(ips, sc.objs.StatefulSetIPs(k.ns, k.name)...)
 	}
 	names := make([]string, 0, len(ips))
@@ -85,15 +84,15 @@ func (b *builder) keepStatefulSetPorts() {
 }
 
 // rebuiltSetPods lists, sorted, the ids of the pod owners this Build
-// rebuilds that are named like a pod of one of sets and may have ports in
-// have: for a Build of every owner, each such owner of a port of ours
+// rebuilds that are named like a pod of one of b.sets and may have ports
+// in have: for a Build of every owner, each such owner of a port of ours
 // there.
-func (b *builder) rebuiltSetPods(sets map[nsName]*appsv1.StatefulSet) []string {
+func (b *builder) rebuiltSetPods() []string {
 	var ids []string
 	add := func(id string) {
 		kind, rest, _ := strings.Cut(id, "/")
 		ns, name, _ := strings.Cut(rest, "/")
-		if set, _, ok := StatefulSetPod(name); kind == kindPod && ok && sets[nsName{ns, set}] != nil {
+		if set, _ := b.setOf(ns, name); kind == kindPod && set != nil {
 			ids = append(ids, id)
 		}
 	}
@@ -125,6 +124,16 @@ func (b *builder) indexStatefulSets(in Inputs) {
 	}
 }
 
+// setOf returns the StatefulSet of b.sets that the pod ns/name is named
+// like a pod of (<set>-<ordinal>), and its ordinal; nil when none.
+func (b *builder) setOf(ns, name string) (*appsv1.StatefulSet, int) {
+	setName, ord, ok := StatefulSetPod(name)
+	if !ok {
+		return nil, 0
+	}
+	return b.sets[nsName{ns, setName}], ord
+}
+
 // notePresent notes, in a Build of every owner, whether p, a pod named
 // like a pod of one of b.sets, may have a port (live):
 // keepStatefulSetPorts asks that of such pods. The pods addPods reads are
@@ -134,7 +143,7 @@ func (b *builder) notePresent(p *corev1.Pod) {
 	if !b.scope.all || len(b.sets) == 0 {
 		return
 	}
-	if set, _, ok := StatefulSetPod(p.Name); !ok || b.sets[nsName{p.Namespace, set}] == nil {
+	if set, _ := b.setOf(p.Namespace, p.Name); set == nil {
 		return
 	}
 	k := nsName{p.Namespace, p.Name}
