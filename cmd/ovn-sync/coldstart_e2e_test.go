@@ -55,7 +55,8 @@ const coldStartSwitchPods = 25000
 // profile near its peak and once idle, its collections (GODEBUG=gctrace)
 // and its RSS and heap read four times a second until idle are written there
 // (coldstart-peak.heap, coldstart.heap, coldstart.gctrace,
-// coldstart-peak-timeline.tsv; the baseline's,
+// coldstart-peak-timeline.tsv; the idle time's the same way, in
+// coldstart-idle.heap and coldstart-idle-timeline.tsv; the baseline's,
 // which is then measured the same way, coldstart-baseline.heap), taken
 // right after a full pass ends (at most 70 s later), when nothing a pass
 // builds is in flight. With
@@ -377,8 +378,15 @@ func measureColdStart(t *testing.T, e *runEnv, bin, gogc string, want int, idle 
 		r.peakHeap = peak.stop(t, filepath.Join(profile, name+"-peak.heap"))
 		log := p.logTail(1 << 30)
 		r.peakLive = gcTracePeak(log)
+		// The idle time too, read the same way: a full pass in it (with
+		// --resync shorter than it) holds what the start's did.
+		peak = watchPeak(p)
+	}
+	r.idleRange = idleRSS(t, p.cmd.Process.Pid, idle)
+	if peak != nil {
+		peak.stop(t, filepath.Join(profile, name+"-idle.heap"))
 		var trace []string
-		for line := range strings.Lines(log) {
+		for line := range strings.Lines(p.logTail(1 << 30)) {
 			if gcTraceLine.MatchString(line) {
 				trace = append(trace, line)
 			}
@@ -387,7 +395,6 @@ func measureColdStart(t *testing.T, e *runEnv, bin, gogc string, want int, idle 
 			t.Fatal(err)
 		}
 	}
-	r.idleRange = idleRSS(t, p.cmd.Process.Pid, idle)
 	r.peak, r.idle = procStatus(t, p.cmd.Process.Pid, "VmHWM"), procStatus(t, p.cmd.Process.Pid, "VmRSS")
 	r.cpu = time.Duration(p.metric("process_cpu_seconds_total") * float64(time.Second))
 	r.fullPasses = p.metric("ovn_sync_pass_duration_seconds_count", `kind="full"`)
