@@ -65,9 +65,10 @@ func TestFullLetsGoOfLastResult(t *testing.T) {
 }
 
 // A result kept from pass to pass holds no name of the Build that made it
-// where the NB's row has that name: want is keyed by the row's own string,
-// not by the spec's, which shares one allocation with the owner's id
-// (newOwner) and would stay alive as long as the result.
+// where the NB's row has that name: the owner's id and its port's name are
+// the row's own strings (ownerNames), and want is keyed by the row's name.
+// Were they the Build's, every full pass would make them again for every
+// owner, and the result would keep them beside the NB's.
 func TestFullKeepsRowNames(t *testing.T) {
 	cfg, err := NewConfig("ovn-default", []string{"10.16.0.0/16"}, nil)
 	if err != nil {
@@ -84,21 +85,48 @@ func TestFullKeepsRowNames(t *testing.T) {
 		have.Ports.Set(row.Name, &row)
 	}
 	first = Result{}
-	spec := func() weak.Pointer[byte] {
-		r := x.Full(Inputs{Pods: pods}, cfg, have)
-		if len(r.specs) != 1 || r.specs[0].port != have.Ports.Get(r.specs[0].name) {
-			t.Fatalf("the result's port is not the NB's row")
-		}
-		return weak.Make(unsafe.StringData(r.specs[0].name))
-	}()
-	for range 3 {
-		runtime.GC()
+	r := x.Full(Inputs{Pods: pods}, cfg, have)
+	if len(r.specs) != 1 {
+		t.Fatalf("%d specs, want 1", len(r.specs))
 	}
-	if spec.Value() != nil {
-		t.Error("the engine keeps the name its Build gave the port, beside the NB row's")
+	s := r.specs[0]
+	row := have.Ports.Get(s.name)
+	if s.port != row {
+		t.Fatalf("the result's port is not the NB's row")
+	}
+	same := func(a, b string) bool { return unsafe.StringData(a) == unsafe.StringData(b) }
+	if !same(s.name, row.Name) || !same(s.o.base, row.Name) {
+		t.Error("the port's name is not the NB row's string")
+	}
+	if !same(s.o.id, row.Owner) {
+		t.Error("the owner's id is not the NB row's string")
+	}
+	for name := range r.Want.Ports.All() {
+		if !same(name, row.Name) {
+			t.Error("want is not keyed by the NB row's name")
+		}
 	}
 	if want, _ := x.Want(); want.Ports.Len() != 1 {
 		t.Errorf("want holds %d ports, want 1", want.Ports.Len())
+	}
+}
+
+// An owner whose port the NB holds under another owner's id (a VM's and a
+// VMI's ports share names) does not take that row's strings.
+func TestOwnerNamesOnlyOfItsOwnRow(t *testing.T) {
+	have := state.New(1)
+	have.Ports.Set("a.default", &state.Port{Name: "a.default", Owner: "VirtualMachineInstance/default/a"})
+	b := newBuilder(Inputs{}, have, 1)
+	id, base := b.ownerNames(kindVirtualMachine, "default", "a")
+	if id != "VirtualMachine/default/a" || base != "a.default" {
+		t.Fatalf("ownerNames = %q, %q", id, base)
+	}
+	if unsafe.StringData(base) == unsafe.StringData(have.Ports.Get("a.default").Name) {
+		t.Error("the owner took the name of another owner's row")
+	}
+	id, _ = b.ownerNames(kindVirtualMachineInst, "default", "a")
+	if unsafe.StringData(id) != unsafe.StringData(have.Ports.Get("a.default").Owner) {
+		t.Error("the owner of the row did not take its id")
 	}
 }
 

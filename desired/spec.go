@@ -74,18 +74,39 @@ func (o *owner) vm() *vmPart {
 
 func (b *builder) newOwner(kind, ns, name string, created time.Time) *owner {
 	o := b.owners.alloc()
-	// One allocation for both strings: "<name>.<ns><Kind>/<ns>/<name>".
-	both := name + "." + ns + kind + "/" + ns + "/" + name
-	n := len(name) + 1 + len(ns)
+	id, base := b.ownerNames(kind, ns, name)
 	*o = owner{
 		ns: ns, name: name,
-		id:        both[n:],
-		base:      both[:n],
+		id:        id,
+		base:      base,
 		created:   created.Unix(),
 		createdNs: int32(created.Nanosecond()),
 		ordinal:   -1,
 	}
 	return o
+}
+
+// ownerNames returns the id ("<Kind>/<ns>/<name>") and base ("<name>.<ns>")
+// of an owner. When the NB holds our port called base and this owner's
+// (every pod's port, every VM's on the default network, once written),
+// they are that row's Owner and Name: strings the NB's snapshot holds
+// anyway, which a full Build then does not make again for every owner.
+// Else one allocation makes both.
+func (b *builder) ownerNames(kind, ns, name string) (id, base string) {
+	b.buf = append(append(append(b.buf[:0], name...), '.'), ns...)
+	if hp := b.have.Ports.GetBytes(b.buf); hp != nil && isOwnerID(hp.Owner, kind, ns, name) {
+		return hp.Owner, hp.Name
+	}
+	both := name + "." + ns + kind + "/" + ns + "/" + name
+	n := len(name) + 1 + len(ns)
+	return both[n:], both[:n]
+}
+
+// isOwnerID reports whether id is "<kind>/<ns>/<name>".
+func isOwnerID(id, kind, ns, name string) bool {
+	k, rest, ok := strings.Cut(id, "/")
+	return ok && k == kind && len(rest) == len(ns)+1+len(name) &&
+		rest[:len(ns)] == ns && rest[len(ns)] == '/' && rest[len(ns)+1:] == name
 }
 
 // kind is o's kind: Pod, VirtualMachine or VirtualMachineInstance, the

@@ -2,6 +2,7 @@ package state
 
 import (
 	"fmt"
+	"hash/maphash"
 	"iter"
 	"maps"
 	"sync/atomic"
@@ -73,6 +74,16 @@ func (ps Ports) Get(name string) *Port {
 		return nil
 	}
 	return ps.m.shards[shardOf(name)].ports[name]
+}
+
+// GetBytes is Get for a name held in bytes, which it neither copies nor
+// keeps: a caller that builds the name to look it up allocates nothing.
+func (ps Ports) GetBytes(name []byte) *Port {
+	if ps.m == nil {
+		return nil
+	}
+	// maphash.Bytes of a name is maphash.String of it: shardOf's hash.
+	return ps.m.shards[maphash.Bytes(seed, name)>>(64-shardBits)].ports[string(name)]
 }
 
 // Lookup returns the port called name and whether there is one.

@@ -40,8 +40,8 @@ func TestPortsLikeMaps(t *testing.T) {
 					t.Fatalf("step %d: Ports %d holds %d ports (Len %d), its model %d: %v", step, j, len(got), ports[j].Len(), len(models[j]), got)
 				}
 				for n, p := range models[j] {
-					if ports[j].Get(n) != p {
-						t.Fatalf("step %d: Ports %d: Get(%s) = %v, want %v", step, j, n, ports[j].Get(n), p)
+					if ports[j].Get(n) != p || ports[j].GetBytes([]byte(n)) != p {
+						t.Fatalf("step %d: Ports %d: Get(%s) = %v, GetBytes %v, want %v", step, j, n, ports[j].Get(n), ports[j].GetBytes([]byte(n)), p)
 					}
 				}
 			}
@@ -53,7 +53,7 @@ func TestPortsLikeMaps(t *testing.T) {
 // can be changed.
 func TestPortsZero(t *testing.T) {
 	var z Ports
-	if z.Len() != 0 || z.Get("a") != nil || len(z.Map()) != 0 {
+	if z.Len() != 0 || z.Get("a") != nil || z.GetBytes([]byte("a")) != nil || len(z.Map()) != 0 {
 		t.Fatalf("zero Ports not empty")
 	}
 	z.Delete("a") // no effect, no panic
@@ -61,6 +61,21 @@ func TestPortsZero(t *testing.T) {
 	c.Set("a", &Port{Name: "a"})
 	if c.Len() != 1 || z.Len() != 0 {
 		t.Fatalf("clone of the zero Ports: %d, zero %d", c.Len(), z.Len())
+	}
+}
+
+// TestGetBytesAllocatesNothing: a name looked up from bytes is not copied.
+func TestGetBytesAllocatesNothing(t *testing.T) {
+	ps := NewPorts(1)
+	name := "a-pod-name-longer-than-32-bytes.a-namespace"
+	ps.Set(name, &Port{Name: name})
+	buf := []byte(name)
+	if n := testing.AllocsPerRun(100, func() {
+		if ps.GetBytes(buf) == nil {
+			t.Fatal("not found")
+		}
+	}); n != 0 {
+		t.Errorf("GetBytes allocates %v times", n)
 	}
 }
 
