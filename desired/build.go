@@ -79,6 +79,8 @@ type builder struct {
 	keys KeyLists
 	// cfg is the Build's config.
 	cfg *Config
+	// buf is scratch for one call at a time: a port's addresses (port),
+	// an owner's port name to look up (ownerNames).
 	buf []byte
 	// podIfaces holds kubevirtPodIface's answers (podIface).
 	podIfaces map[string]string
