@@ -102,11 +102,11 @@ func TestRunColdStart(t *testing.T) {
 	}
 	kept := os.Getenv("OVN_SYNC_COLDSTART_NB") == "kept"
 	for i, r := range runs {
-		env := e
+		env, restart := e, i > 0 && kept
 		if i > 0 && !kept {
 			env = e.withFreshNB(t)
 		}
-		m := measureColdStart(t, env, r.bin, r.gogc, want, idle, os.Getenv("OVN_SYNC_COLDSTART_CGROUP") != "", i > 0 && kept)
+		m := measureColdStart(t, env, r.bin, r.gogc, want, idle, os.Getenv("OVN_SYNC_COLDSTART_CGROUP") != "", restart)
 		var live string
 		if m.spans > 0 {
 			live = fmt.Sprintf("; after a collection, a live heap of %d MB in %d MB of spans, %.0f pod patches still queued", m.live>>20, m.spans>>20, m.queued)
@@ -118,7 +118,7 @@ func TestRunColdStart(t *testing.T) {
 			live += fmt.Sprintf("; every patch sent %s after that, before the idle time", m.drained.Round(time.Second))
 		}
 		held := "in the NB"
-		if i > 0 && kept {
+		if restart {
 			held = "held by the NB before, its first full pass ended"
 		}
 		t.Logf("cold start, %s (GOGC %s): %d ports %s %s after start; peak RSS %d MB, RSS idle %d MB%s (peak / idle %.2f), heap in use %d MB, released %d MB, CPU %s, %.0f full passes of %s on average%s%s",
