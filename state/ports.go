@@ -66,7 +66,10 @@ func PortsOf(m map[string]*Port) Ports {
 	return ps
 }
 
-func shardOf(name string) int { return int(NameHash(name) >> (64 - shardBits)) }
+func shardOf(name string) int { return shardOfHash(NameHash(name)) }
+
+// shardOfHash is the shard of a name whose NameHash is h.
+func shardOfHash(h uint64) int { return int(h >> (64 - shardBits)) }
 
 // Get returns the port called name, or nil.
 func (ps Ports) Get(name string) *Port {
@@ -82,8 +85,8 @@ func (ps Ports) GetBytes(name []byte) *Port {
 	if ps.m == nil {
 		return nil
 	}
-	// maphash.Bytes of a name is maphash.String of it: shardOf's hash.
-	return ps.m.shards[maphash.Bytes(seed, name)>>(64-shardBits)].ports[string(name)]
+	// maphash.Bytes of a name is maphash.String of it: its NameHash.
+	return ps.m.shards[shardOfHash(maphash.Bytes(seed, name))].ports[string(name)]
 }
 
 // Lookup returns the port called name and whether there is one.
