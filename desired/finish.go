@@ -150,8 +150,7 @@ func addrOrNone(a netip.Addr) string {
 // Neither side changes a port once made.
 func (b *builder) write(s *portSpec) {
 	p, hp := &b.render, s.have
-	if shareRows && hp != nil && p.Adopt() == "" && hp.DynamicAddresses() == "" && hp.Vendor() == "" &&
-		hp.VendorSwitch() == "" && hp.Adopt() == "" && hp.Equal(p) {
+	if shareRows && rowIs(hp, p) {
 		s.port = hp
 	} else {
 		s.port = b.portVals.alloc()
@@ -166,6 +165,48 @@ func (b *builder) write(s *portSpec) {
 
 // shareRows is unset by a test alone, to measure what sharing saves.
 var shareRows = true
+
+// rowIs reports whether want's port p may be hp, the NB's row of its name:
+// the two hold the same, and the row holds nothing else but its UUID (no
+// dynamic_addresses, no vendor keys, not adopted in this pass).
+func rowIs(hp, p *state.Port) bool {
+	return hp != nil && p.Adopt() == "" && hp.DynamicAddresses() == "" && hp.Vendor() == "" &&
+		hp.VendorSwitch() == "" && hp.Adopt() == "" && hp.Equal(p)
+}
+
+// Settle returns want with each port named in names that have, the NB's
+// rows once want's plan was applied, holds as want has it replaced by
+// that row, as a Build over that NB would write it (write): the ports a
+// pass made for the rows it wrote, with their addresses and owners, are
+// then not kept beside the rows the NB snapshot holds anyway. want itself
+// is not changed: its holders may read it meanwhile. Its Ports and Index
+// are copied as Clone and Patch copy them, in the shards that change.
+func Settle(want state.State, have state.Ports, names []string) state.State {
+	var ports state.Ports
+	var del, ins []state.Entry
+	for _, name := range names {
+		p, hp := want.Ports.Get(name), have.Get(name)
+		if p == nil || hp == p || !rowIs(hp, p) {
+			continue
+		}
+		if del == nil {
+			ports = want.Ports.Clone()
+		}
+		ports.Set(hp.Name, hp)
+		e := state.EntryOf(hp)
+		ins = append(ins, e)
+		e.Port, e.Dynamic = p, p.DynamicAddresses() != ""
+		del = append(del, e)
+	}
+	if del == nil {
+		return want
+	}
+	want.Ports = ports
+	if want.Index.Built() {
+		want.Index = want.Index.Patch(del, ins)
+	}
+	return want
+}
 
 // port renders s into p, sharing the address slices of s.have when they are
 // unchanged.

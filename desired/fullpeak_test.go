@@ -257,3 +257,71 @@ func TestStoredVMsBuildAsListed(t *testing.T) {
 		t.Errorf("VMs and VMIs read from stores build otherwise: %s", m)
 	}
 }
+
+// Once a result's plan is applied, Settle makes each port the NB now holds
+// as the result has it the NB's row itself, in the ports and in the index,
+// leaving the result it was given as it was; a row that holds more than
+// the port (dynamic_addresses) is not taken. An Update from the settled
+// result keeps those rows, and gives what Build gives.
+func TestSettleTakesTheRows(t *testing.T) {
+	cfg, err := NewConfig("ovn-default", []string{"10.16.0.0/16"}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	in := Inputs{Pods: []*corev1.Pod{pod("default", "a", nil), pod("default", "b", nil)}}
+	var x Engine
+	first := x.Full(in, cfg, state.New(0))
+	// The NB once the plan was applied: rows with strings of their own.
+	have := state.New(2)
+	var names []string
+	for _, p := range first.Want.Ports.All() {
+		row := *p
+		row.Name, row.Owner, row.UUID = strings.Clone(p.Name), strings.Clone(p.Owner), "uuid-"+p.Name
+		row.Addresses = []string{strings.Clone(p.Addresses[0])}
+		row.PortSecurity = row.Addresses
+		if strings.HasPrefix(p.Name, "b.") {
+			row.EditRare(func(r *state.Rare) { r.DynamicAddresses = "0a:00:00:00:00:01 10.16.0.99" })
+		}
+		have.Ports.Set(row.Name, &row)
+		names = append(names, p.Name)
+	}
+	a, b := have.Ports.Get("a.default"), have.Ports.Get("b.default")
+	built := first.Want.Ports.Get("a.default")
+	want, ok := x.Settle(have.Ports, append(names, "gone.default"))
+	if !ok {
+		t.Fatal("no result to settle")
+	}
+	if p := want.Ports.Get("a.default"); p != a {
+		t.Errorf("port a = %p, want the NB's row %p", p, a)
+	}
+	for name := range want.Ports.All() {
+		if name == "a.default" && unsafe.StringData(name) != unsafe.StringData(a.Name) {
+			t.Error("want is not keyed by the NB row's name")
+		}
+	}
+	if p := want.Ports.Get("b.default"); p == b || p != first.Want.Ports.Get("b.default") {
+		t.Error("port b took a row that holds dynamic_addresses")
+	}
+	if first.Want.Ports.Get("a.default") != built {
+		t.Error("Settle changed the result it was given")
+	}
+	for _, s := range []state.State{want, first.Want} {
+		if !s.Index.Equal(state.IndexPorts(s.Ports)) {
+			t.Error("the index is not the ports'")
+		}
+	}
+	if kept, _ := x.Want(); kept.Ports.Get("a.default") != a {
+		t.Error("the engine does not keep the settled result")
+	}
+	changed := []state.ObjectRef{{Kind: state.KindPod, Namespace: "default", Name: "b"}}
+	r, why := x.Update(ObjectsOf(in), changed, cfg, have)
+	if why.Gave() {
+		t.Fatalf("Update gave up: %v", why)
+	}
+	if r.Want.Ports.Get("a.default") != a {
+		t.Error("the port kept by Update is not the NB's row")
+	}
+	if d := Mismatch(r, Build(in, cfg, have)); d != "" {
+		t.Errorf("Update after Settle differs from Build: %s", d)
+	}
+}

@@ -143,6 +143,17 @@ func (x *Engine) Want() (state.State, bool) {
 // Reset forgets the last result: the next call must be Full.
 func (x *Engine) Reset() { x.b = nil }
 
+// Settle settles the last result's ports named in names on the NB's rows
+// in have, once its plan was applied (see Settle), and returns its desired
+// state as it now is; ok is false when there is no result.
+func (x *Engine) Settle(have state.Ports, names []string) (want state.State, ok bool) {
+	if x.b == nil {
+		return state.State{}, false
+	}
+	x.b.want = Settle(x.b.want, have, names)
+	return x.b.want, true
+}
+
 // Note is what a caller records of the last result once it has diffed it
 // against the NB, and gets back with the next incremental result
 // (Spliced), so that it can diff only what may have changed since.

@@ -22,6 +22,11 @@ type Builder interface {
 	// next incremental build (desired.Engine.Note). Builders that keep
 	// nothing between passes ignore it.
 	Note(n desired.Note)
+	// Settle settles want, the desired state of the last Build or Full,
+	// on the NB's rows in have once its plan was applied: the ports named
+	// become the rows that hold them as want does (desired.Settle). A
+	// builder that keeps the result settles the one it keeps.
+	Settle(want state.State, have state.Ports, names []string) state.State
 }
 
 // Built is a desired state and how a Builder made it.
@@ -56,6 +61,9 @@ func (a all) Full(have state.State, cfg desired.Config) Built {
 	return Built{Result: desired.Build(a.in, cfg, have)}
 }
 func (all) Note(desired.Note) {}
+func (all) Settle(want state.State, have state.Ports, names []string) state.State {
+	return desired.Settle(want, have, names)
+}
 
 // Engine builds every owner through X, which keeps the result for the
 // Changes of the next pass. List lists every object; withhold says one
@@ -76,6 +84,14 @@ func (e Engine) Full(have state.State, cfg desired.Config) Built {
 
 // Note notes n on the engine.
 func (e Engine) Note(n desired.Note) { e.X.Note(n) }
+
+// Settle settles the engine's result, which want is.
+func (e Engine) Settle(want state.State, have state.Ports, names []string) state.State {
+	if w, ok := e.X.Settle(have, names); ok {
+		return w
+	}
+	return desired.Settle(want, have, names)
+}
 
 // Listed is a List of objects already listed, all of them readable as
 // far as a build goes (the caller withholds deletes for those that were

@@ -382,6 +382,52 @@ func TestLoopFullPass(t *testing.T) {
 	}
 }
 
+// TestLoopSettlesOnTheRows: once a pass applied its plan, the result it
+// keeps (LastOutcome's, the engine's, the drift watch's) and its plan hold
+// the NB's rows, not the ports the pass made for them: a row carries its
+// UUID, a port a Build makes none. The incremental pass that follows keeps
+// them, and raises no drift.
+func TestLoopSettlesOnTheRows(t *testing.T) {
+	f := startFakeLoop(t, time.Millisecond, func(pods map[string]*corev1.Pod) { addPods(pods, 0, 3) })
+	settled := func(ports int) {
+		t.Helper()
+		looptest.WaitFor(t, 30*time.Second, fmt.Sprintf("a pass's outcome that holds %d rows", ports), func() error {
+			out, ok := f.loop.LastOutcome()
+			if !ok {
+				return fmt.Errorf("no pass yet")
+			}
+			want := out.Result.Want
+			if n := want.Ports.Len(); n != ports {
+				return fmt.Errorf("%d ports", n)
+			}
+			for name, p := range want.Ports.All() {
+				if p.UUID == "" {
+					return fmt.Errorf("port %s is not the NB's row", name)
+				}
+			}
+			for _, c := range out.Plan.Changes {
+				if c.After != nil && (c.After.UUID == "" || want.Ports.Get(c.Name) != c.After) {
+					return fmt.Errorf("the plan's %s of %s is not the NB's row", c.Action, c.Name)
+				}
+			}
+			if !want.Index.Equal(state.IndexPorts(want.Ports)) {
+				return fmt.Errorf("the index is not the ports'")
+			}
+			return nil
+		})
+	}
+	settled(3)
+	f.src.set(func(pods map[string]*corev1.Pod) { addPods(pods, 3, 4) })
+	f.waitPorts(t, 4)
+	settled(4)
+	if inc := f.metric("ovn_sync_builds_total", "kind", "incremental"); inc < 1 {
+		t.Errorf("%v incremental builds, want the fourth pod's pass incremental", inc)
+	}
+	if d := f.metric("ovn_sync_drift_events_total", "table", nbdb.LogicalSwitchPortTable); d != 0 {
+		t.Errorf("%v drift events on ports, want none", d)
+	}
+}
+
 // TestLoopWithholdsDeletes: while a source has not synced, a pass deletes
 // nothing; once it has, the withheld delete goes through.
 func TestLoopWithholdsDeletes(t *testing.T) {

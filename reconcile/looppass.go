@@ -166,6 +166,9 @@ func (l *Loop) run(ctx context.Context, t trigger) (*reading, Outcome, error) {
 		out = Compute(l.nb, rd.builder, opts)
 	} else {
 		out, err = Pass(ctx, l.nb, rd.builder, opts)
+		if err == nil {
+			l.settle(rd.builder, &out)
+		}
 	}
 	l.last.Store(served(out))
 	if !rd.listed && l.opts.Report != nil {
@@ -180,6 +183,24 @@ func (l *Loop) run(ctx context.Context, t trigger) (*reading, Outcome, error) {
 		l.log.Error(errors.New(out.Mismatch), "incremental desired state differs from a full Build: the full one is used", "trigger", t.String())
 	}
 	return rd, out, err
+}
+
+// settle settles out, whose plan was applied, on the NB's rows
+// (Outcome.settle): the NB's next snapshot shows the pass's writes
+// (observed.NB.Transact). What the drift watch compares with is then the
+// result as settled.
+func (l *Loop) settle(b Builder, out *Outcome) {
+	if c := out.Plan.Counts(); c.Add+c.Change == 0 {
+		return
+	}
+	have, _ := l.nb.StateVersion()
+	if !out.settle(b, have.Ports) {
+		return
+	}
+	want := out.Result.Want
+	l.wantMu.Lock()
+	l.want = &want
+	l.wantMu.Unlock()
 }
 
 // countBuild counts how out was built (ovn_sync_builds_total) and returns

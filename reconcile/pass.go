@@ -248,6 +248,30 @@ func planMismatch(scoped, full diff.Plan) string {
 		scoped.Notices, scoped.Withheld, full.Notices, full.Withheld)
 }
 
+// settle settles out's result through b on the NB's rows in have, once
+// its plan was applied (Builder.Settle), and points the plan's changes at
+// those rows: neither then keeps the ports the pass made for the rows it
+// wrote. It reports whether the plan wrote a port.
+func (out *Outcome) settle(b Builder, have state.Ports) bool {
+	var names []string
+	for i := range out.Plan.Changes {
+		if c := &out.Plan.Changes[i]; c.After != nil {
+			names = append(names, c.Name)
+		}
+	}
+	if names == nil {
+		return false
+	}
+	out.Result.Want = b.Settle(out.Result.Want, have, names)
+	for i := range out.Plan.Changes {
+		c := &out.Plan.Changes[i]
+		if hp := have.Get(c.Name); c.After != nil && hp != nil && out.Result.Want.Ports.Get(c.Name) == hp {
+			c.After, c.Name, c.Owner = hp, hp.Name, hp.Owner
+		}
+	}
+	return true
+}
+
 // Pass computes and applies. A transaction that fails because the NB
 // changed under it is not replayed: the pass is computed again from the
 // refreshed cache, with a pause for the cache to catch up, up to
