@@ -52,8 +52,9 @@ type Options struct {
 	BeforeApply func(want state.State)
 	// Publications, when set, turns each computation's facts into what
 	// publishing writes (Outcome.Publications and Outcome.Claims) before its
-	// plan is applied, and lets the facts go: a long apply, as a start's on
-	// an empty NB is, then does not hold every port's spec and owner.
+	// plan is computed, and lets the facts go: the plan's memory, and a long
+	// apply, as a start's on an empty NB is, then do not come on top of every
+	// port's spec and owner.
 	// Outcome.Result then holds no facts (Explain finds no port).
 	Publications bool
 	// Retries bounds how many times a pass computes again after the NB
@@ -150,15 +151,18 @@ func (out *Outcome) compute(nb NB, b Builder, opts *Options) state.State {
 	out.set(built)
 	opts.Policy.WithholdDeletes = opts.Policy.WithholdDeletes || built.Withhold
 	t2 := time.Now()
-	out.diff(nb, b, have, haveVersion, opts.Policy, built.VerifyDiff)
-	out.Owned = have.OwnedPorts()
-	t3 := time.Now()
-	out.Timings.Observe, out.Timings.Build, out.Timings.Diff = t1.Sub(t0), t2.Sub(t1), t3.Sub(t2)
-	out.Attempts++
+	ports, scoped := out.scope(nb, haveVersion)
 	if opts.Publications {
+		// Before the diff: the facts are let go before the plan is made.
 		out.Publications, out.Claims = Publications(out.Result), ClaimStatuses(out.Result)
 		out.Result = bare(out.Result)
 	}
+	t3 := time.Now()
+	out.diff(b, have, haveVersion, ports, scoped, opts.Policy, built.VerifyDiff)
+	out.Owned = have.OwnedPorts()
+	t4 := time.Now()
+	out.Timings.Observe, out.Timings.Build, out.Timings.Diff = t1.Sub(t0), t2.Sub(t1), t4.Sub(t3)
+	out.Attempts++
 	return have
 }
 
@@ -168,13 +172,12 @@ func (out *Outcome) set(built Built) {
 	out.Checked, out.Mismatch, out.Behind = built.Checked, built.Mismatch, built.Behind
 }
 
-// diff computes out.Plan for out.Result: over the ports that may have
-// changed when the result is incremental and the NB tells which of its
-// ports changed since the last plan, else over every port. The plan is
-// noted for the next.
-func (out *Outcome) diff(nb NB, b Builder, have state.State, version uint64, policy diff.Policy, verify bool) {
+// diff computes out.Plan for out.Result: over ports when scoped (the
+// ports that may have changed, see scope), else over every port. The plan
+// is noted for the next.
+func (out *Outcome) diff(b Builder, have state.State, version uint64, ports []string, scoped bool, policy diff.Policy, verify bool) {
 	want := out.Result.Want
-	if ports, ok := out.scope(nb, version); ok {
+	if scoped {
 		out.Plan, out.Scoped = diff.ComputePorts(want, have, policy, ports), true
 		if verify {
 			full := diff.Compute(want, have, policy)
