@@ -507,6 +507,24 @@ func (c *cluster) eventOf(t *rapid.T, k int) []state.ObjectRef {
 	return nil
 }
 
+// settled makes each port of ours in have that is no row yet (no UUID: a
+// Build made it) a row of its own, as the NB's port view reads what a pass
+// wrote, and settles x's result on have's rows, as run mode does once a
+// pass applied its plan (Engine.Settle). It returns have.
+func settled(x *Engine, have state.State) state.State {
+	var names []string
+	for name, p := range have.Ports.All() {
+		if p.Owned() && p.UUID == "" {
+			row := *p
+			row.UUID = "uuid-" + name
+			have.Ports.Set(name, &row)
+			names = append(names, name)
+		}
+	}
+	x.Settle(have.Ports, names)
+	return have
+}
+
 // TestIncrementalMatchesBuild drives random event sequences and checks,
 // after every event, that Engine.Update gives what a full Build of the
 // same inputs and NB gives. Between events the NB is what the last result
@@ -622,12 +640,13 @@ func TestIncrementalMatchesBuild(t *testing.T) {
 				}
 			}
 			// The pass applied r, and the NB shows it to the next (the
-			// port view's barrier).
-			have = applied(have, r.Want)
+			// port view's barrier), in rows of its own that the pass
+			// settles on.
+			have = settled(&x, applied(have, r.Want))
 			if r.Again {
 				// The pass computes again over what it applied.
 				r = x.Full(in, c.cfg, have)
-				have = applied(have, r.Want)
+				have = settled(&x, applied(have, r.Want))
 			}
 		}
 	})
