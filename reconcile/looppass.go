@@ -188,9 +188,12 @@ func (l *Loop) run(ctx context.Context, t trigger) (*reading, Outcome, error) {
 // settle settles out, whose plan was applied, on the NB's rows
 // (Outcome.settle): the NB's next snapshot shows the pass's writes
 // (observed.NB.Transact). What the drift watch compares with is then the
-// result as settled.
+// result as settled. A plan that wrote fewer ports than a pass diffs by
+// name (maxScope), as an event's does, is not settled: copying the ports'
+// and the index's shards would cost more than the few ports it frees,
+// which their owner's next rebuild or the next full pass lets go anyway.
 func (l *Loop) settle(b Builder, out *Outcome) {
-	if c := out.Plan.Counts(); c.Add+c.Change == 0 {
+	if c := out.Plan.Counts(); c.Add+c.Change < maxScope(out.Result.Want) {
 		return
 	}
 	have, _ := l.nb.StateVersion()
