@@ -193,13 +193,12 @@ func (l *Loop) run(ctx context.Context, t trigger) (*reading, Outcome, error) {
 // and the index's shards would cost more than the few ports it frees,
 // which their owner's next rebuild or the next full pass lets go anyway.
 func (l *Loop) settle(b Builder, out *Outcome) {
-	if c := out.Plan.Counts(); c.Add+c.Change < maxScope(out.Result.Want) {
+	names := out.written()
+	if len(names) < maxScope(out.Result.Want) {
 		return
 	}
 	have, _ := l.nb.StateVersion()
-	if !out.settle(b, have.Ports) {
-		return
-	}
+	out.settle(b, have.Ports, names)
 	want := out.Result.Want
 	l.wantMu.Lock()
 	l.want = &want

@@ -251,20 +251,22 @@ func planMismatch(scoped, full diff.Plan) string {
 		scoped.Notices, scoped.Withheld, full.Notices, full.Withheld)
 }
 
-// settle settles out's result through b on the NB's rows in have, once
-// its plan was applied (Builder.Settle), and points the plan's changes at
-// those rows: neither then keeps the ports the pass made for the rows it
-// wrote. It reports whether the plan wrote a port.
-func (out *Outcome) settle(b Builder, have state.Ports) bool {
+// written names the ports out's plan creates or updates.
+func (out *Outcome) written() []string {
 	var names []string
 	for i := range out.Plan.Changes {
 		if c := &out.Plan.Changes[i]; c.After != nil {
 			names = append(names, c.Name)
 		}
 	}
-	if names == nil {
-		return false
-	}
+	return names
+}
+
+// settle settles out's result through b on the NB's rows in have, once
+// its plan, which wrote the ports named, was applied (Builder.Settle),
+// and points the plan's changes at those rows: neither then keeps the
+// ports the pass made for the rows it wrote.
+func (out *Outcome) settle(b Builder, have state.Ports, names []string) {
 	out.Result.Want = b.Settle(out.Result.Want, have, names)
 	for i := range out.Plan.Changes {
 		c := &out.Plan.Changes[i]
@@ -272,7 +274,6 @@ func (out *Outcome) settle(b Builder, have state.Ports) bool {
 			c.After, c.Name, c.Owner = hp, hp.Name, hp.Owner
 		}
 	}
-	return true
 }
 
 // Pass computes and applies. A transaction that fails because the NB
