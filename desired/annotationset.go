@@ -2,7 +2,9 @@ package desired
 
 import (
 	"cmp"
+	"encoding/binary"
 	"slices"
+	"strings"
 )
 
 // Annotations are annotations held in less room than a map: a
@@ -10,12 +12,13 @@ import (
 // object ovn-sync publishes to keeps a handful (seven kube-ovn keys on a
 // pod of the default network). They are the keys, sorted, as a list that
 // every object keeping the same keys shares (KeyLists), and the values in
-// the keys' order: 112 bytes for seven, the values' strings apart. The
-// zero Annotations stand for a nil map; an empty map that is not nil has
-// keys and no values.
+// the keys' order in one string, each after its length (a uvarint): 80
+// bytes for a pod's seven kube-ovn values, where a slice of them took 112
+// and its addresses' strings 40 more. The zero Annotations stand for a
+// nil map; an empty map that is not nil has keys and no values.
 type Annotations struct {
 	keys *[]string
-	vals []string
+	vals string
 }
 
 // Get returns the value of key, if a holds it.
@@ -24,13 +27,56 @@ func (a Annotations) Get(key string) (string, bool) {
 		return "", false
 	}
 	if i, ok := slices.BinarySearch(*a.keys, key); ok {
-		return a.vals[i], true
+		return a.value(i), true
 	}
 	return "", false
 }
 
+// value is the i-th value, of the i-th key: a part of vals, not a copy.
+func (a Annotations) value(i int) string {
+	rest := a.vals
+	for ; i > 0; i-- {
+		_, rest = next(rest)
+	}
+	v, _ := next(rest)
+	return v
+}
+
+// next splits vals, as Of writes them, into the first value and the rest.
+func next(vals string) (v, rest string) {
+	n, shift := 0, 0
+	for i := 0; i < len(vals); i++ {
+		b := vals[i]
+		if b < 0x80 {
+			n |= int(b) << shift
+			return vals[i+1 : i+1+n], vals[i+1+n:]
+		}
+		n |= int(b&0x7f) << shift
+		shift += 7
+	}
+	return "", ""
+}
+
+// each calls f with each key and its value, in the keys' order.
+func (a Annotations) each(f func(k, v string)) {
+	if a.keys == nil {
+		return
+	}
+	rest := a.vals
+	for _, k := range *a.keys {
+		var v string
+		v, rest = next(rest)
+		f(k, v)
+	}
+}
+
 // Len is how many annotations a holds.
-func (a Annotations) Len() int { return len(a.vals) }
+func (a Annotations) Len() int {
+	if a.keys == nil {
+		return 0
+	}
+	return len(*a.keys)
+}
 
 // Map returns the annotations as a map: a new one at each call, nil for
 // the zero Annotations.
@@ -45,12 +91,10 @@ func (a Annotations) MapInto(m map[string]string) map[string]string {
 		return nil
 	}
 	if m == nil {
-		m = make(map[string]string, len(a.vals))
+		m = make(map[string]string, a.Len())
 	}
 	clear(m)
-	for i, k := range *a.keys {
-		m[k] = a.vals[i]
-	}
+	a.each(func(k, v string) { m[k] = v })
 	return m
 }
 
@@ -64,16 +108,14 @@ type KeyLists struct {
 	// Max bounds the lists held (0: 1,024).
 	Max int
 	// Key, when set, is what a list holds of each key, an equal string:
-	// the one copy of it that every object shares, say. Value, when set,
-	// is likewise what Annotations hold of the value of a key.
-	Key   func(string) string
-	Value func(key, value string) string
+	// the one copy of it that every object shares, say.
+	Key func(string) string
 
 	lists map[string]*[]string // by the keys joined with NULs
 }
 
 // Of returns the annotations of m whose key keep accepts (every key when
-// keep is nil), the values as Value holds them. A nil m, or one of which
+// keep is nil), their values copied into one string. A nil m, or one of which
 // no key is kept, gives the zero Annotations; an empty m that is not nil
 // gives empty ones.
 func (kl *KeyLists) Of(m map[string]string, keep func(string) bool) Annotations {
@@ -91,17 +133,19 @@ func (kl *KeyLists) Of(m map[string]string, keep func(string) bool) Annotations 
 		return Annotations{}
 	}
 	slices.Sort(keys)
-	a := Annotations{keys: kl.list(keys)}
-	if len(keys) > 0 {
-		a.vals = make([]string, len(keys))
-		for i, k := range keys {
-			a.vals[i] = m[k]
-			if kl != nil && kl.Value != nil {
-				a.vals[i] = kl.Value(k, a.vals[i])
-			}
-		}
+	var length [binary.MaxVarintLen64]byte
+	n := 0
+	for _, k := range keys {
+		n += len(binary.AppendUvarint(length[:0], uint64(len(m[k])))) + len(m[k])
 	}
-	return a
+	var vals strings.Builder
+	vals.Grow(n)
+	for _, k := range keys {
+		v := m[k]
+		vals.Write(binary.AppendUvarint(length[:0], uint64(len(v))))
+		vals.WriteString(v)
+	}
+	return Annotations{keys: kl.list(keys), vals: vals.String()}
 }
 
 // list returns the shared list of keys, which are sorted: a copy of them

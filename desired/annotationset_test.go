@@ -5,6 +5,7 @@ import (
 	"reflect"
 	"strings"
 	"testing"
+	"unsafe"
 )
 
 // Annotations give back the map they were made from, nil and empty apart,
@@ -70,9 +71,23 @@ func TestAnnotations(t *testing.T) {
 	if empty := kl.Of(map[string]string{}, func(k string) bool { return KubeOVNSuffix(k) != "" }).Map(); empty == nil || len(empty) != 0 {
 		t.Errorf("Of(an empty map, keep) = %#v, want an empty map", empty)
 	}
-	upper := KeyLists{Value: func(_, v string) string { return strings.ToUpper(v) }}
-	if got := upper.Of(map[string]string{"a": "x"}, nil).Map(); got["a"] != "X" {
-		t.Errorf("Of with Value = %v, want the value Value gives", got)
+	// The values are copied into one string, in which they lie end to
+	// end, each after its length: a long one (a two-byte length) and
+	// those after it are read back whole.
+	long := map[string]string{"a": strings.Repeat("x", 300), "b": "", "c": "after", "d": strings.Repeat("y", 1<<14)}
+	got := kl.Of(long, nil)
+	if !reflect.DeepEqual(got.Map(), long) {
+		t.Errorf("Of(long values) gives back %d values, not the map's", len(got.Map()))
+	}
+	in := func(v string) bool {
+		start := uintptr(unsafe.Pointer(unsafe.StringData(got.vals)))
+		at := uintptr(unsafe.Pointer(unsafe.StringData(v)))
+		return len(v) == 0 || (at >= start && at+uintptr(len(v)) <= start+uintptr(len(got.vals)))
+	}
+	for k, v := range long {
+		if g, _ := got.Get(k); !in(g) || unsafe.StringData(g) == unsafe.StringData(v) {
+			t.Errorf("the value of %s is not a part of the one string of values", k)
+		}
 	}
 	calls := 0
 	shared := KeyLists{Key: func(k string) string { calls++; return strings.Clone(k) }}

@@ -382,7 +382,7 @@ func providerAnnotationOf(a Annotations, provider, suffix string) string {
 	}
 	for i, k := range *a.keys {
 		if isProviderKey(k, provider, suffix) {
-			return a.vals[i]
+			return a.value(i)
 		}
 	}
 	return ""

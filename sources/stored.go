@@ -152,11 +152,10 @@ func storePod(p *corev1.Pod) storedPod {
 // shared returns s as the one copy of it that every stored object shares.
 // A watch decodes every string of every object into memory of its own; the
 // strings many pods hold alike — the annotation and label keys kept, a
-// namespace, a node, a phase, a subnet's switch, CIDR and gateway — would
-// otherwise be held once a pod. At 100,000 pods that kube-ovn or ovn-sync
-// annotated, that is about 20 MB (BenchmarkStores' decoded forms). A
-// cluster's keys, namespaces, nodes and subnets are far fewer than the
-// bound.
+// namespace, a node, a phase, an owner's kind — would otherwise be held
+// once a pod. A cluster's keys, namespaces and nodes are far fewer than
+// the bound. (An annotation's value is kept in one string with the
+// object's others: desired.Annotations.)
 func shared(s string) string { return common.Get(s) }
 
 var common = intern.New(1 << 14)
@@ -165,28 +164,17 @@ var common = intern.New(1 << 14)
 // informers store pods on goroutines of their own, under keyListsMu.
 var (
 	keyListsMu sync.Mutex
-	keyLists   = desired.KeyLists{Max: 1 << 12, Key: shared, Value: sharedValue}
+	keyLists   = desired.KeyLists{Max: 1 << 12, Key: shared}
 )
 
 // storedAnnotations is what a stored object keeps of its annotations or
 // labels m: those read accepts (of annotations, desired.PodAnnotationRead:
-// no Multus network-status), their keys and kube-ovn's values but
-// addresses shared (sharedValue).
+// no Multus network-status), their keys shared and their values in one
+// string of the object's own.
 func storedAnnotations(m map[string]string, read func(string) bool) desired.Annotations {
 	keyListsMu.Lock()
 	defer keyListsMu.Unlock()
 	return keyLists.Of(m, read)
-}
-
-// sharedValue is an annotation's value, shared when it is a kube-ovn
-// annotation's (logical_switch, cidr, gateway, allocated, ...) but a
-// port's IP and MAC addresses (ip_address and mac_address, of any provider
-// and interface), which are the pod's own, as Multus' and KubeVirt's are.
-func sharedValue(key, v string) string {
-	if suffix := desired.KubeOVNSuffix(key); suffix != "" && suffix != desired.AnnIPSuffix && suffix != desired.AnnMACSuffix {
-		return shared(v)
-	}
-	return v
 }
 
 func (p *storedPod) object() runtime.Object { return p.pod() }
