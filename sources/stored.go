@@ -84,9 +84,23 @@ func storeMeta(t metav1.TypeMeta, m *metav1.ObjectMeta, labelRead func(string) b
 		}
 	}
 	if t != (metav1.TypeMeta{}) {
-		s.typ = &metav1.TypeMeta{Kind: shared(t.Kind), APIVersion: shared(t.APIVersion)}
+		s.typ = sharedType(t)
 	}
 	return s
+}
+
+// typeMetas are the objects' types, each held once (sharedType).
+var typeMetas sync.Map // metav1.TypeMeta → *metav1.TypeMeta
+
+// sharedType returns the one copy of t that every stored object of that
+// type shares, which nothing changes (GetObjectKind hands out copies).
+// The types are the kinds stored: a few.
+func sharedType(t metav1.TypeMeta) *metav1.TypeMeta {
+	if p, ok := typeMetas.Load(t); ok {
+		return p.(*metav1.TypeMeta)
+	}
+	p, _ := typeMetas.LoadOrStore(t, &metav1.TypeMeta{Kind: shared(t.Kind), APIVersion: shared(t.APIVersion)})
+	return p.(*metav1.TypeMeta)
 }
 
 // fill sets the fields of *m the stored form keeps, its labels and
@@ -123,12 +137,15 @@ func (o *storedMeta) GetObjectMeta() metav1.Object {
 	return &m
 }
 
-// GetObjectKind is the object's kind, as runtime.Object requires.
+// GetObjectKind is the object's kind, as runtime.Object requires: a copy,
+// as the stored objects of a type share theirs, so that setting it
+// changes nothing stored.
 func (o *storedMeta) GetObjectKind() schema.ObjectKind {
 	if o.typ == nil {
 		return schema.EmptyObjectKind
 	}
-	return o.typ
+	t := *o.typ
+	return &t
 }
 
 // storedPod holds what stripPod keeps of a pod: its metadata as

@@ -1,6 +1,7 @@
 package sources
 
 import (
+	"encoding/json"
 	"fmt"
 	"maps"
 	"path/filepath"
@@ -15,6 +16,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/cache"
 	kubevirtv1 "kubevirt.io/api/core/v1"
@@ -283,6 +285,65 @@ func TestStoredPodsShareStrings(t *testing.T) {
 		if am[k] != bm[k] {
 			t.Errorf("annotation %s: %q and %q", k, am[k], bm[k])
 		}
+	}
+}
+
+// Two VMIs decoded from JSON, each string in memory of its own, are
+// stored sharing the names of their networks, Multus networks and
+// interfaces and their interfaces' states; their MACs stay their own.
+func TestStoredVMIsShareNetworkNames(t *testing.T) {
+	vmi := func(name, mac string) *storedVMI {
+		v := &kubevirtv1.VirtualMachineInstance{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "tenant"},
+			Spec: kubevirtv1.VirtualMachineInstanceSpec{
+				Networks: []kubevirtv1.Network{{Name: "default", NetworkSource: kubevirtv1.NetworkSource{Pod: &kubevirtv1.PodNetwork{}}},
+					{Name: "blue", NetworkSource: kubevirtv1.NetworkSource{Multus: &kubevirtv1.MultusNetwork{NetworkName: "tenant/blue-net"}}}},
+				Domain: kubevirtv1.DomainSpec{Devices: kubevirtv1.Devices{Interfaces: []kubevirtv1.Interface{
+					{Name: "default"}, {Name: "blue", MacAddress: mac, State: kubevirtv1.InterfaceStateAbsent}}}},
+			}}
+		data, err := json.Marshal(v)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var decoded kubevirtv1.VirtualMachineInstance
+		if err := json.Unmarshal(data, &decoded); err != nil {
+			t.Fatal(err)
+		}
+		s := storeVMI(&decoded)
+		return &s
+	}
+	a, b := vmi("a", "02:00:00:00:00:0a"), vmi("b", "02:00:00:00:00:0a")
+	one := func(what, x, y string) {
+		t.Helper()
+		if x != y || unsafe.StringData(x) != unsafe.StringData(y) {
+			t.Errorf("%s: %q and %q are not one string", what, x, y)
+		}
+	}
+	for i := range 2 {
+		one("network name", a.spec.networks[i].name, b.spec.networks[i].name)
+		one("interface name", a.spec.interfaces[i].name, b.spec.interfaces[i].name)
+	}
+	one("Multus network", a.spec.networks[1].multus, b.spec.networks[1].multus)
+	one("interface state", string(a.spec.interfaces[1].state), string(b.spec.interfaces[1].state))
+	if x, y := a.spec.interfaces[1].mac, b.spec.interfaces[1].mac; x != y || unsafe.StringData(x) == unsafe.StringData(y) {
+		t.Errorf("MACs %q and %q: want equal strings of their own", x, y)
+	}
+}
+
+// Stored objects of one type share one TypeMeta, which setting an
+// object's kind through GetObjectKind does not change.
+func TestStoredTypeShared(t *testing.T) {
+	vm := func(name string) *storedVM {
+		s := storeVM(&kubevirtv1.VirtualMachine{TypeMeta: metav1.TypeMeta{Kind: strings.Clone("VirtualMachine"), APIVersion: strings.Clone("kubevirt.io/v1")},
+			ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "tenant"}})
+		return &s
+	}
+	a, b := vm("a"), vm("b")
+	if a.typ != b.typ {
+		t.Error("two VMs keep a TypeMeta each")
+	}
+	a.GetObjectKind().SetGroupVersionKind(schema.GroupVersionKind{Group: "example.com", Version: "v9", Kind: "Other"})
+	if got := b.typeMeta(); got.Kind != "VirtualMachine" || got.APIVersion != "kubevirt.io/v1" || a.typeMeta() != got {
+		t.Errorf("setting one VM's kind made the stored types %v and %v", a.typeMeta(), got)
 	}
 }
 

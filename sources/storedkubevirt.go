@@ -23,7 +23,8 @@ import (
 
 // storedVMISpec holds what leanKubeVirt keeps of a VMI's spec, or of a
 // VM template's: its networks and interfaces, and whether the pod network
-// is attached by default.
+// is attached by default. The names of networks, Multus networks and
+// interfaces, which VMs hold alike, are shared.
 type storedVMISpec struct {
 	networks   []storedNetwork
 	interfaces []storedInterface
@@ -62,10 +63,10 @@ func storeVMISpec(s *kubevirtv1.VirtualMachineInstanceSpec) storedVMISpec {
 	if len(s.Networks) > 0 {
 		out.networks = make([]storedNetwork, len(s.Networks))
 		for i, n := range s.Networks {
-			out.networks[i] = storedNetwork{name: n.Name}
+			out.networks[i] = storedNetwork{name: shared(n.Name)}
 			switch {
 			case n.Multus != nil:
-				out.networks[i].source, out.networks[i].multus, out.networks[i].multusDefault = sourceMultus, n.Multus.NetworkName, n.Multus.Default
+				out.networks[i].source, out.networks[i].multus, out.networks[i].multusDefault = sourceMultus, shared(n.Multus.NetworkName), n.Multus.Default
 			case n.Pod != nil:
 				out.networks[i].source = sourcePod
 			}
@@ -74,7 +75,7 @@ func storeVMISpec(s *kubevirtv1.VirtualMachineInstanceSpec) storedVMISpec {
 	if ifs := s.Domain.Devices.Interfaces; len(ifs) > 0 {
 		out.interfaces = make([]storedInterface, len(ifs))
 		for i, f := range ifs {
-			out.interfaces[i] = storedInterface{name: f.Name, mac: f.MacAddress, state: f.State}
+			out.interfaces[i] = storedInterface{name: shared(f.Name), mac: f.MacAddress, state: kubevirtv1.InterfaceState(shared(string(f.State)))}
 		}
 	}
 	return out
