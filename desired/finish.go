@@ -178,14 +178,16 @@ func rowIs(hp, p *state.Port) bool {
 // rows once want's plan was applied, holds as want has it replaced by
 // that row, as a Build over that NB would write it (write): the ports a
 // pass made for the rows it wrote, with their addresses and owners, are
-// then not kept beside the rows the NB snapshot holds anyway. want itself
-// is not changed: its holders may read it meanwhile. Its Ports and Index
-// are copied as Clone and Patch copy them, in the shards that change.
-func Settle(want state.State, have state.Ports, names []string) state.State {
+// then not kept beside the rows the NB snapshot holds anyway, and a shard
+// of want that then holds what have's does is have's (State.ShareWith).
+// want itself is not changed: its holders may read it meanwhile. Its Ports
+// and Index are copied as Clone and Patch copy them, in the shards that
+// change.
+func Settle(want state.State, have state.State, names []string) state.State {
 	var ports state.Ports
 	var del, ins []state.Entry
 	for _, name := range names {
-		p, hp := want.Ports.Get(name), have.Get(name)
+		p, hp := want.Ports.Get(name), have.Ports.Get(name)
 		if p == nil || hp == p || !rowIs(hp, p) {
 			continue
 		}
@@ -204,6 +206,7 @@ func Settle(want state.State, have state.Ports, names []string) state.State {
 	want.Ports = ports
 	if want.Index.Built() {
 		want.Index = want.Index.Patch(del, ins)
+		want.ShareWith(have)
 	}
 	return want
 }

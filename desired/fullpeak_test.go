@@ -287,7 +287,7 @@ func TestSettleTakesTheRows(t *testing.T) {
 	}
 	a, b := have.Ports.Get("a.default"), have.Ports.Get("b.default")
 	built := first.Want.Ports.Get("a.default")
-	want, ok := x.Settle(have.Ports, append(names, "gone.default"))
+	want, ok := x.Settle(have, append(names, "gone.default"))
 	if !ok {
 		t.Fatal("no result to settle")
 	}
@@ -324,4 +324,58 @@ func TestSettleTakesTheRows(t *testing.T) {
 	if d := Mismatch(r, Build(in, cfg, have)); d != "" {
 		t.Errorf("Update after Settle differs from Build: %s", d)
 	}
+}
+
+// A result whose ports are the NB's rows shares the NB snapshot's shards
+// of ports and index: after a full Build over an NB that holds its result,
+// and after Settle over the rows a start wrote. A shard where the NB holds
+// a port of another writer's stays the result's own.
+func TestResultSharesTheNBShards(t *testing.T) {
+	cfg, err := NewConfig("ovn-default", []string{"10.16.0.0/16"}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var in Inputs
+	for i := range 600 {
+		in.Pods = append(in.Pods, pod("default", fmt.Sprint("p", i), nil))
+	}
+	foreign := &state.Port{Name: "router-port", Switch: "ovn-default"}
+	shared := func(what string, want, have state.State) {
+		t.Helper()
+		n := 0
+		for i := range state.NumShards {
+			w, h := want.Index.Shard(i), have.Index.Shard(i)
+			is := len(w) > 0 && len(h) > 0 && &w[0] == &h[0]
+			if len(w) > 0 && is == (state.NameHash(foreign.Name)>>56 == uint64(i)) {
+				t.Errorf("%s: shard %d shared %v", what, i, is)
+			}
+			if is {
+				n++
+			}
+		}
+		if n == 0 || !want.Index.Equal(state.IndexPorts(want.Ports)) {
+			t.Errorf("%s: %d shards shared, the index the ports' %v", what, n, want.Index.Equal(state.IndexPorts(want.Ports)))
+		}
+	}
+	// rows is the NB once want was written: rows of their own, and the
+	// port of another writer's.
+	rows := func(want state.State) (state.State, []string) {
+		have := state.New(want.Ports.Len() + 1)
+		var names []string
+		for name, p := range want.Ports.All() {
+			row := *p
+			row.Name, row.UUID = strings.Clone(name), "uuid-"+name
+			have.Ports.Set(row.Name, &row)
+			names = append(names, name)
+		}
+		have.Ports.Set(foreign.Name, foreign)
+		have.Index = state.IndexPorts(have.Ports)
+		return have, names
+	}
+	var x Engine
+	have, names := rows(x.Full(in, cfg, state.New(0)).Want)
+	settled, _ := x.Settle(have, names)
+	shared("settled", settled, have)
+	var y Engine
+	shared("a full Build over the rows", y.Full(in, cfg, have).Want, have)
 }

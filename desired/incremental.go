@@ -146,7 +146,7 @@ func (x *Engine) Reset() { x.b = nil }
 // Settle settles the last result's ports named in names on the NB's rows
 // in have, once its plan was applied (see Settle), and returns its desired
 // state as it now is; ok is false when there is no result.
-func (x *Engine) Settle(have state.Ports, names []string) (want state.State, ok bool) {
+func (x *Engine) Settle(have state.State, names []string) (want state.State, ok bool) {
 	if x.b == nil {
 		return state.State{}, false
 	}
@@ -225,6 +225,9 @@ func (b *base) rebuildAll(in Inputs, cfg Config, have state.State) Result {
 	sc.haveOurs, sc.foreign = countPorts(have)
 	b.foreign = sc.foreign
 	r := buildOwners(in, cfg, have, sc)
+	// Ports written as the NB's rows hold them are those rows (write):
+	// where a shard holds nothing else, it is the NB snapshot's.
+	r.Want.ShareWith(have)
 	return b.splice(r, nil)
 }
 

@@ -521,7 +521,9 @@ func settled(x *Engine, have state.State) state.State {
 			names = append(names, name)
 		}
 	}
-	x.Settle(have.Ports, names)
+	// An NB snapshot has its index (which Settle shares shards of).
+	have.Index = state.IndexPorts(have.Ports)
+	x.Settle(have, names)
 	return have
 }
 

@@ -26,7 +26,7 @@ type Builder interface {
 	// on the NB's rows in have once its plan was applied: the ports named
 	// become the rows that hold them as want does (desired.Settle). A
 	// builder that keeps the result settles the one it keeps.
-	Settle(want state.State, have state.Ports, names []string) state.State
+	Settle(want state.State, have state.State, names []string) state.State
 }
 
 // Built is a desired state and how a Builder made it.
@@ -61,7 +61,7 @@ func (a all) Full(have state.State, cfg desired.Config) Built {
 	return Built{Result: desired.Build(a.in, cfg, have)}
 }
 func (all) Note(desired.Note) {}
-func (all) Settle(want state.State, have state.Ports, names []string) state.State {
+func (all) Settle(want state.State, have state.State, names []string) state.State {
 	return desired.Settle(want, have, names)
 }
 
@@ -86,7 +86,7 @@ func (e Engine) Full(have state.State, cfg desired.Config) Built {
 func (e Engine) Note(n desired.Note) { e.X.Note(n) }
 
 // Settle settles the engine's result, which want is.
-func (e Engine) Settle(want state.State, have state.Ports, names []string) state.State {
+func (e Engine) Settle(want state.State, have state.State, names []string) state.State {
 	if w, ok := e.X.Settle(have, names); ok {
 		return w
 	}

@@ -198,7 +198,7 @@ func (l *Loop) settle(b Builder, out *Outcome) {
 		return
 	}
 	have, _ := l.nb.StateVersion()
-	out.settle(b, have.Ports, names)
+	out.settle(b, have, names)
 	want := out.Result.Want
 	l.wantMu.Lock()
 	l.want = &want

@@ -266,11 +266,11 @@ func (out *Outcome) written() []string {
 // its plan, which wrote the ports named, was applied (Builder.Settle),
 // and points the plan's changes at those rows: neither then keeps the
 // ports the pass made for the rows it wrote.
-func (out *Outcome) settle(b Builder, have state.Ports, names []string) {
+func (out *Outcome) settle(b Builder, have state.State, names []string) {
 	out.Result.Want = b.Settle(out.Result.Want, have, names)
 	for i := range out.Plan.Changes {
 		c := &out.Plan.Changes[i]
-		if hp := have.Get(c.Name); c.After != nil && hp != nil && out.Result.Want.Ports.Get(c.Name) == hp {
+		if hp := have.Ports.Get(c.Name); c.After != nil && hp != nil && out.Result.Want.Ports.Get(c.Name) == hp {
 			c.After, c.Name, c.Owner = hp, hp.Name, hp.Owner
 		}
 	}

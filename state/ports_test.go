@@ -10,9 +10,10 @@ import (
 )
 
 // TestPortsLikeMaps: Ports behaves as a map would, each Clone as a copy
-// of its own. Random Sets, Deletes and Clones over a few Ports values
-// (clones of clones, changed on both sides) are mirrored on plain maps;
-// after every step every value holds exactly what its map holds.
+// of its own, and so after one took another's shards (State.ShareWith).
+// Random Sets, Deletes, Clones and shares over a few Ports values (clones
+// of clones, changed on both sides) are mirrored on plain maps; after
+// every step every value holds exactly what its map holds.
 func TestPortsLikeMaps(t *testing.T) {
 	rapid.Check(t, func(t *rapid.T) {
 		ports := []Ports{NewPorts(0)}
@@ -21,10 +22,24 @@ func TestPortsLikeMaps(t *testing.T) {
 		name := rapid.Custom(func(t *rapid.T) string { return fmt.Sprint("p", rapid.IntRange(0, 600).Draw(t, "n")) })
 		for step := range rapid.IntRange(1, 200).Draw(t, "steps") {
 			i := rapid.IntRange(0, len(ports)-1).Draw(t, "which")
-			switch rapid.IntRange(0, 9).Draw(t, "op") {
+			switch rapid.IntRange(0, 11).Draw(t, "op") {
 			case 0, 1:
 				ports = append(ports, ports[i].Clone())
 				models = append(models, maps.Clone(models[i]))
+			case 10:
+				// The same ports in maps of their own.
+				ports = append(ports, PortsOf(models[i]))
+				models = append(models, maps.Clone(models[i]))
+			case 11:
+				// i takes the shards of j that hold what its own do.
+				j := rapid.IntRange(0, len(ports)-1).Draw(t, "with")
+				if j != i {
+					s := State{Ports: ports[i], Index: IndexPorts(ports[i])}
+					s.ShareWith(State{Ports: ports[j], Index: IndexPorts(ports[j])})
+					if !s.Index.Equal(IndexPorts(s.Ports)) {
+						t.Fatalf("step %d: after ShareWith, the index is not the ports'", step)
+					}
+				}
 			case 2, 3:
 				n := name.Draw(t, "delete")
 				ports[i].Delete(n)
@@ -116,4 +131,53 @@ func TestPortsCloneWhileRead(t *testing.T) {
 		}
 	}
 	wg.Wait()
+}
+
+// TestShareWith: a State takes the shards of ports and index of another
+// that hold the same entries, and only those: the shard where the other
+// holds one more port stays its own, and so do the shards of a port that
+// is equal but not the same. Both then read as before, and a change to
+// either after it is not seen by the other.
+func TestShareWith(t *testing.T) {
+	rows := NewPorts(0)
+	for i := range 2000 {
+		n := fmt.Sprintf("p%d.ns", i)
+		rows.Set(n, &Port{Name: n, Owner: "Pod/ns/" + n, Addresses: []string{fmt.Sprint("0a:58:00:00:00:01 10.0.0.", i)}})
+	}
+	want := PortsOf(rows.Map()) // the same rows, in maps of its own
+	copied := *rows.Get("p7.ns")
+	want.Set("p7.ns", &copied) // equal, not the row
+	rows.Set("extra", &Port{Name: "extra"})
+	s := State{Ports: want, Index: IndexPorts(want)}
+	o := State{Ports: rows, Index: IndexPorts(rows)}
+	before := maps.Clone(want.Map())
+	differ := map[int]bool{shardOf("p7.ns"): true, shardOf("extra"): true}
+	nonEmpty := 0
+	for i := range nShards {
+		if len(want.m.shards[i].ports) > 0 {
+			nonEmpty++
+		}
+	}
+	if n := s.ShareWith(o); n != nonEmpty-len(differ) {
+		t.Fatalf("ShareWith shared %d shards, want %d", n, nonEmpty-len(differ))
+	}
+	same := func(a, b map[string]*Port) bool { return fmt.Sprintf("%p", a) == fmt.Sprintf("%p", b) }
+	for i := range nShards {
+		shared := same(s.Ports.m.shards[i].ports, o.Ports.m.shards[i].ports)
+		if len(want.m.shards[i].ports) > 0 && shared == differ[i] {
+			t.Errorf("shard %d: shared %v", i, shared)
+		}
+		if idxShared := len(s.Index.Shard(i)) > 0 && &s.Index.Shard(i)[0] == &o.Index.Shard(i)[0]; idxShared != (shared && len(s.Index.Shard(i)) > 0) {
+			t.Errorf("shard %d: ports shared %v, index %v", i, shared, idxShared)
+		}
+	}
+	if !maps.Equal(s.Ports.Map(), before) || !s.Index.Equal(IndexPorts(s.Ports)) || !o.Index.Equal(IndexPorts(o.Ports)) {
+		t.Fatal("ShareWith changed what a State holds")
+	}
+	s.Ports.Set("p1.ns", &Port{Name: "p1.ns"})
+	o.Ports.Set("p2.ns", &Port{Name: "p2.ns"})
+	o.Ports.Delete("p3.ns")
+	if s.Ports.Get("p2.ns") != before["p2.ns"] || s.Ports.Get("p3.ns") == nil || o.Ports.Get("p1.ns") != before["p1.ns"] {
+		t.Error("a change after ShareWith shows on the other side")
+	}
 }

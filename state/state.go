@@ -366,3 +366,40 @@ func DeepEqual(a, b State) bool {
 	a.Ports, b.Ports, a.Index, b.Index = Ports{}, Ports{}, Index{}, Index{}
 	return reflect.DeepEqual(a, b)
 }
+
+// ShareWith makes s hold o's shards of ports and of index in place of
+// each of its own that holds the same entries (Ports included) as o's: a
+// desired state whose ports are the NB's rows then keeps no map or index
+// of them beside the NB's snapshot. Each Index must list its State's
+// Ports, as Build and the NB's snapshots make them, and s must be the
+// caller's alone (just built): its Ports change in place, its Index is
+// replaced. Either side copies a shard they share before changing it, as
+// after a Clone. It returns how many shards s shares.
+func (s *State) ShareWith(o State) int {
+	if !s.Index.Built() || !o.Index.Built() || s.Ports.m == nil || o.Ports.m == nil {
+		return 0
+	}
+	var idx *[nShards]indexShard
+	n := 0
+	for i := range nShards {
+		a, b := &s.Index.shards[i], &o.Index.shards[i]
+		sp, op := s.Ports.m.shards[i].ports, o.Ports.m.shards[i].ports
+		if len(a.es) == 0 || len(a.es) != len(b.es) || a.sum != b.sum || len(sp) != len(a.es) || len(op) != len(b.es) ||
+			!slices.Equal(a.es, b.es) {
+			continue
+		}
+		if idx == nil {
+			idx = new([nShards]indexShard)
+			*idx = *s.Index.shards
+		}
+		idx[i] = *b
+		s.Ports.m.shards[i] = o.Ports.m.shards[i]
+		n++
+	}
+	if n > 0 {
+		s.Index.shards = idx
+		// o's shards are shared now: o copies one before changing it.
+		o.Ports.m.gen.Store(gens.Add(1))
+	}
+	return n
+}
