@@ -40,12 +40,30 @@ func TestTakeChangesLooksUp(t *testing.T) {
 	broken := kubevirtObj("VirtualMachineInstance", "ns", "broken", map[string]any{"spec": map[string]any{"networks": "yes"}})
 	launcher := pod("ns", "virt-launcher-vmi1-a")
 	launcher.OwnerReferences = []metav1.OwnerReference{{APIVersion: "kubevirt.io/v1", Kind: "VirtualMachineInstance", Name: "vmi1"}}
+	// The launchers of another VMI indexed in vmi1's bucket, and of one of
+	// its name in another namespace.
+	other := ""
+	for i := 0; other == ""; i++ {
+		if n := fmt.Sprint("vmi-", i); launcherBucket("ns", n) == launcherBucket("ns", "vmi1") {
+			other = n
+		}
+	}
+	neighbour := pod("ns", "virt-launcher-"+other+"-b")
+	neighbour.OwnerReferences = []metav1.OwnerReference{{APIVersion: "kubevirt.io/v1", Kind: "VirtualMachineInstance", Name: other}}
+	ns2 := ""
+	for i := 0; ns2 == ""; i++ {
+		if n := fmt.Sprint("ns-", i); launcherBucket(n, "vmi1") == launcherBucket("ns", "vmi1") {
+			ns2 = n
+		}
+	}
+	elsewhere := pod(ns2, "virt-launcher-vmi1-c")
+	elsewhere.OwnerReferences = launcher.OwnerReferences
 	ip := &unstructured.Unstructured{Object: map[string]any{
 		"apiVersion": "kubeovn.io/v1", "kind": "IP",
 		"metadata": map[string]any{"name": "db-1.tenant"},
 		"spec":     map[string]any{"podName": "db-1", "namespace": "tenant", "subnet": "ovn-default", "ipAddress": "10.16.0.7"},
 	}}
-	f := newFakes(t, true, false, kubevirtObj("VirtualMachine", "ns", "vm1", nil), launcher, pod("ns", "plain"))
+	f := newFakes(t, true, false, kubevirtObj("VirtualMachine", "ns", "vm1", nil), launcher, neighbour, elsewhere, pod("ns", "plain"))
 	ctx := context.Background()
 	for _, c := range []struct {
 		gvr schema.GroupVersionResource
@@ -90,6 +108,8 @@ func TestTakeChangesLooksUp(t *testing.T) {
 		{"VirtualMachine(ns, vm1)", names(o.VirtualMachine("ns", "vm1")), []string{"vm1"}},
 		{"Migration(ns, mig1)", names(o.Migration("ns", "mig1")), []string{"mig1"}},
 		{"Launchers(ns, vmi1)", names(listOf(o.Launchers("ns", "vmi1"))...), []string{"virt-launcher-vmi1-a"}},
+		{"Launchers(ns, " + other + ")", names(listOf(o.Launchers("ns", other))...), []string{"virt-launcher-" + other + "-b"}},
+		{"Launchers(" + ns2 + ", vmi1)", names(listOf(o.Launchers(ns2, "vmi1"))...), []string{"virt-launcher-vmi1-c"}},
 		{"OwnedVMIs(ns, vm1)", names(listOf(o.OwnedVMIs("ns", "vm1"))...), []string{"vmi1"}},
 		{"OwnedVMIs(ns, vm2)", names(listOf(o.OwnedVMIs("ns", "vm2"))...), []string{"vm2"}},
 		{"OwnedVMIs(ns, solo)", names(listOf(o.OwnedVMIs("ns", "solo"))...), nil},
