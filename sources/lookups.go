@@ -169,7 +169,7 @@ func (l *lookup) Launchers(ns, vmi string) []*corev1.Pod {
 
 // launcherBuckets is how many buckets indexVMI puts virt-launcher pods in,
 // by their VMI: client-go keeps a set of its own for each value of an
-// index, some 330 bytes for a set of one, and a value a VMI (one launcher
+// index, about 300 bytes for a set of one, and a value a VMI (one launcher
 // pod, two while it migrates) took 10 MB at 30,000 running VMs. A bucket
 // holds the launcher pods of some VMIs (7 at 30,000), which Launchers
 // makes and then keeps those of the VMI looked up.
