@@ -11,6 +11,7 @@ import (
 
 	kubeovnv1 "github.com/ovn-sync/ovn-sync/apis/kubeovn/v1"
 	"github.com/ovn-sync/ovn-sync/desired"
+	"github.com/ovn-sync/ovn-sync/state"
 )
 
 // Names of the indexes the informers keep for lookups.
@@ -176,15 +177,10 @@ func (l *lookup) Launchers(ns, vmi string) []*corev1.Pod {
 const launcherBuckets = 4096
 
 // launcherBucket is the value indexVMI gives the launcher pods of VMI vmi
-// in namespace ns: a bucket, by an FNV-1a hash of "<namespace>/<vmi>".
+// in namespace ns: a bucket, by the hash of its key "<namespace>/<vmi>"
+// (state.NameHash, fixed for the life of the process as the index is).
 func launcherBucket(ns, vmi string) string {
-	h := uint32(2166136261)
-	for _, s := range [...]string{ns, "/", vmi} {
-		for i := 0; i < len(s); i++ {
-			h = (h ^ uint32(s[i])) * 16777619
-		}
-	}
-	return strconv.Itoa(int(h % launcherBuckets))
+	return strconv.Itoa(int(state.NameHash(key(ns, vmi)) % launcherBuckets))
 }
 
 func (l *lookup) Migrations(ns, vmi string) []*kubevirtv1.VirtualMachineInstanceMigration {
