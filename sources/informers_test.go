@@ -558,6 +558,10 @@ func (c *captured) AddEventHandler(h cache.ResourceEventHandler) (cache.Resource
 
 func (c *captured) GetStore() cache.Store { return c.store }
 
+// GetIndexer is the store, for lookups through its indexes, when it is an
+// Indexer.
+func (c *captured) GetIndexer() cache.Indexer { return c.store.(cache.Indexer) }
+
 // capture returns informers watching kinds through captured informers,
 // their first snapshot taken.
 func capture(t *testing.T, kinds ...Kind) (*Informers, map[Kind]*captured) {
