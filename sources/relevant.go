@@ -30,7 +30,7 @@ func sameVersion(a, b any) bool {
 // fields, where meta.Accessor would make its metadata, maps and all.
 func resourceVersion(obj any) (string, bool) {
 	if s, ok := obj.(interface{ kept() *storedMeta }); ok {
-		return s.kept().version, true
+		return s.kept().version(), true
 	}
 	m, err := meta.Accessor(obj)
 	if err != nil {
@@ -71,7 +71,8 @@ func withoutBookkeeping(o any) any {
 	c.Elem().Set(v.Elem())
 	cp := c.Interface()
 	if s, ok := cp.(interface{ kept() *storedMeta }); ok { // a stored form: no generation or managed fields
-		s.kept().version = ""
+		k := s.kept()
+		k.setIDs(k.name(), "", k.uid())
 		return cp
 	}
 	m, err := meta.Accessor(cp)

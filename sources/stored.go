@@ -2,7 +2,10 @@ package sources
 
 import (
 	"iter"
+	"math"
 	"sync"
+	"sync/atomic"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -53,13 +56,17 @@ type stored interface {
 // finalizers, none of which Build reads; of the labels and annotations,
 // those Build reads.
 type storedMeta struct {
-	typ                      *metav1.TypeMeta // nil when empty, as the informers' pods are
-	name, namespace, version string
-	uid                      types.UID
-	created                  metav1.Time
-	deleted                  *metav1.Time
-	labels, annotations      desired.Annotations // storedAnnotations
-	owners                   []metav1.OwnerReference
+	typ *metav1.TypeMeta // nil when empty, as the informers' pods are
+	// ids holds the name, resourceVersion and UID end to end, in one
+	// string where decoding made three: the name is ids[:nameEnd], the
+	// version ids[nameEnd:versionEnd], the UID the rest.
+	ids                 string
+	nameEnd, versionEnd uint32
+	namespace           string
+	created             int64 // the creation time (storedTime)
+	deleted             *metav1.Time
+	labels, annotations desired.Annotations // storedAnnotations
+	owners              []metav1.OwnerReference
 }
 
 // storeMeta is the stored form of an object's type t and metadata m: of
@@ -68,9 +75,10 @@ type storedMeta struct {
 // ownerRead accepts (all when nil). The strings objects hold alike, the
 // type, namespace and owners' kinds, are shared.
 func storeMeta(t metav1.TypeMeta, m *metav1.ObjectMeta, labelRead func(string) bool, ownerRead func(metav1.OwnerReference) bool) storedMeta {
-	s := storedMeta{name: m.Name, namespace: shared(m.Namespace), version: m.ResourceVersion, uid: m.UID,
-		created: m.CreationTimestamp, deleted: m.DeletionTimestamp, owners: m.OwnerReferences,
+	s := storedMeta{namespace: shared(m.Namespace), created: storedTime(m.CreationTimestamp),
+		deleted: m.DeletionTimestamp, owners: m.OwnerReferences,
 		annotations: storedAnnotations(m.Annotations, desired.PodAnnotationRead)}
+	s.setIDs(m.Name, m.ResourceVersion, m.UID)
 	if labelRead != nil {
 		s.labels = storedAnnotations(m.Labels, labelRead)
 	}
@@ -87,6 +95,32 @@ func storeMeta(t metav1.TypeMeta, m *metav1.ObjectMeta, labelRead func(string) b
 		s.typ = sharedType(t)
 	}
 	return s
+}
+
+// setIDs makes name, version and uid the object's.
+func (o *storedMeta) setIDs(name, version string, uid types.UID) {
+	o.ids = name + version + string(uid)
+	o.nameEnd, o.versionEnd = uint32(len(name)), uint32(len(name)+len(version))
+}
+
+func (o *storedMeta) name() string    { return o.ids[:o.nameEnd] }
+func (o *storedMeta) version() string { return o.ids[o.nameEnd:o.versionEnd] }
+func (o *storedMeta) uid() types.UID  { return types.UID(o.ids[o.versionEnd:]) }
+
+// A time is stored as seconds since the Unix epoch (8 bytes, where a
+// metav1.Time is 24): the API's own precision, as metav1.Time is written in
+// whole seconds in JSON and protobuf alike, and decoded in time.Local,
+// where madeTime makes it again. The zero time is the seconds of its
+// instant, made again as the zero time.
+var zeroTime = time.Time{}.Unix()
+
+func storedTime(t metav1.Time) int64 { return t.Unix() }
+
+func madeTime(sec int64) metav1.Time {
+	if sec == zeroTime {
+		return metav1.Time{}
+	}
+	return metav1.Time{Time: time.Unix(sec, 0)}
 }
 
 // typeMetas are the objects' types, each held once (sharedType).
@@ -107,8 +141,8 @@ func sharedType(t metav1.TypeMeta) *metav1.TypeMeta {
 // annotations made in the maps labels and ann (Annotations.MapInto: nil
 // for new ones); the rest are left as they were.
 func (o *storedMeta) fill(m *metav1.ObjectMeta, labels, ann map[string]string) {
-	m.Name, m.Namespace, m.ResourceVersion, m.UID = o.name, o.namespace, o.version, o.uid
-	m.CreationTimestamp, m.DeletionTimestamp = o.created, o.deleted
+	m.Name, m.Namespace, m.ResourceVersion, m.UID = o.name(), o.namespace, o.version(), o.uid()
+	m.CreationTimestamp, m.DeletionTimestamp = madeTime(o.created), o.deleted
 	m.Labels, m.Annotations, m.OwnerReferences = o.labels.MapInto(labels), o.annotations.MapInto(ann), o.owners
 }
 
@@ -156,14 +190,14 @@ func (o *storedMeta) GetObjectKind() schema.ObjectKind {
 type storedPod struct {
 	storedMeta
 	node        string
-	phase       corev1.PodPhase
+	phase       phase
 	hostNetwork bool
 }
 
 // storePod is the stored form of p.
 func storePod(p *corev1.Pod) storedPod {
 	return storedPod{storedMeta: storeMeta(p.TypeMeta, &p.ObjectMeta, desired.PodLabelRead, desired.PodOwnerRead),
-		node: shared(p.Spec.NodeName), phase: corev1.PodPhase(shared(string(p.Status.Phase))), hostNetwork: p.Spec.HostNetwork}
+		node: shared(p.Spec.NodeName), phase: phaseOf(string(p.Status.Phase)), hostNetwork: p.Spec.HostNetwork}
 }
 
 // shared returns s as the one copy of it that every stored object shares.
@@ -209,7 +243,7 @@ func (p *storedPod) fill(pod *corev1.Pod, labels, ann map[string]string) {
 	*pod = corev1.Pod{
 		TypeMeta: p.typeMeta(),
 		Spec:     corev1.PodSpec{NodeName: p.node, HostNetwork: p.hostNetwork},
-		Status:   corev1.PodStatus{Phase: p.phase},
+		Status:   corev1.PodStatus{Phase: corev1.PodPhase(p.phase.String())},
 	}
 	p.storedMeta.fill(&pod.ObjectMeta, labels, ann)
 }
@@ -293,7 +327,7 @@ func (s *storedPods) Read() iter.Seq2[*corev1.Pod, desired.Annotations] {
 func (s *storedPods) Versions() iter.Seq2[string, string] {
 	return func(yield func(string, string) bool) {
 		for _, p := range s.pods {
-			if !yield(string(p.uid), p.version) {
+			if !yield(string(p.uid()), p.version()) {
 				return
 			}
 		}
@@ -319,7 +353,7 @@ func (s *storedPods) Pod(ns, name string) *corev1.Pod {
 	if s.byName == nil {
 		s.byName = make(map[types.NamespacedName]*storedPod, len(s.pods))
 		for _, p := range s.pods {
-			k := types.NamespacedName{Namespace: p.namespace, Name: p.name}
+			k := types.NamespacedName{Namespace: p.namespace, Name: p.name()}
 			if s.byName[k] == nil {
 				s.byName[k] = p
 			}
@@ -394,4 +428,65 @@ func apiObject(obj any) any {
 		return s.object()
 	}
 	return obj
+}
+
+// A phase is a pod's or a VMI's status.phase by number: a stored object
+// holds a byte where the string would take 16. The phases are the few the
+// APIs name (phaseNames); any other a status holds is numbered when first
+// seen, up to 256 in all, and past them read as "Unknown", which Build
+// reads as it reads any phase but Succeeded and Failed.
+type phase uint8
+
+// phaseTable numbers phases. Reading a number's name takes no lock.
+type phaseTable struct {
+	mu    sync.Mutex
+	names atomic.Pointer[[]string] // by number; replaced, never changed
+}
+
+// phaseNames are the phases numbered first: corev1.PodPhase's and
+// kubevirtv1.VirtualMachineInstancePhase's.
+var phaseNames = []string{"", "Pending", "Running", "Succeeded", "Failed", "Unknown", "Scheduling", "Scheduled", "WaitingForSync"}
+
+func newPhaseTable() *phaseTable {
+	t := &phaseTable{}
+	t.names.Store(&phaseNames)
+	return t
+}
+
+var phases = newPhaseTable()
+
+func phaseOf(s string) phase { return phases.of(s) }
+
+// String is the phase's name.
+func (p phase) String() string { return phases.name(p) }
+
+// of numbers the phase s.
+func (t *phaseTable) of(s string) phase {
+	if i, ok := phaseIndex(*t.names.Load(), s); ok {
+		return i
+	}
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	names := *t.names.Load()
+	if i, ok := phaseIndex(names, s); ok {
+		return i
+	}
+	if len(names) > math.MaxUint8 {
+		i, _ := phaseIndex(names, "Unknown")
+		return i
+	}
+	grown := append(names[:len(names):len(names)], shared(s))
+	t.names.Store(&grown)
+	return phase(len(grown) - 1)
+}
+
+func (t *phaseTable) name(p phase) string { return (*t.names.Load())[p] }
+
+func phaseIndex(names []string, s string) (phase, bool) {
+	for i, n := range names {
+		if n == s {
+			return phase(i), true
+		}
+	}
+	return 0, false
 }

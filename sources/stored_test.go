@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 	"unsafe"
 
 	appsv1 "k8s.io/api/apps/v1"
@@ -272,7 +273,7 @@ func TestStoredPodsShareStrings(t *testing.T) {
 	}
 	same("namespace", a.namespace, b.namespace)
 	same("node", a.node, b.node)
-	same("phase", string(a.phase), string(b.phase))
+	same("phase", a.phase.String(), b.phase.String())
 	same("owner kind", a.owners[0].Kind, b.owners[0].Kind)
 	same("owner API version", a.owners[0].APIVersion, b.owners[0].APIVersion)
 	same("label key", key(a.labels.Map(), "kubevirt.io"), key(b.labels.Map(), "kubevirt.io"))
@@ -518,5 +519,70 @@ func TestStoredKubeVirtListed(t *testing.T) {
 	kindDefOf(KindVirtualMachine).collect(&none, []any{plain}, &bad)
 	if none.StoredVMs != nil || none.VMCount() != 1 {
 		t.Errorf("a listing of a VM in its API form: StoredVMs %v, VMCount %d; want none and 1", none.StoredVMs, none.VMCount())
+	}
+}
+
+// A stored object keeps its creation and deletion times as the API gives
+// them, in whole seconds and time.Local, whether decoded from protobuf or
+// JSON; the zero time stays zero. A time finer than a second, which no
+// API server serves, is kept to the second.
+func TestStoredTimes(t *testing.T) {
+	created, deleted := metav1.Unix(1796680800, 0), metav1.Unix(1796684400, 0)
+	p := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: "shop", UID: "4c1a7a57-3e0b-4c87-9d0e-2c1f6b1f6a10",
+		ResourceVersion: "81234", CreationTimestamp: created, DeletionTimestamp: &deleted}}
+	data, err := json.Marshal(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var fromJSON corev1.Pod
+	if err := json.Unmarshal(data, &fromJSON); err != nil {
+		t.Fatal(err)
+	}
+	for what, decoded := range map[string]*corev1.Pod{"protobuf": fromWire(t, p), "JSON": &fromJSON} {
+		s := storePod(decoded)
+		got := s.pod()
+		if !reflect.DeepEqual(got.CreationTimestamp, decoded.CreationTimestamp) || !reflect.DeepEqual(got.DeletionTimestamp, decoded.DeletionTimestamp) {
+			t.Errorf("%s: stored times %v, %v; decoded %v, %v", what, got.CreationTimestamp, got.DeletionTimestamp,
+				decoded.CreationTimestamp, decoded.DeletionTimestamp)
+		}
+		if got.Name != "web" || got.ResourceVersion != "81234" || got.UID != p.UID {
+			t.Errorf("%s: stored name, version and UID %q %q %q", what, got.Name, got.ResourceVersion, got.UID)
+		}
+	}
+	if s := storePod(&corev1.Pod{}); !s.pod().CreationTimestamp.Time.Equal(time.Time{}) || s.pod().CreationTimestamp != (metav1.Time{}) {
+		t.Errorf("the zero time is stored as %v", s.pod().CreationTimestamp)
+	}
+	fine := metav1.NewTime(time.Unix(1796680800, 999_999_999))
+	if s := storePod(&corev1.Pod{ObjectMeta: metav1.ObjectMeta{CreationTimestamp: fine}}); !s.pod().CreationTimestamp.Equal(&created) {
+		t.Errorf("a time finer than a second is stored as %v, want %v", s.pod().CreationTimestamp, created)
+	}
+}
+
+// Phases are numbered: the APIs' first, then any other as first seen, its
+// name read back; past 256, any new one reads as "Unknown".
+func TestPhases(t *testing.T) {
+	tab := newPhaseTable()
+	for _, name := range phaseNames {
+		if got := tab.name(tab.of(name)); got != name {
+			t.Errorf("phase %q reads back as %q", name, got)
+		}
+	}
+	odd := tab.of("Terminating")
+	if int(odd) != len(phaseNames) || tab.name(odd) != "Terminating" || tab.of("Terminating") != odd {
+		t.Errorf("a phase not the APIs' is %d, named %q", odd, tab.name(odd))
+	}
+	for i := len(phaseNames) + 1; i < 256; i++ {
+		if p := tab.of(fmt.Sprintf("phase-%d", i)); int(p) != i || tab.name(p) != fmt.Sprintf("phase-%d", i) {
+			t.Fatalf("phase-%d is %d, named %q", i, p, tab.name(p))
+		}
+	}
+	if p := tab.of("one-too-many"); tab.name(p) != "Unknown" {
+		t.Errorf("the 257th phase reads as %q, want Unknown", tab.name(p))
+	}
+	if tab.name(tab.of("phase-200")) != "phase-200" || tab.name(tab.of("Running")) != "Running" {
+		t.Error("a full table lost a phase it numbered")
+	}
+	if s := storePod(&corev1.Pod{Status: corev1.PodStatus{Phase: corev1.PodSucceeded}}); s.pod().Status.Phase != corev1.PodSucceeded {
+		t.Errorf("a pod's phase Succeeded is stored as %q", s.pod().Status.Phase)
 	}
 }

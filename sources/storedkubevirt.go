@@ -198,7 +198,7 @@ type storedVMI struct {
 	storedMeta
 	spec      storedVMISpec
 	node      string
-	phase     kubevirtv1.VirtualMachineInstancePhase
+	phase     phase
 	migration *storedMigration
 }
 
@@ -216,7 +216,7 @@ type storedMigration struct {
 // migration state.
 func storeVMI(v *kubevirtv1.VirtualMachineInstance) storedVMI {
 	s := storedVMI{storedMeta: storeMeta(v.TypeMeta, &v.ObjectMeta, nil, nil), spec: storeVMISpec(&v.Spec),
-		node: shared(v.Status.NodeName), phase: kubevirtv1.VirtualMachineInstancePhase(shared(string(v.Status.Phase)))}
+		node: shared(v.Status.NodeName), phase: phaseOf(string(v.Status.Phase))}
 	if m := v.Status.MigrationState; m != nil {
 		s.migration = &storedMigration{uid: string(m.MigrationUID), sourceNode: shared(m.SourceNode), targetNode: shared(m.TargetNode),
 			sourcePod: m.SourcePod, targetPod: m.TargetPod, completed: m.Completed, failed: m.Failed}
@@ -239,7 +239,7 @@ type vmiMemory struct {
 // makeIn is storedVM.makeIn for a VMI.
 func (v *storedVMI) makeIn(m *vmiMemory) *kubevirtv1.VirtualMachineInstance {
 	m.vmi = kubevirtv1.VirtualMachineInstance{TypeMeta: v.typeMeta(),
-		Status: kubevirtv1.VirtualMachineInstanceStatus{NodeName: v.node, Phase: v.phase}}
+		Status: kubevirtv1.VirtualMachineInstanceStatus{NodeName: v.node, Phase: kubevirtv1.VirtualMachineInstancePhase(v.phase.String())}}
 	v.fill(&m.vmi.ObjectMeta, nil, m.ann)
 	m.ann = reusable(m.vmi.Annotations, m.ann)
 	v.spec.fill(&m.vmi.Spec, &m.spec)

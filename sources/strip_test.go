@@ -20,7 +20,7 @@ import (
 // fatPod is a pod as the API server serves it: managed fields, kubectl's
 // last-applied copy, containers, volumes and statuses.
 func fatPod(name string, ann map[string]string) *corev1.Pod {
-	now := metav1.Now()
+	now := metav1.Unix(metav1.Now().Unix(), 0) // the API's times are whole seconds
 	a := map[string]string{corev1.LastAppliedConfigAnnotation: `{"apiVersion":"v1","kind":"Pod","metadata":{}}`}
 	for k, v := range ann {
 		a[k] = v
