@@ -87,7 +87,7 @@ type base struct {
 	// last inputs had them, so that a deleted object still finds its VM:
 	// a launcher pod's VMI, a VMI's VM (when named otherwise), a
 	// migration's VMI.
-	launchers, vmiVM, migVMI relations
+	launchers, vmiVM, migVMI links
 	// bySet indexes the owners of want's ports that are pods named like a
 	// StatefulSet's (<set>-<ordinal>), by set. nsSwitch is each Namespace's
 	// ovn.kubernetes.io/logical_switch as the last result read it, and
@@ -95,7 +95,7 @@ type base struct {
 	// its name alone), as the relations above (see scopes).
 	bySet    map[nsName]map[string]bool
 	nsSwitch map[string]string
-	ipNamed  relations
+	ipNamed  links
 	// readers are, by kind (IPAMClaim, NAD), the owners (ids) that looked
 	// each object up, as Build records it (Result.lookups), the object
 	// there or not: a claim by ipam-claim-reference or by ipam-extensions'
@@ -127,6 +127,37 @@ func (r relations) take(k nsName) []string {
 	gs := r[k]
 	delete(r, k)
 	return gs
+}
+
+// links are relations whose objects are each in one group but for a few
+// (a launcher pod, a VMI, a migration, a kube-ovn IP): the first group of
+// each is a string in a map, about 30 bytes an object less than a slice
+// of one; the others are in more.
+type links struct {
+	first map[nsName]string
+	more  relations
+}
+
+func newLinks() links { return links{first: map[nsName]string{}, more: relations{}} }
+
+// add records that k was found in group g.
+func (l links) add(k nsName, g string) {
+	switch first, ok := l.first[k]; {
+	case !ok:
+		l.first[k] = g
+	case first != g:
+		l.more.add(k, g)
+	}
+}
+
+// take returns the groups recorded for k and forgets them: a take named k.
+func (l links) take(k nsName) []string {
+	first, ok := l.first[k]
+	if !ok {
+		return nil
+	}
+	delete(l.first, k)
+	return append([]string{first}, l.more.take(k)...)
 }
 
 // Valid reports whether there is a result to update.
@@ -210,7 +241,7 @@ func (x *Engine) Full(in Inputs, cfg Config, have state.State) Result {
 func newBase(cfg Config) *base {
 	return &base{cfg: cfg, want: state.State{Switches: map[string]*state.Switch{}, Ports: state.NewPorts(0),
 		DHCP: map[string]*state.DHCPOptions{}, Index: state.IndexOf(nil)},
-		launchers: relations{}, vmiVM: relations{}, migVMI: relations{}, ipNamed: relations{},
+		launchers: newLinks(), vmiVM: newLinks(), migVMI: newLinks(), ipNamed: newLinks(),
 		readers: map[string]relations{state.KindIPAMClaim: {}, kindNAD: {}},
 		bySet:   map[nsName]map[string]bool{}, nsSwitch: map[string]string{},
 		byOwner:    newOwnerPorts(),

@@ -1351,3 +1351,31 @@ func TestUpdateGivesUpOnDrift(t *testing.T) {
 		t.Errorf("b's port = %v, want an address other than a's", p)
 	}
 }
+
+// links keep an object's groups as relations do: each once, in the order
+// found, all of them given and forgotten by a take.
+func TestLinks(t *testing.T) {
+	l := newLinks()
+	a, b := nsName{"shop", "virt-launcher-db-x7k2p"}, nsName{"shop", "virt-launcher-web-q8d4w"}
+	l.add(a, "db")
+	l.add(a, "db")
+	l.add(b, "web")
+	l.add(a, "db-new")
+	l.add(a, "db")
+	if got := l.take(a); !slices.Equal(got, []string{"db", "db-new"}) {
+		t.Errorf("take(a) = %q, want [db db-new]", got)
+	}
+	if got := l.take(a); got != nil {
+		t.Errorf("a second take(a) = %q, want none", got)
+	}
+	l.add(a, "db-new")
+	if got := l.take(a); !slices.Equal(got, []string{"db-new"}) {
+		t.Errorf("take(a) after a take = %q, want [db-new]", got)
+	}
+	if got := l.take(b); !slices.Equal(got, []string{"web"}) {
+		t.Errorf("take(b) = %q, want [web]", got)
+	}
+	if len(l.first) != 0 || len(l.more) != 0 {
+		t.Errorf("links hold %v and %v after every take", l.first, l.more)
+	}
+}

@@ -11,6 +11,7 @@ import (
 	"runtime"
 	"strings"
 	"testing"
+	"unsafe"
 
 	"github.com/go-logr/logr"
 	"github.com/ovn-org/libovsdb/cache"
@@ -142,6 +143,45 @@ func TestPortViewDecode(t *testing.T) {
 	// The rows a change replaced are as they were: snapshots share them.
 	if a.Name != "p\u00e9\"a" || len(a.Addresses) != 1 || a.DHCPv4() == "" {
 		t.Errorf("the row the update replaced changed: %+v", a)
+	}
+}
+
+// TestPortViewPacksRows: a row's own strings (its UUID, name, owner and
+// addresses) are parts of one string, and its port_security's entries
+// that are addresses are the addresses' strings.
+func TestPortViewPacksRows(t *testing.T) {
+	v := newTestView()
+	const uuid = "aaaaaaaa-0000-4000-8000-000000000000"
+	feed(t, v, `{"id":0,"result":{"Logical_Switch_Port":{"`+uuid+`":{"initial":{"name":"web-0.shop",
+		"addresses":["set",["0a:58:0a:10:00:02 10.16.0.2","0a:58:0a:10:00:03 10.16.0.3"]],
+		"port_security":["set",["0a:58:0a:10:00:03 10.16.0.3","0a:58:0a:10:00:09"]],
+		"external_ids":["map",[["ovn-sync/owner","Pod/shop/web-0"],["ovn-sync/switch","ovn-default"]]]}}}},"error":null}`)
+	var key string
+	for k := range v.Table().rows {
+		key = k
+	}
+	p := v.Table().rows[uuid]
+	if p == nil || p.Name != "web-0.shop" || p.Owner != "Pod/shop/web-0" || len(p.Addresses) != 2 || len(p.PortSecurity) != 2 {
+		t.Fatalf("row read as %+v", p)
+	}
+	parts := []string{p.UUID, key, p.Name, p.Owner, p.Addresses[0], p.Addresses[1], p.PortSecurity[0]}
+	lo, hi := unsafe.StringData(p.UUID), unsafe.StringData(p.UUID)
+	for _, s := range parts {
+		if d := unsafe.StringData(s); uintptr(unsafe.Pointer(d)) < uintptr(unsafe.Pointer(lo)) {
+			lo = d
+		}
+		if end := unsafe.Add(unsafe.Pointer(unsafe.StringData(s)), len(s)); uintptr(end) > uintptr(unsafe.Pointer(hi)) {
+			hi = (*byte)(end)
+		}
+	}
+	if span, n := uintptr(unsafe.Pointer(hi))-uintptr(unsafe.Pointer(lo)), len(uuid)+len(p.Name)+len(p.Owner)+len(p.Addresses[0])+len(p.Addresses[1]); span != uintptr(n) {
+		t.Errorf("the row's own strings span %d bytes, want the %d of one string", span, n)
+	}
+	if unsafe.StringData(p.PortSecurity[0]) != unsafe.StringData(p.Addresses[1]) {
+		t.Error("port_security's address is not the address's string")
+	}
+	if p.PortSecurity[1] != "0a:58:0a:10:00:09" {
+		t.Errorf("port_security = %q", p.PortSecurity)
 	}
 }
 
