@@ -107,10 +107,10 @@ type NB struct {
 	changedNames int
 
 	// ports and switches are the rows last holds, converted, by row UUID
-	// (a port's index entry, whose Port is the view's row itself unless
-	// the row refers to a DHCP_Options row); refs holds, of the ports whose
-	// rows refer to one, the row each conversion was made from.
-	ports    map[string]state.Entry
+	// (a port is the view's row itself unless the row refers to a
+	// DHCP_Options row; its index entry is last's); refs holds, of the
+	// ports whose rows refer to one, the row each conversion was made from.
+	ports    map[string]*state.Port
 	refs     map[string]refSource
 	switches map[string]memoSwitch
 	// dhcpNames names our DHCP_Options rows by UUID, as the last snapshot
@@ -149,7 +149,7 @@ func Dial(ctx context.Context, opts Options) (*NB, error) {
 	// libovsdb drops a cache event when its queue is full (a reconnect
 	// reloading more rows than the queue holds, a handler falling behind)
 	// and says so only in its log: the next snapshot then reads every row.
-	nb := &NB{ports: map[string]state.Entry{}, refs: map[string]refSource{}, switches: map[string]memoSwitch{},
+	nb := &NB{ports: map[string]*state.Port{}, refs: map[string]refSource{}, switches: map[string]memoSwitch{},
 		reconnectTimeout: reconnectTimeout}
 	nb.changed.setAll()
 	logger = logr.New(&dropWatch{inner: logger.GetSink(), onDrop: nb.changed.setAll})

@@ -136,19 +136,23 @@ func (nb *NB) rebuild(t tables) {
 	s.DHCP, _ = nb.readDHCP(t.dhcp)
 	// The view replaces a row when it changes, so an unchanged pointer
 	// means an unchanged row and its conversion is reused.
-	ports := make(map[string]state.Entry, n)
+	ports := make(map[string]*state.Port, n)
 	refs := map[string]refSource{}
 	idx := make(state.Entries, 0, n)
 	nb.read.ports = nb.view.Each(func(uuid string, row *state.Port) {
-		e, ok := nb.ports[uuid]
-		if ok && nb.current(uuid, e, row) {
+		var e state.Entry
+		p, ok := nb.ports[uuid]
+		if ok && nb.current(uuid, p, row) {
 			if src, ref := nb.refs[uuid]; ref {
 				refs[uuid] = src
+			}
+			if e, ok = nb.last.Index.Entry(p); !ok {
+				e = state.EntryOf(p)
 			}
 		} else {
 			e = nb.convertPort(refs, uuid, row)
 		}
-		ports[uuid] = e
+		ports[uuid] = e.Port
 		s.Ports.Set(e.Port.Name, e.Port)
 		idx = append(idx, e)
 	})
@@ -246,17 +250,21 @@ func (nb *NB) updatePorts(s *state.State, table *portview.Table, uuids map[strin
 			s.Ports, cloned = s.Ports.Clone(), true
 		}
 		if had {
-			if p := old.Port; s.Ports.Get(p.Name) == p {
-				s.Ports.Delete(p.Name)
+			e, ok := s.Index.Entry(old)
+			if !ok {
+				return nil, false // not as last holds it: rebuild reads every row
 			}
-			names = append(names, old.Port.Name)
-			del = append(del, old)
+			if s.Ports.Get(old.Name) == old {
+				s.Ports.Delete(old.Name)
+			}
+			names = append(names, old.Name)
+			del = append(del, e)
 			delete(nb.ports, uuid)
 			delete(nb.refs, uuid)
 		}
 		if r != nil {
 			e := nb.convertPort(nb.refs, uuid, r)
-			nb.ports[uuid] = e
+			nb.ports[uuid] = e.Port
 			s.Ports.Set(e.Port.Name, e.Port)
 			ins = append(ins, e)
 			if !had || r.Name != names[len(names)-1] {
@@ -300,15 +308,15 @@ func (nb *NB) convertPort(refs map[string]refSource, uuid string, r *state.Port)
 	return state.EntryOf(namePort(r, func(uuid string) string { return nb.dhcpNames[uuid] }, &nb.rares))
 }
 
-// current reports whether e, the conversion nb holds of the port row
+// current reports whether p, the conversion nb holds of the port row
 // uuid, is that of r with the DHCP_Options names nb holds now: the view
 // replaces a row when it changes, so an unchanged pointer means an
 // unchanged row.
-func (nb *NB) current(uuid string, e state.Entry, r *state.Port) bool {
+func (nb *NB) current(uuid string, p, r *state.Port) bool {
 	if src, ref := nb.refs[uuid]; ref {
 		return src.row == r && src.gen == nb.dhcpGen
 	}
-	return e.Port == r
+	return p == r
 }
 
 // readDHCP reads our DHCP_Options rows of table (nil reads none), sets

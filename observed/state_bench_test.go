@@ -130,7 +130,7 @@ func BenchmarkStateKeeps(b *testing.B) {
 				b.StopTimer()
 				with := liveheap.Bytes()
 				nb.mu.Lock()
-				nb.last, nb.ports, nb.refs = state.State{}, map[string]state.Entry{}, map[string]refSource{}
+				nb.last, nb.ports, nb.refs = state.State{}, map[string]*state.Port{}, map[string]refSource{}
 				nb.mu.Unlock()
 				b.ReportMetric(float64(with-liveheap.Bytes())/float64(ports), "kept-B/port")
 				b.StartTimer()

@@ -197,6 +197,22 @@ func (p *Port) Sum() uint64 {
 	return h.Sum64()
 }
 
+// Entry returns the entry of idx whose Port is p (the pointer, not an
+// equal port), found by p's name.
+func (idx Index) Entry(p *Port) (Entry, bool) {
+	if idx.shards == nil {
+		return Entry{}, false
+	}
+	h := NameHash(p.Name)
+	es := idx.shards[shardOfHash(h)].es
+	for i := es.search(h); i < len(es) && es[i].NameHash == h; i++ {
+		if es[i].Port == p {
+			return es[i], true
+		}
+	}
+	return Entry{}, false
+}
+
 // EntryOf returns p's index entry.
 func EntryOf(p *Port) Entry {
 	return Entry{NameHash: NameHash(p.Name), Sum: p.Sum(), Owned: p.Owned(), Dynamic: p.DynamicAddresses() != "", Port: p}

@@ -39,6 +39,32 @@ func TestIndexSorted(t *testing.T) {
 	}
 }
 
+// Entry finds a port's entry by the port itself: not an equal port's,
+// not one of another index.
+func TestIndexEntry(t *testing.T) {
+	ports := map[string]*Port{}
+	for i := range 2000 {
+		name := fmt.Sprintf("pod-%d.shop", i)
+		ports[name] = &Port{Name: name, Owner: "Pod/shop/" + name, Addresses: []string{fmt.Sprintf("0a:58:0a:10:%02x:%02x 10.16.%d.%d", i>>8, i&255, i>>8, i&255)}}
+	}
+	idx := IndexPorts(PortsOf(ports))
+	for _, p := range ports {
+		e, ok := idx.Entry(p)
+		if !ok || e != EntryOf(p) {
+			t.Fatalf("Entry(%s) = %+v, %v; want its entry", p.Name, e, ok)
+		}
+		if c := *p; func() bool { _, ok := idx.Entry(&c); return ok }() {
+			t.Fatalf("Entry found a copy of %s", p.Name)
+		}
+	}
+	if _, ok := idx.Entry(&Port{Name: "other"}); ok {
+		t.Error("Entry found a port not in the index")
+	}
+	if _, ok := (Index{}).Entry(&Port{Name: "other"}); ok {
+		t.Error("the zero Index has an entry")
+	}
+}
+
 func TestSumSeesEveryField(t *testing.T) {
 	base := Port{Name: "a", Switch: "s", Owner: "o", Network: "n", RequestedChassis: "r",
 		Addresses: []string{"m 1"}, PortSecurity: []string{"m 1"}}
