@@ -592,7 +592,7 @@ func (b *base) splice(r Result, owners map[string]bool) Result {
 func (b *base) takeOut(ports state.Ports, owners map[string]bool) (names []string, removed []state.Entry) {
 	for id := range owners {
 		start := len(names)
-		names = b.byOwner.appendNames(names, id)
+		names = b.byOwner.appendNames(names, id, b.want.Ports)
 		for _, name := range names[start:] {
 			p := ports.Get(name)
 			removed = append(removed, state.EntryOf(p))

@@ -200,11 +200,11 @@ func (b *base) namespaceScope(objs Objects, c state.ObjectRef, sel *touched) Why
 	} else {
 		b.nsSwitch[c.Name] = cur
 	}
-	// A Namespace's switch changes seldom: its owners are found among all
-	// of them, not kept in an index of an entry an owner.
-	for id := range b.byOwner.first {
-		if ownerNamespace(id) == c.Name {
-			sel.owner(id)
+	// A Namespace's switch changes seldom: its owners are found among the
+	// owners of every port, not kept in an index of an entry an owner.
+	for _, p := range b.want.Ports.All() {
+		if p.Owner != "" && ownerNamespace(p.Owner) == c.Name {
+			sel.owner(p.Owner)
 		}
 	}
 	return Why{}
@@ -251,46 +251,57 @@ func (b *base) ipScope(objs Objects, c state.ObjectRef, sel *touched) Why {
 	return Why{}
 }
 
-// ownerPorts lists each owner's ports by name. Most owners have one port:
-// it is held as a string in a map of its own, so that such an owner costs
-// a map entry and no slice.
+// ownerPorts lists each owner's ports by name. Most owners have one port,
+// called as the owner is ("<name>.<ns>", its base): that port is found in
+// want by its name, its Owner the owner's id, and is not listed. The
+// others, an owner's ports on other networks, are listed in other.
 type ownerPorts struct {
-	first map[string]string   // each owner's first port
-	more  map[string][]string // the others, of owners of several
+	other map[string][]string
 }
 
-func newOwnerPorts() ownerPorts {
-	return ownerPorts{first: map[string]string{}, more: map[string][]string{}}
-}
+func newOwnerPorts() ownerPorts { return ownerPorts{other: map[string][]string{}} }
 
 // add lists name among the ports of owner id.
 func (o ownerPorts) add(id, name string) {
-	if _, ok := o.first[id]; !ok {
-		o.first[id] = name
-		return
+	if id != "" && !isBase(name, id) {
+		o.other[id] = append(o.other[id], name)
 	}
-	o.more[id] = append(o.more[id], name)
 }
 
-// appendNames appends to names those of the ports of owner id, in the
-// order they were added.
-func (o ownerPorts) appendNames(names []string, id string) []string {
-	if first, ok := o.first[id]; ok {
-		names = append(append(names, first), o.more[id]...)
+// appendNames appends to names those of the ports of owner id in want,
+// the ports o lists the others of.
+func (o ownerPorts) appendNames(names []string, id string, want state.Ports) []string {
+	if p := want.Get(baseOf(id)); p != nil && p.Owner == id {
+		names = append(names, p.Name)
 	}
-	return names
+	return append(names, o.other[id]...)
 }
 
-// has reports whether owner id has a port.
-func (o ownerPorts) has(id string) bool {
-	_, ok := o.first[id]
-	return ok
+// has reports whether owner id has a port in want, the ports o lists the
+// others of.
+func (o ownerPorts) has(id string, want state.Ports) bool {
+	if p := want.Get(baseOf(id)); p != nil && p.Owner == id {
+		return true
+	}
+	return len(o.other[id]) > 0
 }
 
 // delete forgets the ports of owner id.
-func (o ownerPorts) delete(id string) {
-	delete(o.first, id)
-	delete(o.more, id)
+func (o ownerPorts) delete(id string) { delete(o.other, id) }
+
+// baseOf is the base of the owner whose id is id: "<name>.<ns>" of
+// "<Kind>/<ns>/<name>" (ownerNames).
+func baseOf(id string) string {
+	_, rest, _ := strings.Cut(id, "/")
+	ns, name, _ := strings.Cut(rest, "/")
+	return name + "." + ns
+}
+
+// isBase reports whether name is baseOf(id), without making it.
+func isBase(name, id string) bool {
+	_, rest, _ := strings.Cut(id, "/")
+	ns, owner, _ := strings.Cut(rest, "/")
+	return len(name) == len(owner)+1+len(ns) && name[:len(owner)] == owner && name[len(owner)] == '.' && name[len(owner)+1:] == ns
 }
 
 // indexOwner adds id, an owner of a port of want, to the owners by
@@ -354,7 +365,9 @@ func (b *base) rebuildOf(objs Objects, changed []state.ObjectRef) (rebuild, Why)
 		r.owners[kindVirtualMachine+"/"+k.ns+"/"+k.name] = true
 		r.owners[kindVirtualMachineInst+"/"+k.ns+"/"+k.name] = true
 	}
-	if len(r.owners) > max(64, len(b.byOwner.first)/4) {
+	// Owners have a port each, most of them: a quarter of the ports is
+	// about a quarter of the owners.
+	if len(r.owners) > max(64, b.want.Ports.Len()/4) {
 		return rebuild{}, Why{ReasonTooMany, "a quarter of the owners changed"}
 	}
 	r.in = b.lookUp(objs, sel, looked)
@@ -596,7 +609,7 @@ func (b *base) checkClaimReaders(r Result, owners map[string]bool) Why {
 			continue
 		}
 		for _, id := range b.readers[state.KindIPAMClaim][l.obj] {
-			if id != l.owner && !owners[id] && b.byOwner.has(id) {
+			if id != l.owner && !owners[id] && b.byOwner.has(id, b.want.Ports) {
 				return Why{ReasonClaimRead, "IPAMClaim " + l.obj.ns + "/" + l.obj.name + " is read by " + l.owner + " and by " + id + ", which was not rebuilt"}
 			}
 		}

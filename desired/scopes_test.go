@@ -112,3 +112,33 @@ func TestReadLookups(t *testing.T) {
 		t.Errorf("the claim is read as a NAD by %v", got)
 	}
 }
+
+// An owner's base is "<name>.<ns>" of its id "<Kind>/<ns>/<name>", as
+// ownerNames makes it; isBase tells it without making it.
+func TestOwnerBase(t *testing.T) {
+	for _, c := range []struct {
+		id, name string
+		base     bool
+	}{
+		{"Pod/shop/web-0", "web-0.shop", true},
+		{"VirtualMachine/tenant-a/db", "db.tenant-a", true},
+		{"VirtualMachineInstance/tenant-a/db", "db.tenant-a.blue", false},
+		{"Pod/shop/web-0", "web-0.sho", false},
+		{"Pod/shop/web-0", "web-1.shop", false},
+		{"Pod/shop/web-0", "web-0-shop", false},
+		{"Pod/a.b/c", "c.a.b", true},
+		{"Pod/a/b.c", "b.c.a", true},
+	} {
+		if got := isBase(c.name, c.id); got != c.base {
+			t.Errorf("isBase(%q, %q) = %v, want %v", c.name, c.id, got, c.base)
+		}
+		if c.base && baseOf(c.id) != c.name {
+			t.Errorf("baseOf(%q) = %q, want %q", c.id, baseOf(c.id), c.name)
+		}
+	}
+	kind, ns, name := "VirtualMachine", "tenant-a", "db"
+	id, base := (&builder{}).ownerNames(kind, ns, name)
+	if baseOf(id) != base || !isBase(base, id) {
+		t.Errorf("ownerNames gives %q, %q; baseOf gives %q", id, base, baseOf(id))
+	}
+}
