@@ -188,6 +188,9 @@ func (s *Informers) setAllChangedLocked() {
 // a delete tombstone whose object cannot be read, from the tombstone's
 // "namespace/name" key. It reports false if neither names it.
 func refOf(k Kind, obj any) (state.ObjectRef, bool) {
+	if s, ok := Unwrap(obj).(interface{ kept() *storedMeta }); ok && s.kept().name() != "" {
+		return state.ObjectRef{Kind: string(k), Namespace: s.kept().namespace, Name: s.kept().name()}, true
+	}
 	if m, err := meta.Accessor(Unwrap(obj)); err == nil && m.GetName() != "" {
 		return state.ObjectRef{Kind: string(k), Namespace: m.GetNamespace(), Name: m.GetName()}, true
 	}

@@ -141,20 +141,19 @@ func sharedType(t metav1.TypeMeta) *metav1.TypeMeta {
 // annotations made in the maps labels and ann (Annotations.MapInto: nil
 // for new ones); the rest are left as they were.
 func (o *storedMeta) fill(m *metav1.ObjectMeta, labels, ann map[string]string) {
+	o.fillFields(m)
+	m.Labels, m.Annotations = o.labels.MapInto(labels), o.annotations.MapInto(ann)
+}
+
+// fillFields is fill but for the labels and annotations.
+func (o *storedMeta) fillFields(m *metav1.ObjectMeta) {
 	m.Name, m.Namespace, m.ResourceVersion, m.UID = o.name(), o.namespace, o.version(), o.uid()
 	m.CreationTimestamp, m.DeletionTimestamp = madeTime(o.created), o.deleted
-	m.Labels, m.Annotations, m.OwnerReferences = o.labels.MapInto(labels), o.annotations.MapInto(ann), o.owners
+	m.OwnerReferences = o.owners
 }
 
 // kept is the stored metadata itself, of any stored form.
 func (o *storedMeta) kept() *storedMeta { return o }
-
-// meta is the object's metadata, made anew.
-func (o *storedMeta) meta() metav1.ObjectMeta {
-	var m metav1.ObjectMeta
-	o.fill(&m, nil, nil)
-	return m
-}
 
 // typeMeta is the object's type.
 func (o *storedMeta) typeMeta() metav1.TypeMeta {
@@ -166,10 +165,40 @@ func (o *storedMeta) typeMeta() metav1.TypeMeta {
 
 // GetObjectMeta returns the object's metadata, made anew (meta.Accessor
 // reads a stored object through it): changing it changes nothing stored.
+// Its labels and annotations are made when first read: client-go's key
+// function reads a stored object's name through it at every event.
 func (o *storedMeta) GetObjectMeta() metav1.Object {
-	m := o.meta()
-	return &m
+	v := &metaView{kept: o}
+	o.fillFields(&v.ObjectMeta)
+	return v
 }
+
+// metaView is a stored object's metadata as GetObjectMeta gives it: an
+// ObjectMeta whose labels and annotations are made at the first read,
+// unless set before.
+type metaView struct {
+	metav1.ObjectMeta
+	kept                   *storedMeta
+	labelsMade, annotsMade bool
+}
+
+func (v *metaView) GetLabels() map[string]string {
+	if !v.labelsMade {
+		v.Labels, v.labelsMade = v.kept.labels.MapInto(nil), true
+	}
+	return v.Labels
+}
+
+func (v *metaView) SetLabels(m map[string]string) { v.Labels, v.labelsMade = m, true }
+
+func (v *metaView) GetAnnotations() map[string]string {
+	if !v.annotsMade {
+		v.Annotations, v.annotsMade = v.kept.annotations.MapInto(nil), true
+	}
+	return v.Annotations
+}
+
+func (v *metaView) SetAnnotations(m map[string]string) { v.Annotations, v.annotsMade = m, true }
 
 // GetObjectKind is the object's kind, as runtime.Object requires: a copy,
 // as the stored objects of a type share theirs, so that setting it

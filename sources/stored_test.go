@@ -14,6 +14,7 @@ import (
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -584,5 +585,46 @@ func TestPhases(t *testing.T) {
 	}
 	if s := storePod(&corev1.Pod{Status: corev1.PodStatus{Phase: corev1.PodSucceeded}}); s.pod().Status.Phase != corev1.PodSucceeded {
 		t.Errorf("a pod's phase Succeeded is stored as %q", s.pod().Status.Phase)
+	}
+}
+
+// meta.Accessor reads a stored object's metadata as its API object has
+// it, labels and annotations made when first read; what is set on it
+// reads back and changes nothing stored. refOf reads the stored fields.
+func TestStoredMetaAccessor(t *testing.T) {
+	p := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "virt-launcher-db-x7k2p", Namespace: "tenant-a", UID: "4c1a7a57-3e0b-4c87-9d0e-2c1f6b1f6a10",
+		ResourceVersion: "81234", CreationTimestamp: metav1.Unix(1796680800, 0),
+		Labels:      map[string]string{kubevirtv1.AppLabel: "virt-launcher", kubevirtv1.CreatedByLabel: "7d9f"},
+		Annotations: map[string]string{"ovn.kubernetes.io/ip_address": "10.16.0.5", "kubevirt.io/domain": "db"},
+	}}
+	s := storePod(p)
+	want := s.pod().ObjectMeta
+	m, err := meta.Accessor(&s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if m.GetName() != want.Name || m.GetNamespace() != want.Namespace || m.GetUID() != want.UID || m.GetResourceVersion() != want.ResourceVersion ||
+		!m.GetCreationTimestamp().Time.Equal(want.CreationTimestamp.Time) || !reflect.DeepEqual(m.GetLabels(), want.Labels) ||
+		!reflect.DeepEqual(m.GetAnnotations(), want.Annotations) || len(want.Labels) == 0 || len(want.Annotations) == 0 {
+		t.Fatalf("meta.Accessor reads %s/%s %s %s %v %v; want %+v", m.GetNamespace(), m.GetName(), m.GetUID(), m.GetResourceVersion(),
+			m.GetLabels(), m.GetAnnotations(), want)
+	}
+	m.SetLabels(map[string]string{"a": "b"})
+	m.GetAnnotations()["ovn.kubernetes.io/ip_address"] = "10.16.0.99"
+	m.SetName("other")
+	if !reflect.DeepEqual(m.GetLabels(), map[string]string{"a": "b"}) || m.GetAnnotations()["ovn.kubernetes.io/ip_address"] != "10.16.0.99" {
+		t.Errorf("the accessor reads back %v, %v", m.GetLabels(), m.GetAnnotations())
+	}
+	if got := s.pod().ObjectMeta; !reflect.DeepEqual(got, want) {
+		t.Errorf("setting the accessor's fields changed the stored pod: %+v", got)
+	}
+	if m2, _ := meta.Accessor(&s); m2.GetAnnotations()["ovn.kubernetes.io/ip_address"] != "10.16.0.5" {
+		t.Error("a second accessor reads the first one's annotations")
+	}
+	if key, err := cache.MetaNamespaceKeyFunc(&s); err != nil || key != "tenant-a/virt-launcher-db-x7k2p" {
+		t.Errorf("MetaNamespaceKeyFunc = %q, %v", key, err)
+	}
+	if ref, ok := refOf(KindPod, &s); !ok || ref != (state.ObjectRef{Kind: string(KindPod), Namespace: "tenant-a", Name: "virt-launcher-db-x7k2p"}) {
+		t.Errorf("refOf = %+v, %v", ref, ok)
 	}
 }
