@@ -116,8 +116,7 @@ type touched struct {
 
 // owner selects the owner whose id is id ("<Kind>/<ns>/<name>").
 func (sel *touched) owner(id string) {
-	kind, rest, _ := strings.Cut(id, "/")
-	ns, name, _ := strings.Cut(rest, "/")
+	kind, ns, name := splitOwnerID(id)
 	switch kind {
 	case kindPod:
 		sel.pods[nsName{ns, name}] = true
@@ -213,9 +212,15 @@ func (b *base) namespaceScope(objs Objects, c state.ObjectRef, sel *touched) Why
 // ownerNamespace is the namespace of the owner whose id is id
 // ("<Kind>/<ns>/<name>").
 func ownerNamespace(id string) string {
-	_, rest, _ := strings.Cut(id, "/")
-	ns, _, _ := strings.Cut(rest, "/")
+	_, ns, _ := splitOwnerID(id)
 	return ns
+}
+
+// splitOwnerID splits the id of an owner, "<Kind>/<ns>/<name>".
+func splitOwnerID(id string) (kind, ns, name string) {
+	kind, rest, _ := strings.Cut(id, "/")
+	ns, name, _ = strings.Cut(rest, "/")
+	return kind, ns, name
 }
 
 // statefulSetScope: a StatefulSet's replicas, ordinals and deletion decide
@@ -271,7 +276,7 @@ func (o ownerPorts) add(id, name string) {
 // appendNames appends to names those of the ports of owner id in want,
 // the ports o lists the others of.
 func (o ownerPorts) appendNames(names []string, id string, want state.Ports) []string {
-	if p := want.Get(baseOf(id)); p != nil && p.Owner == id {
+	if p := basePort(id, want); p != nil {
 		names = append(names, p.Name)
 	}
 	return append(names, o.other[id]...)
@@ -280,35 +285,37 @@ func (o ownerPorts) appendNames(names []string, id string, want state.Ports) []s
 // has reports whether owner id has a port in want, the ports o lists the
 // others of.
 func (o ownerPorts) has(id string, want state.Ports) bool {
-	if p := want.Get(baseOf(id)); p != nil && p.Owner == id {
-		return true
-	}
-	return len(o.other[id]) > 0
+	return basePort(id, want) != nil || len(o.other[id]) > 0
 }
 
 // delete forgets the ports of owner id.
 func (o ownerPorts) delete(id string) { delete(o.other, id) }
 
+// basePort is owner id's port in want called as the owner is, or nil.
+func basePort(id string, want state.Ports) *state.Port {
+	if p := want.Get(baseOf(id)); p != nil && p.Owner == id {
+		return p
+	}
+	return nil
+}
+
 // baseOf is the base of the owner whose id is id: "<name>.<ns>" of
 // "<Kind>/<ns>/<name>" (ownerNames).
 func baseOf(id string) string {
-	_, rest, _ := strings.Cut(id, "/")
-	ns, name, _ := strings.Cut(rest, "/")
+	_, ns, name := splitOwnerID(id)
 	return name + "." + ns
 }
 
 // isBase reports whether name is baseOf(id), without making it.
 func isBase(name, id string) bool {
-	_, rest, _ := strings.Cut(id, "/")
-	ns, owner, _ := strings.Cut(rest, "/")
+	_, ns, owner := splitOwnerID(id)
 	return len(name) == len(owner)+1+len(ns) && name[:len(owner)] == owner && name[len(owner)] == '.' && name[len(owner)+1:] == ns
 }
 
 // indexOwner adds id, an owner of a port of want, to the owners by
 // StatefulSet; unindexOwner takes it out.
 func (b *base) indexOwner(id string) {
-	kind, rest, _ := strings.Cut(id, "/")
-	ns, name, _ := strings.Cut(rest, "/")
+	kind, ns, name := splitOwnerID(id)
 	if set, _, ok := StatefulSetPod(name); ok && kind == kindPod {
 		k := nsName{ns, set}
 		if b.bySet[k] == nil {
@@ -319,8 +326,7 @@ func (b *base) indexOwner(id string) {
 }
 
 func (b *base) unindexOwner(id string) {
-	kind, rest, _ := strings.Cut(id, "/")
-	ns, name, _ := strings.Cut(rest, "/")
+	kind, ns, name := splitOwnerID(id)
 	if set, _, ok := StatefulSetPod(name); ok && kind == kindPod {
 		k := nsName{ns, set}
 		if m := b.bySet[k]; m != nil {

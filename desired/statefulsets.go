@@ -60,8 +60,7 @@ func (b *builder) keepStatefulSetPorts() {
 		return ord >= start && ord < start+replicas
 	}
 	for _, id := range b.rebuiltSetPods() {
-		_, rest, _ := strings.Cut(id, "/")
-		ns, name, _ := strings.Cut(rest, "/")
+		_, ns, name := splitOwnerID(id)
 		if kept(ns, name) {
 			b.keepOwnerPorts(b.newOwner(kindPod, ns, name, time.Time{}), nil)
 		}
@@ -90,8 +89,7 @@ func (b *builder) keepStatefulSetPorts() {
 func (b *builder) rebuiltSetPods() []string {
 	var ids []string
 	add := func(id string) {
-		kind, rest, _ := strings.Cut(id, "/")
-		ns, name, _ := strings.Cut(rest, "/")
+		kind, ns, name := splitOwnerID(id)
 		if set, _ := b.setOf(ns, name); kind == kindPod && set != nil {
 			ids = append(ids, id)
 		}
