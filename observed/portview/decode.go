@@ -103,13 +103,8 @@ func (v *View) readUpdates(r *jsonReader) ([]rowChange, error) {
 			err := r.object(func(op []byte) error {
 				switch string(op) {
 				case "initial", "insert":
-					p, err := v.readRow(r)
-					if p != nil {
-						p.UUID = c.uuid
-						pack(p)
-						c.uuid = p.UUID
-					}
-					c.full = p
+					p, err := v.readRow(r, c.uuid)
+					c.uuid, c.full = p.UUID, p
 					return err
 				case "modify":
 					d, err := v.readDiff(r)
@@ -125,10 +120,10 @@ func (v *View) readUpdates(r *jsonReader) ([]rowChange, error) {
 	return rows, err
 }
 
-// readRow reads a whole row (the columns monitored, default values left
-// out) into a port.
-func (v *View) readRow(r *jsonReader) (*state.Port, error) {
-	p, rare := &state.Port{}, state.Rare{}
+// readRow reads a whole row, uuid, (the columns monitored, default values
+// left out) into a port.
+func (v *View) readRow(r *jsonReader, uuid string) (*state.Port, error) {
+	p, rare := &state.Port{UUID: uuid}, state.Rare{}
 	err := r.object(func(col []byte) error {
 		switch column := string(col); column {
 		case "name":
@@ -152,16 +147,7 @@ func (v *View) readRow(r *jsonReader) (*state.Port, error) {
 		return r.skip()
 	})
 	p.SetRare(v.rares.Of(rare))
-	// ovn-sync writes one entry to both sets: it is held once, and so is
-	// the set when both are the same.
-	if slices.Equal(p.PortSecurity, p.Addresses) {
-		p.PortSecurity = p.Addresses
-	}
-	for i, e := range p.PortSecurity {
-		if j, found := slices.BinarySearch(p.Addresses, e); found {
-			p.PortSecurity[i] = p.Addresses[j]
-		}
-	}
+	pack(p)
 	return p, err
 }
 
@@ -169,6 +155,9 @@ func (v *View) readRow(r *jsonReader) (*state.Port, error) {
 // addresses — end to end in one string, and makes them parts of it: read,
 // they were one allocation each, about 30 bytes a port more in all. The
 // strings ports share (the switch, the network, a node) are not its own.
+// ovn-sync writes one entry to both address sets: an entry of
+// port_security that is an address is that address's string, and the set
+// is the addresses' when both are the same.
 func pack(p *state.Port) {
 	own := [...]*string{&p.UUID, &p.Name, &p.Owner}
 	n := 0
@@ -195,16 +184,15 @@ func pack(p *state.Port) {
 	for _, s := range own {
 		*s = cut(*s)
 	}
-	same := len(p.PortSecurity) > 0 && len(p.Addresses) > 0 && &p.PortSecurity[0] == &p.Addresses[0]
 	for i := range p.Addresses {
 		p.Addresses[i] = cut(p.Addresses[i])
 	}
-	if !same {
-		// readRow made each of them that is an address the address's string.
-		for i, e := range p.PortSecurity {
-			if j, found := slices.BinarySearch(p.Addresses, e); found {
-				p.PortSecurity[i] = p.Addresses[j]
-			}
+	if slices.Equal(p.PortSecurity, p.Addresses) {
+		p.PortSecurity = p.Addresses
+	}
+	for i, e := range p.PortSecurity {
+		if j, found := slices.BinarySearch(p.Addresses, e); found {
+			p.PortSecurity[i] = p.Addresses[j]
 		}
 	}
 }
