@@ -149,6 +149,15 @@ func TestWatchDriftPreviousWant(t *testing.T) {
 		drifts++
 		mu.Unlock()
 	})
+	// Handlers are called in the order they were added, one event at a
+	// time: once this one has seen a table's nth event, WatchDrift has
+	// judged it.
+	seen := map[string]int{}
+	nb.WatchRows(func(table string) {
+		mu.Lock()
+		seen[table]++
+		mu.Unlock()
+	})
 	ctx := context.Background()
 	row := &nbdb.LogicalSwitchPort{UUID: "lsp", Name: "a.ns", Addresses: port("").Addresses, PortSecurity: port("").PortSecurity,
 		ExternalIDs: map[string]string{state.KeyOwner: "Pod/ns/a", state.KeyNetwork: "default", state.KeySwitch: "ovn-default"},
@@ -186,42 +195,47 @@ func TestWatchDriftPreviousWant(t *testing.T) {
 		named := func(ls *nbdb.LogicalSwitch) bool { return ls.Name == "ovn-default" }
 		transact(nb.Client().WhereCache(named).Update(r, &r.OtherConfig))
 	}
-	wait := func(what string, wantDrifts int) {
+	// wait returns once WatchDrift has judged the switches' and ports'
+	// events so far, and checks the drift it reported.
+	wait := func(what string, switches, ports, wantDrifts int) {
 		t.Helper()
-		deadline := time.Now().Add(5 * time.Second)
+		deadline := time.Now().Add(30 * time.Second)
 		for {
 			mu.Lock()
-			d := drifts
+			s, p, d := seen[nbdb.LogicalSwitchTable], seen[nbdb.LogicalSwitchPortTable], drifts
 			mu.Unlock()
-			if d == wantDrifts {
+			if s >= switches && p >= ports {
+				if d != wantDrifts {
+					t.Fatalf("%s: %d drift events, want %d", what, d, wantDrifts)
+				}
 				return
 			}
 			if time.Now().After(deadline) {
-				t.Fatalf("%s: %d drift events, want %d", what, d, wantDrifts)
+				t.Fatalf("%s: %d switch and %d port events seen, want %d and %d", what, s, p, switches, ports)
 			}
 			time.Sleep(5 * time.Millisecond)
 		}
 	}
-	wait("our insert", 0)
+	wait("our insert", 1, 1, 0)
 	// The pass that writes 10.16.0.2 has stored its want (10.16.0.3 next)
 	// when the cache's event of its write comes: the previous want has it.
 	mu.Lock()
 	cur, prev = wantWith("n1", "10.16.0.3"), wantWith("n2", "10.16.0.2")
 	mu.Unlock()
 	setExclude("10.16.0.2")
-	wait("a switch as the previous want has it", 0)
+	wait("a switch as the previous want has it", 2, 1, 0)
 	// Someone sets 10.16.0.9: neither want has it.
 	setExclude("10.16.0.9")
-	wait("an outside edit of a switch", 1)
+	wait("an outside edit of a switch", 3, 1, 1)
 	// A port left as the previous want has it and not as the last: the
 	// view showed that pass's writes before its Transact returned.
 	setChassis("n2")
-	wait("a port as only the previous want has it", 2)
+	wait("a port as only the previous want has it", 3, 2, 2)
 	// Without a previous want, a switch left other than want has it is
 	// drift.
 	mu.Lock()
 	prev = nil
 	mu.Unlock()
 	setExclude("10.16.0.2")
-	wait("a switch as an older want has it, none kept", 3)
+	wait("a switch as an older want has it, none kept", 4, 2, 3)
 }
