@@ -22,7 +22,7 @@ import (
 // in more.
 type Book struct {
 	// by holds an address's first holder, more the others.
-	by   map[addr.Key]*state.Port
+	by   firsts
 	more map[addr.Key][]*state.Port
 	// dups are the addresses two ports hold on one switch.
 	dups map[addr.Key]bool
@@ -42,7 +42,7 @@ type Holder struct{ Switch, Name string }
 
 // NewBook returns the book of ports.
 func NewBook(ports state.Ports) *Book {
-	x := &Book{by: make(map[addr.Key]*state.Port, 2*ports.Len()), more: map[addr.Key][]*state.Port{}, dups: map[addr.Key]bool{}}
+	x := &Book{by: newFirsts(2 * ports.Len()), more: map[addr.Key][]*state.Port{}, dups: map[addr.Key]bool{}}
 	for _, p := range ports.All() {
 		x.Add(p)
 	}
@@ -53,8 +53,8 @@ func NewBook(ports state.Ports) *Book {
 // must not change while it does.
 func (x *Book) Add(p *state.Port) {
 	addr.EachHeld(p, func(k addr.Key) {
-		if first, ok := x.by[k]; !ok {
-			x.by[k] = p
+		if first, ok := x.by.get(k); !ok {
+			x.by.set(k, p)
 		} else {
 			hs := x.more[k]
 			if first.Switch == p.Switch || slices.ContainsFunc(hs, onSwitch(p.Switch)) {
@@ -92,17 +92,18 @@ func (x *Book) Remove(p *state.Port) {
 // holder becoming the first, and reports whether it held k.
 func (x *Book) drop(k addr.Key, p *state.Port) bool {
 	is := func(h *state.Port) bool { return h.Name == p.Name && h.Switch == p.Switch }
-	first, ok := x.by[k]
+	first, ok := x.by.get(k)
 	if !ok {
 		return false
 	}
 	hs := x.more[k]
 	switch i := slices.IndexFunc(hs, is); {
 	case is(first) && len(hs) == 0:
-		delete(x.by, k)
+		x.by.delete(k)
 		return true
 	case is(first):
-		x.by[k], hs = hs[0], hs[1:]
+		x.by.set(k, hs[0])
+		hs = hs[1:]
 	case i >= 0:
 		hs = slices.Delete(hs, i, i+1)
 	default:
@@ -118,7 +119,7 @@ func (x *Book) drop(k addr.Key, p *state.Port) bool {
 
 // dupAt reports whether two holders of k are on one switch.
 func (x *Book) dupAt(k addr.Key) bool {
-	first, ok := x.by[k]
+	first, ok := x.by.get(k)
 	if !ok {
 		return false
 	}
@@ -133,14 +134,14 @@ func (x *Book) dupAt(k addr.Key) bool {
 
 // Held reports whether a port holds the address k names, on any switch.
 func (x *Book) Held(k addr.Key) bool {
-	_, ok := x.by[k]
+	_, ok := x.by.get(k)
 	return ok
 }
 
 // Holders yields the ports that hold the address k names, on any switch.
 func (x *Book) Holders(k addr.Key) iter.Seq[Holder] {
 	return func(yield func(Holder) bool) {
-		first, ok := x.by[k]
+		first, ok := x.by.get(k)
 		if !ok || !yield(Holder{first.Switch, first.Name}) {
 			return
 		}
@@ -154,12 +155,12 @@ func (x *Book) Holders(k addr.Key) iter.Seq[Holder] {
 
 // heldOn reports whether a port holds k on switch sw.
 func (x *Book) heldOn(k addr.Key, sw string) bool {
-	first, ok := x.by[k]
+	first, ok := x.by.get(k)
 	return ok && (first.Switch == sw || slices.ContainsFunc(x.more[k], onSwitch(sw)))
 }
 
 // Len returns the number of addresses held.
-func (x *Book) Len() int { return len(x.by) }
+func (x *Book) Len() int { return x.by.len() }
 
 // Dups yields the addresses two ports hold on one switch.
 func (x *Book) Dups() iter.Seq[addr.Key] { return maps.Keys(x.dups) }
@@ -174,9 +175,9 @@ func (x *Book) Window(sw string, p netip.Prefix, comp int) *Window {
 	if x.windows == nil {
 		x.windows = map[windowKey]*Window{}
 	}
-	w := NewWindow(p, comp, len(x.by))
-	for k := range x.by {
-		if int(k.Comp) == comp && x.heldOn(k, sw) {
+	w := NewWindow(p, comp, x.by.len())
+	for k := range x.by.keys(comp) {
+		if x.heldOn(k, sw) {
 			w.Set(k)
 		}
 	}
@@ -292,6 +293,69 @@ func eachChangeRun(now, was state.Entries, f func(cur, was *state.Entry)) {
 	for y := range was {
 		if !slices.ContainsFunc(now, func(e state.Entry) bool { return same(&e, &was[y]) }) {
 			f(nil, &was[y])
+		}
+	}
+}
+
+// firsts maps an address to a port, in the least memory: the book maps
+// every address of every port. An IPv4 address or a MAC is keyed by one
+// word, its bits with the component in the top byte, an IPv6 address by
+// its two words: slots of 16 and 24 bytes where an addr.Key's take 32.
+type firsts struct {
+	short map[uint64]*state.Port
+	v6    map[[2]uint64]*state.Port
+}
+
+func newFirsts(room int) firsts {
+	return firsts{short: make(map[uint64]*state.Port, room), v6: map[[2]uint64]*state.Port{}}
+}
+
+// shortOf is the word that keys k, which is not an IPv6 address (its bits
+// take 48 at most: a MAC).
+func shortOf(k addr.Key) uint64 { return k.Lo | uint64(k.Comp)<<56 }
+
+func (f firsts) get(k addr.Key) (*state.Port, bool) {
+	if k.Comp == addr.CompIPv6 {
+		p, ok := f.v6[[2]uint64{k.Hi, k.Lo}]
+		return p, ok
+	}
+	p, ok := f.short[shortOf(k)]
+	return p, ok
+}
+
+func (f firsts) set(k addr.Key, p *state.Port) {
+	if k.Comp == addr.CompIPv6 {
+		f.v6[[2]uint64{k.Hi, k.Lo}] = p
+		return
+	}
+	f.short[shortOf(k)] = p
+}
+
+func (f firsts) delete(k addr.Key) {
+	if k.Comp == addr.CompIPv6 {
+		delete(f.v6, [2]uint64{k.Hi, k.Lo})
+		return
+	}
+	delete(f.short, shortOf(k))
+}
+
+func (f firsts) len() int { return len(f.short) + len(f.v6) }
+
+// keys yields the addresses of component comp.
+func (f firsts) keys(comp int) iter.Seq[addr.Key] {
+	return func(yield func(addr.Key) bool) {
+		if comp == addr.CompIPv6 {
+			for w := range f.v6 {
+				if !yield(addr.Key{Comp: addr.CompIPv6, Hi: w[0], Lo: w[1]}) {
+					return
+				}
+			}
+			return
+		}
+		for w := range f.short {
+			if c := int(w >> 56); c == comp && !yield(addr.Key{Comp: uint8(c), Lo: w &^ (0xff << 56)}) {
+				return
+			}
 		}
 	}
 }

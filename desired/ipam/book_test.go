@@ -104,6 +104,48 @@ func TestBook(t *testing.T) {
 	}
 }
 
+// TestBookKeysApart: an IPv4 address, a MAC and an IPv6 address of the
+// same low bits (10.16.0.5, 00:00:0a:10:00:05, ::a10:5) are three
+// addresses: three ports on one switch holding one each hold nothing
+// twice, each is found as its own, and a window marks its own component's.
+func TestBookKeysApart(t *testing.T) {
+	ports := state.PortsOf(map[string]*state.Port{
+		"v4":  {Name: "v4", Switch: "sw", Addresses: []string{"0a:58:0a:10:00:05 10.16.0.5"}},
+		"mac": {Name: "mac", Switch: "sw", Addresses: []string{"00:00:0a:10:00:05 10.16.0.9"}},
+		"v6":  {Name: "v6", Switch: "sw", Addresses: []string{"0a:58:0a:10:00:06 ::a10:5"}},
+	})
+	x := NewBook(ports)
+	if dups := slices.Collect(x.Dups()); len(dups) != 0 {
+		t.Errorf("Dups = %v, want none", dups)
+	}
+	for word, holder := range map[string]string{"10.16.0.5": "v4", "00:00:0a:10:00:05": "mac", "::a10:5": "v6"} {
+		k, _ := addr.WordKey(word)
+		if hs := slices.Collect(x.Holders(k)); len(hs) != 1 || hs[0].Name != holder {
+			t.Errorf("%s held by %v, want %s alone", word, hs, holder)
+		}
+	}
+	if x.Len() != 6 {
+		t.Errorf("the book holds %d addresses, want 6", x.Len())
+	}
+	w := x.Window("sw", netip.MustParsePrefix("10.16.0.0/24"), addr.CompIPv4)
+	for ip, held := range map[string]bool{"10.16.0.5": true, "10.16.0.9": true, "10.16.0.6": false} {
+		if got, _ := w.Held(addr.IPKey(netip.MustParseAddr(ip))); got != held {
+			t.Errorf("the IPv4 window marks %s: %v, want %v", ip, got, held)
+		}
+	}
+	mw := x.Window("sw", netip.MustParsePrefix("10.16.0.0/24"), addr.CompMAC)
+	for mac, held := range map[string]bool{"0a:58:0a:10:00:05": true, "0a:58:0a:10:00:06": true, "0a:58:0a:10:00:09": false} {
+		k, _ := addr.WordKey(mac)
+		if got, known := mw.Held(k); !known || got != held {
+			t.Errorf("the MAC window marks %s: %v (known %v), want %v", mac, got, known, held)
+		}
+	}
+	x.Remove(ports.Get("mac"))
+	if !x.Held(addr.IPKey(netip.MustParseAddr("10.16.0.5"))) || !x.Held(addr.IPKey(netip.MustParseAddr("::a10:5"))) {
+		t.Error("removing the MAC's port let go of 10.16.0.5 or ::a10:5")
+	}
+}
+
 // BenchmarkBook: what a book of 30,000 ports (a MAC and an IPv4 address
 // each, over 2 switches) keeps, a port, and what adding and removing one
 // costs.
