@@ -14,6 +14,7 @@ import (
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -329,6 +330,62 @@ func TestStoredVMIsShareNetworkNames(t *testing.T) {
 	if x, y := a.spec.interfaces[1].mac, b.spec.interfaces[1].mac; x != y || unsafe.StringData(x) == unsafe.StringData(y) {
 		t.Errorf("MACs %q and %q: want equal strings of their own", x, y)
 	}
+}
+
+// VMIs of one shape (networks, their sources and interfaces alike, no
+// MAC) share their stored lists of networks and interfaces; a list with a
+// MAC is the VMI's own, and lists that differ in any field are apart, even
+// where their strings joined read alike. Each is made back as stored.
+func TestStoredVMIsShareSpecLists(t *testing.T) {
+	spec := func(netName, multus string, deflt bool, mac string) kubevirtv1.VirtualMachineInstanceSpec {
+		return kubevirtv1.VirtualMachineInstanceSpec{
+			Networks: []kubevirtv1.Network{{Name: "default", NetworkSource: kubevirtv1.NetworkSource{Pod: &kubevirtv1.PodNetwork{}}},
+				{Name: netName, NetworkSource: kubevirtv1.NetworkSource{Multus: &kubevirtv1.MultusNetwork{NetworkName: multus, Default: deflt}}}},
+			Domain: kubevirtv1.DomainSpec{Devices: kubevirtv1.Devices{Interfaces: []kubevirtv1.Interface{
+				{Name: "default"}, {Name: netName, MacAddress: mac}}}},
+		}
+	}
+	store := func(name string, sp kubevirtv1.VirtualMachineInstanceSpec) *storedVMI {
+		v := &kubevirtv1.VirtualMachineInstance{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "tenant"}, Spec: sp}
+		s := storeVMI(v.DeepCopy())
+		var m specMemory
+		var back kubevirtv1.VirtualMachineInstanceSpec
+		s.spec.fill(&back, &m)
+		if !equality.Semantic.DeepEqual(back, sp) {
+			t.Errorf("%s: made back as networks %s, interfaces %+v; want %s, %+v", name,
+				toJSON(t, back.Networks), back.Domain.Devices.Interfaces, toJSON(t, sp.Networks), sp.Domain.Devices.Interfaces)
+		}
+		return &s
+	}
+	a, b := store("a", spec("blue", "tenant/blue", false, "")), store("b", spec("blue", "tenant/blue", false, ""))
+	if &a.spec.networks[0] != &b.spec.networks[0] || &a.spec.interfaces[0] != &b.spec.interfaces[0] {
+		t.Error("two VMIs of one shape do not share their lists")
+	}
+	withMAC := store("mac", spec("blue", "tenant/blue", false, "02:00:00:00:00:0a"))
+	if &withMAC.spec.networks[0] != &a.spec.networks[0] {
+		t.Error("a VMI whose interface has a MAC does not share its networks")
+	}
+	if &withMAC.spec.interfaces[0] == &a.spec.interfaces[0] {
+		t.Error("a VMI whose interface has a MAC shares its interfaces")
+	}
+	for name, sp := range map[string]kubevirtv1.VirtualMachineInstanceSpec{
+		"the default Multus network": spec("blue", "tenant/blue", true, ""),
+		"another Multus network":     spec("blue", "tenant/green", false, ""),
+		"names cut elsewhere":        spec("blu", "etenant/blue", false, ""),
+	} {
+		if c := store(name, sp); &c.spec.networks[0] == &a.spec.networks[0] {
+			t.Errorf("%s: shares the networks of another", name)
+		}
+	}
+}
+
+func toJSON(t *testing.T, v any) string {
+	t.Helper()
+	b, err := json.Marshal(v)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
 }
 
 // Stored objects of one type share one TypeMeta, which setting an

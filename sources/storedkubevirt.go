@@ -1,7 +1,9 @@
 package sources
 
 import (
+	"encoding/binary"
 	"slices"
+	"sync"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -60,25 +62,111 @@ type storedInterface struct {
 
 func storeVMISpec(s *kubevirtv1.VirtualMachineInstanceSpec) storedVMISpec {
 	out := storedVMISpec{autoattach: s.Domain.Devices.AutoattachPodInterface}
-	if len(s.Networks) > 0 {
-		out.networks = make([]storedNetwork, len(s.Networks))
-		for i, n := range s.Networks {
-			out.networks[i] = storedNetwork{name: shared(n.Name)}
-			switch {
-			case n.Multus != nil:
-				out.networks[i].source, out.networks[i].multus, out.networks[i].multusDefault = sourceMultus, shared(n.Multus.NetworkName), n.Multus.Default
-			case n.Pod != nil:
-				out.networks[i].source = sourcePod
-			}
+	var nets [8]storedNetwork
+	var ifaces [8]storedInterface
+	out.networks, out.interfaces = nets[:0], ifaces[:0]
+	for _, n := range s.Networks {
+		sn := storedNetwork{name: n.Name}
+		switch {
+		case n.Multus != nil:
+			sn.source, sn.multus, sn.multusDefault = sourceMultus, n.Multus.NetworkName, n.Multus.Default
+		case n.Pod != nil:
+			sn.source = sourcePod
 		}
+		out.networks = append(out.networks, sn)
 	}
-	if ifs := s.Domain.Devices.Interfaces; len(ifs) > 0 {
-		out.interfaces = make([]storedInterface, len(ifs))
-		for i, f := range ifs {
-			out.interfaces[i] = storedInterface{name: shared(f.Name), mac: f.MacAddress, state: kubevirtv1.InterfaceState(shared(string(f.State)))}
-		}
+	for _, f := range s.Domain.Devices.Interfaces {
+		out.interfaces = append(out.interfaces, storedInterface{name: f.Name, mac: f.MacAddress, state: f.State})
 	}
+	specListsMu.Lock()
+	defer specListsMu.Unlock()
+	out.networks, out.interfaces = specLists.networks(out.networks), specLists.interfaces(out.interfaces)
 	return out
+}
+
+// sharedSpecLists hold the lists of networks and interfaces that stored
+// VMs and VMIs share: the VMs made from one template hold theirs alike. A
+// list of interfaces with a MAC is its VM's own, and not shared. Every
+// list is forgotten once they hold maxSpecLists of a kind, so that lists
+// which are not alike cannot make them grow: a list is then held again,
+// not lost. The informers store objects on goroutines of their own, under
+// specListsMu.
+type sharedSpecLists struct {
+	nets   map[string][]storedNetwork
+	ifaces map[string][]storedInterface
+}
+
+const maxSpecLists = 1 << 12
+
+var (
+	specListsMu sync.Mutex
+	specLists   sharedSpecLists
+)
+
+// networks returns the shared list equal to l (nil for none), its names
+// shared, and never l itself.
+func (sl *sharedSpecLists) networks(l []storedNetwork) []storedNetwork {
+	if len(l) == 0 {
+		return nil
+	}
+	var buf [256]byte
+	id := buf[:0]
+	for _, n := range l {
+		id = append(appendField(appendField(id, n.name), n.multus), byte(n.source))
+		if n.multusDefault {
+			id = append(id, 1)
+		} else {
+			id = append(id, 0)
+		}
+	}
+	if c, ok := sl.nets[string(id)]; ok {
+		return c
+	}
+	c := slices.Clone(l)
+	for i := range c {
+		c[i].name, c[i].multus = shared(c[i].name), shared(c[i].multus)
+	}
+	if sl.nets == nil || len(sl.nets) >= maxSpecLists {
+		sl.nets = map[string][]storedNetwork{}
+	}
+	sl.nets[string(id)] = c
+	return c
+}
+
+// appendField appends s to id, its length first: fields so written
+// never read as others.
+func appendField(id []byte, s string) []byte {
+	return append(binary.AppendUvarint(id, uint64(len(s))), s...)
+}
+
+// interfaces is networks for a list of interfaces; one with a MAC is a
+// copy of its own.
+func (sl *sharedSpecLists) interfaces(l []storedInterface) []storedInterface {
+	if len(l) == 0 {
+		return nil
+	}
+	var buf [256]byte
+	id := buf[:0]
+	own := false
+	for _, f := range l {
+		id = appendField(appendField(id, f.name), string(f.state))
+		own = own || f.mac != ""
+	}
+	if c, ok := sl.ifaces[string(id)]; ok && !own {
+		return c
+	}
+	c := slices.Clone(l)
+	for i := range c {
+		c[i].name, c[i].state = shared(c[i].name), kubevirtv1.InterfaceState(shared(string(c[i].state)))
+	}
+	if own {
+		return c
+	}
+	if sl.ifaces == nil || len(sl.ifaces) >= maxSpecLists {
+		sl.ifaces = map[string][]storedInterface{}
+	}
+	sl.ifaces[string(id)] = c
+	return c
 }
 
 // specMemory is what a spec is made in (storedVMISpec.fill) beside
