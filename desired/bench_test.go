@@ -247,13 +247,16 @@ func withNewPod(in Inputs) Inputs {
 // the result's ports are the NB's rows, which the NB's view holds and are
 // not counted here). The time is that of the Full and the first Update.
 //
+// A million owners (50 switches of 20,000 ports) take a minute or two and
+// some GB: name a size to leave them out (-bench 'EngineKeeps/owners=100000$').
+//
 //	go test -run '^$' -bench EngineKeeps -benchtime 3x ./desired
 func BenchmarkEngineKeeps(b *testing.B) {
 	cfg, err := NewConfig("ovn-default", []string{"10.0.0.0/8", "fd00:10::/64"}, []string{"10.0.0.1"})
 	if err != nil {
 		b.Fatal(err)
 	}
-	for _, n := range []int{10_000, 100_000} {
+	for _, n := range []int{10_000, 100_000, 1_000_000} {
 		b.Run(fmt.Sprintf("owners=%d", n), func(b *testing.B) {
 			in := benchInputs(n)
 			have := nbOf(state.State{}, Build(in, cfg, state.State{}).Want)
