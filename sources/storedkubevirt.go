@@ -61,10 +61,10 @@ type storedInterface struct {
 }
 
 func storeVMISpec(s *kubevirtv1.VirtualMachineInstanceSpec) storedVMISpec {
-	out := storedVMISpec{autoattach: s.Domain.Devices.AutoattachPodInterface}
-	var nets [8]storedNetwork
-	var ifaces [8]storedInterface
-	out.networks, out.interfaces = nets[:0], ifaces[:0]
+	// Read into room on the stack: the lists kept are the shared ones.
+	var netRoom [8]storedNetwork
+	var ifaceRoom [8]storedInterface
+	nets, ifaces := netRoom[:0], ifaceRoom[:0]
 	for _, n := range s.Networks {
 		sn := storedNetwork{name: n.Name}
 		switch {
@@ -73,15 +73,15 @@ func storeVMISpec(s *kubevirtv1.VirtualMachineInstanceSpec) storedVMISpec {
 		case n.Pod != nil:
 			sn.source = sourcePod
 		}
-		out.networks = append(out.networks, sn)
+		nets = append(nets, sn)
 	}
 	for _, f := range s.Domain.Devices.Interfaces {
-		out.interfaces = append(out.interfaces, storedInterface{name: f.Name, mac: f.MacAddress, state: f.State})
+		ifaces = append(ifaces, storedInterface{name: f.Name, mac: f.MacAddress, state: f.State})
 	}
 	specListsMu.Lock()
 	defer specListsMu.Unlock()
-	out.networks, out.interfaces = specLists.networks(out.networks), specLists.interfaces(out.interfaces)
-	return out
+	return storedVMISpec{networks: specLists.networks(nets), interfaces: specLists.interfaces(ifaces),
+		autoattach: s.Domain.Devices.AutoattachPodInterface}
 }
 
 // sharedSpecLists hold the lists of networks and interfaces that stored
@@ -145,15 +145,16 @@ func (sl *sharedSpecLists) interfaces(l []storedInterface) []storedInterface {
 	if len(l) == 0 {
 		return nil
 	}
+	own := slices.ContainsFunc(l, func(f storedInterface) bool { return f.mac != "" })
 	var buf [256]byte
 	id := buf[:0]
-	own := false
-	for _, f := range l {
-		id = appendField(appendField(id, f.name), string(f.state))
-		own = own || f.mac != ""
-	}
-	if c, ok := sl.ifaces[string(id)]; ok && !own {
-		return c
+	if !own {
+		for _, f := range l {
+			id = appendField(appendField(id, f.name), string(f.state))
+		}
+		if c, ok := sl.ifaces[string(id)]; ok {
+			return c
+		}
 	}
 	c := slices.Clone(l)
 	for i := range c {
