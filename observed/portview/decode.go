@@ -189,6 +189,7 @@ func pack(p *state.Port) {
 	}
 	if slices.Equal(p.PortSecurity, p.Addresses) {
 		p.PortSecurity = p.Addresses
+		return
 	}
 	for i, e := range p.PortSecurity {
 		if j, found := slices.BinarySearch(p.Addresses, e); found {

@@ -183,6 +183,13 @@ func TestPortViewPacksRows(t *testing.T) {
 	if p.PortSecurity[1] != "0a:58:0a:10:00:09" {
 		t.Errorf("port_security = %q", p.PortSecurity)
 	}
+	// As ovn-sync writes a port: one entry in both sets, held once.
+	const same = "bbbbbbbb-0000-4000-8000-000000000000"
+	feed(t, v, `{"method":"update3","params":["view","`+same+`",{"Logical_Switch_Port":{"`+same+`":{"insert":{"name":"web-1.shop",
+		"addresses":"0a:58:0a:10:00:04 10.16.0.4","port_security":"0a:58:0a:10:00:04 10.16.0.4"}}}}],"id":null}`)
+	if q := v.Table().rows[same]; q == nil || len(q.PortSecurity) != 1 || &q.PortSecurity[0] != &q.Addresses[0] {
+		t.Errorf("a row with one entry in both sets read as %+v: want port_security to be the addresses' set", q)
+	}
 }
 
 // TestPortViewRejects: a stream that is not JSON, or a row whose column
